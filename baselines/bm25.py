@@ -1,0 +1,103 @@
+"""BM25 with Pyserini (Lucene): the field's reference implementation.
+
+One Lucene index per set of indexed docs, cached on disk under
+``<cache_dir>/indexes/lucene/<key>`` where ``key`` hashes the doc ids and texts and the
+indexing parameters; Anserini's default analysis (Porter stemming, Lucene English stopwords).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from baselines.pyserini_jvm import ensure_jvm
+from lethe.method import Doc, Query, SearchResult
+
+log = logging.getLogger(__name__)
+INDEX_VERSION = "1"
+
+
+class PyseriniBM25:
+    """Lucene BM25 (k1, b) over the indexed docs; scores are Lucene's float32 BM25."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, cache_dir: str | Path | None = None, progress: bool = True):
+        self.k1, self.b = float(k1), float(b)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self._tmp: str | None = None
+        self._searcher = None
+        self._n_docs = 0
+        self.indexes_built = 0
+        self.indexes_reused = 0
+        ensure_jvm()
+
+    def _index_dir(self, docs: Sequence[Doc]) -> Path:
+        h = hashlib.sha256(f"pyserini-1.6.0/{INDEX_VERSION}".encode())
+        for d in docs:
+            h.update(d.doc_id.encode() + b"\0" + d.text.encode() + b"\0")
+        key = h.hexdigest()[:24]
+        if self.cache_dir is None:
+            if self._tmp is None:
+                self._tmp = tempfile.mkdtemp(prefix="lethe-lucene-")
+            return Path(self._tmp) / key
+        return self.cache_dir / "indexes" / "lucene" / key
+
+    def index(self, docs: Sequence[Doc]) -> None:
+        from pyserini.index.lucene import LuceneIndexer
+        from pyserini.search.lucene import LuceneSearcher
+
+        self._close_searcher()
+        self._n_docs = len(docs)
+        if not docs:
+            return
+        final = self._index_dir(docs)
+        if (final / "DONE").is_file():
+            self.indexes_reused += 1
+        else:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+            try:
+                writer = LuceneIndexer(str(tmp), threads=1)
+                writer.add_batch_dict([{"id": d.doc_id, "contents": d.text} for d in docs])
+                writer.close()
+                (tmp / "DONE").write_text("ok\n")
+                if final.exists():  # a crashed writer's leftover without DONE
+                    shutil.rmtree(final)
+                os.replace(tmp, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            self.indexes_built += 1
+        self._searcher = LuceneSearcher(str(final))
+        self._searcher.set_bm25(self.k1, self.b)
+
+    def search(self, query: Query, k: int) -> SearchResult:
+        t0 = time.perf_counter()
+        if self._searcher is None or self._n_docs == 0:
+            return SearchResult([], {"search": 0.0})
+        hits = self._searcher.search(query.text, k=k)
+        ranking = [(h.docid, float(h.score)) for h in hits]
+        return SearchResult(ranking, {"search": (time.perf_counter() - t0) * 1e3})
+
+    def _close_searcher(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+
+    def describe(self) -> dict[str, Any]:
+        import importlib.metadata as md
+
+        return {"name": "bm25", "implementation": f"pyserini {md.version('pyserini')} (Lucene)", "k1": self.k1,
+                "b": self.b, "analyzer": "Anserini default (Porter stemmer, Lucene English stopwords)",
+                "indexes_built": self.indexes_built, "indexes_reused": self.indexes_reused}
+
+    def close(self) -> None:
+        self._close_searcher()
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None

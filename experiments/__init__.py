@@ -1,0 +1,1 @@
+"""Experiments: Hydra entry points, the runner, caches, results folders and provenance."""

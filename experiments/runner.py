@@ -1,0 +1,251 @@
+"""The runner: one (dataset, method) run from a resolved config to a results folder.
+
+It alone decides what a method may see: for each query, the docs of the query's scope with
+``position < query.position`` (all of the scope when the query comes after the last doc). Queries
+that share the same eligible set share one ``index`` call. Every returned doc id is checked
+against the eligible set; a violation stops the run.
+
+Final order of a ranking: score descending, ties broken by doc id descending (trec_eval's rule),
+so that anyone re-evaluating ``run.trec`` with another tool gets the same order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from tqdm.auto import tqdm
+
+from analysis.metrics import evaluate_run
+from experiments.config import project_path, to_dict
+from experiments.datasets import prepare_dataset
+from experiments.provenance import git_info, hardware, package_versions, peak_rss_mb
+from experiments.results import config_hash, is_done, run_folder, write_results
+from lethe.method import Doc, Query, SearchResult
+from lethebench.card import sha256_file
+from lethebench.schema import Dataset, read_dataset
+
+log = logging.getLogger(__name__)
+
+
+class EligibilityViolation(RuntimeError):
+    """A method returned a doc the query was not allowed to see."""
+
+
+class RunFailed(RuntimeError):
+    """Too many queries failed; the run is not marked done."""
+
+
+def canonical_order(ranking: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    """Top ``k`` by score descending, ties by doc id descending (trec_eval's tie rule)."""
+    by_id = sorted(ranking, key=lambda x: x[0], reverse=True)
+    return sorted(by_id, key=lambda x: -x[1])[:k]  # stable: equal scores keep doc id descending
+
+
+def hashed_config(cfg: DictConfig, build_key: str) -> dict[str, Any]:
+    """The part of the config that determines results (paths and display options excluded)."""
+    run = to_dict(cfg.run)
+    return {
+        "dataset": to_dict(cfg.dataset),
+        "dataset_build_key": build_key,
+        "method": to_dict(cfg.method),
+        "chunking": to_dict(cfg.chunking),
+        "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
+    }
+
+
+def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Queries to run: those with qrels, in the configured scopes/categories; counts the rest."""
+    q = ds.queries
+    counts = {"queries_total": int(len(q))}
+    if cfg.dataset.get("scopes"):
+        keep = set(cfg.dataset.scopes)
+        unknown = keep - set(q["scope_id"])
+        if unknown:
+            raise ValueError(f"dataset.scopes names unknown scope(s) {sorted(unknown)}; known: {ds.scope_ids()}")
+        q = q[q["scope_id"].isin(keep)]
+    counts["excluded_by_scope_filter"] = counts["queries_total"] - int(len(q))
+    if cfg.dataset.get("categories"):
+        cats = set(cfg.dataset.categories)
+        unknown = cats - set(ds.queries["category"].dropna())
+        if unknown:
+            raise ValueError(f"dataset.categories names unknown categor(ies) {sorted(unknown)}; "
+                             f"known: {sorted(set(ds.queries['category'].dropna()))}")
+        before = len(q)
+        q = q[q["category"].isin(cats)]
+        counts["excluded_by_category_filter"] = before - int(len(q))
+    else:
+        counts["excluded_by_category_filter"] = 0
+    before = len(q)
+    q = q[q["query_id"].isin(ds.qrels.keys()) & q["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
+    counts["excluded_no_qrels"] = before - int(len(q))
+    counts["evaluated"] = int(len(q))
+    return q.sort_values(["scope_id", "position", "query_id"], kind="stable"), counts
+
+
+def _docs_by_scope(ds: Dataset) -> dict[str, list[Doc]]:
+    out: dict[str, list[Doc]] = {}
+    corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
+    for r in corpus.itertuples(index=False):
+        out.setdefault(r.scope_id, []).append(
+            Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
+    return out
+
+
+def _percentiles(x: list[float]) -> dict[str, float | None]:
+    if not x:
+        return {"p50": None, "p95": None, "mean": None}
+    a = np.asarray(x)
+    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "mean": float(a.mean())}
+
+
+def run_experiment(cfg: DictConfig) -> Path:
+    """Run one (dataset, method) job; return its results folder (skipped if already DONE)."""
+    progress = bool(cfg.run.progress)
+    ds_folder = prepare_dataset(cfg)
+    ds = read_dataset(ds_folder, cfg.dataset.name)
+    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+    hashed = hashed_config(cfg, build_key)
+    chash = config_hash(hashed)
+    method_name = str(cfg.method.name)
+    folder = run_folder(project_path(cfg.results_dir), cfg.dataset.name, method_name, chash)
+    if is_done(folder) and not cfg.run.overwrite:
+        log.info("skip: %s is done", folder)
+        print(f"[skip] {cfg.dataset.name}/{method_name}/{chash}: already done")
+        return folder
+
+    started = dt.datetime.now(dt.timezone.utc)
+    rss_start = peak_rss_mb()
+    queries, counts = select_queries(ds, cfg)
+    params = to_dict(cfg.method)
+    params.pop("name")
+    t0 = time.perf_counter()
+    method = instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
+    init_s = time.perf_counter() - t0
+
+    docs_by_scope = _docs_by_scope(ds)
+    k = int(cfg.run.k)
+    run: dict[str, list[tuple[str, float]]] = {}
+    records: list[dict[str, Any]] = []
+    index_seconds, index_calls, warmed = 0.0, 0, not cfg.run.warmup
+    bar = tqdm(total=len(queries), desc=f"{cfg.dataset.name}/{method_name}", disable=not progress, unit="q")
+    try:
+        for scope_id, sq in queries.groupby("scope_id", sort=True):
+            docs = docs_by_scope.get(scope_id, [])
+            positions = np.array([d.position for d in docs])
+            n_elig = np.searchsorted(positions, sq["position"].to_numpy(), side="left")
+            current = -1
+            for row, ne in zip(sq.itertuples(index=False), n_elig):
+                rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
+                                       "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
+                                       "latency_ms": None, "timings_ms": "{}", "flags": "{}"}
+                if ne == 0:
+                    rec["status"] = "no_eligible_docs"
+                    run[row.query_id] = []
+                    records.append(rec)
+                    bar.update()
+                    continue
+                if ne != current:
+                    ti = time.perf_counter()
+                    method.index(docs[:ne])
+                    index_seconds += time.perf_counter() - ti
+                    index_calls += 1
+                    current = int(ne)
+                    allowed = {d.doc_id for d in docs[:ne]}
+                query = Query(row.text, tuple(row.history))
+                if not warmed:
+                    method.search(query, k)  # discarded: first call pays lazy loading/JIT costs
+                    warmed = True
+                ts = time.perf_counter()
+                try:
+                    res: SearchResult = method.search(query, k)
+                except Exception as exc:  # noqa: BLE001 - recorded per query; max_error_share decides
+                    rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+                    run[row.query_id] = []
+                    records.append(rec)
+                    bar.update()
+                    continue
+                rec["latency_ms"] = (time.perf_counter() - ts) * 1e3
+                ids = [d for d, _ in res.ranking]
+                bad = [d for d in ids if d not in allowed]
+                if bad:
+                    raise EligibilityViolation(
+                        f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
+                if len(set(ids)) != len(ids):
+                    raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
+                ranking = canonical_order(res.ranking, k)
+                run[row.query_id] = ranking
+                rec["n_results"] = len(ranking)
+                if not ranking:
+                    rec["status"] = "no_results"
+                rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
+                rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
+                records.append(rec)
+                bar.update()
+    finally:
+        bar.close()
+        method.close()
+
+    per_query = pd.DataFrame(records)
+    n_err = int((per_query["status"] == "error").sum()) if len(per_query) else 0
+    max_share = float(cfg.run.max_error_share)
+    if len(per_query) and n_err / len(per_query) > max_share:
+        first = per_query.loc[per_query["status"] == "error", "error"].iloc[0]
+        raise RunFailed(f"{n_err}/{len(per_query)} queries failed (max_error_share={max_share}); first error: {first}")
+
+    qrels = {q: ds.qrels[q] for q in queries["query_id"]}
+    metric_names = list(cfg.run.metrics)
+    scores = evaluate_run(qrels, run, metric_names)
+    per_query = per_query.merge(scores, left_on="query_id", right_index=True, how="left")
+    lat = [x for x in per_query["latency_ms"].tolist() if x is not None and not pd.isna(x)]
+    stage_names = sorted({s for t in per_query["timings_ms"] for s in json.loads(t)})
+    stages = {s: _percentiles([json.loads(t)[s] for t in per_query["timings_ms"] if s in json.loads(t)])
+              for s in stage_names}
+    status_counts = per_query["status"].value_counts().to_dict() if len(per_query) else {}
+    metrics = {
+        "dataset": cfg.dataset.name,
+        "method": method_name,
+        "config_hash": chash,
+        "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
+        "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
+        "latency_ms": _percentiles(lat),
+        "stage_latency_ms": stages,
+        "qps": (len(lat) / (sum(lat) / 1e3)) if lat and sum(lat) > 0 else None,
+    }
+    ended = dt.datetime.now(dt.timezone.utc)
+    manifest = {
+        "config": to_dict(cfg),
+        "hashed_config": hashed,
+        "config_hash": chash,
+        "dataset": {"name": cfg.dataset.name, "folder": str(ds_folder), "build_key": build_key,
+                    "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
+        "method": method.describe(),
+        "git": git_info(),
+        "packages": package_versions(),
+        "hardware": hardware(),
+        "seed": int(cfg.run.seed),
+        "started": started.isoformat(),
+        "ended": ended.isoformat(),
+        "wall_seconds": round((ended - started).total_seconds(), 3),
+        "method_init_seconds": round(init_s, 3),
+        "index_build_seconds": round(index_seconds, 3),
+        "index_calls": index_calls,
+        "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
+        "tie_rule": "score descending, then doc id descending (trec_eval)",
+        "latency": "warm: one discarded warm-up search per run" if cfg.run.warmup else "includes the first (cold) search",
+    }
+    write_results(folder, run, qrels, per_query, metrics, manifest, tag=f"{method_name}-{chash}")
+    if cfg.run.print_summary:
+        from experiments.summary import format_table
+
+        print(format_table([metrics]))
+        print(f"results: {folder}")
+    return folder

@@ -1,0 +1,54 @@
+"""One-screen summaries of results folders: ``python -m experiments.summary [results_dir]``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from experiments.config import project_path
+
+SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
+
+
+def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
+    """metrics.json of every finished run under ``results_dir`` (sorted by dataset, method)."""
+    out = []
+    for m in sorted(Path(results_dir).glob("*/*/*/metrics.json")):
+        if (m.parent / "DONE").is_file():
+            out.append(json.loads(m.read_text()))
+    return out
+
+
+def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Plain-text table: dataset, method, hash, counts, mean metrics, latency P50/P95."""
+    rows = list(rows)
+    head = ["dataset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms"]
+    body = []
+    for r in rows:
+        q = r["queries"]
+        excl = q["queries_total"] - q["evaluated"]
+        fail = sum(v for k, v in q["status"].items() if k != "ok")
+        lat = r.get("latency_ms") or {}
+        body.append([r["dataset"], r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
+                    + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
+                    + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")])
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    line = lambda cells: "  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    notes = ("n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
+             " no results or an error (they score 0)")
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), notes])
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    results_dir = project_path(argv[0] if argv else "results/runs")
+    rows = load_metrics(results_dir)
+    if not rows:
+        sys.exit(f"no finished runs under {results_dir}")
+    print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+"""Lethe: the retrieval system under study, plus the shared building blocks (models, caches).
+
+This package must not import dataset loaders, the runner or the analysis (see DESIGN.md).
+"""
+
+__version__ = "0.1.0"

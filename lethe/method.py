@@ -1,0 +1,58 @@
+"""The one protocol every retrieval method implements (baselines and Lethe iterations).
+
+The runner calls ``index(docs)`` with exactly the docs a query may see (its scope, and for
+conversations only earlier positions), then ``search(query, k)`` for those queries. Methods never
+see other scopes, later turns, qrels or answers, so they cannot peek.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A retrieval unit (a chunk) as a method sees it."""
+
+    doc_id: str
+    text: str
+    position: int
+    kind: str = "text"
+    speaker: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as a method sees it: its text and the conversation history before it (oldest first)."""
+
+    text: str
+    history: tuple[str, ...] = ()
+
+
+@dataclass
+class SearchResult:
+    """A ranking (doc_id, score) with non-increasing scores, plus per-stage timings in ms.
+
+    ``flags`` records anything the runner must count per query (fallbacks, timeouts, errors).
+    """
+
+    ranking: list[tuple[str, float]]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Method(Protocol):
+    def index(self, docs: Sequence[Doc]) -> None:
+        """Prepare to search exactly ``docs`` (replaces any previous index)."""
+
+    def search(self, query: Query, k: int) -> SearchResult:
+        """Top ``k`` of the indexed docs for ``query``."""
+
+    def describe(self) -> dict[str, Any]:
+        """Effective parameters, model ids and hashes, for the run manifest."""
+
+    def close(self) -> None:
+        """Flush caches and release resources."""

@@ -1,0 +1,98 @@
+"""Build processed datasets: load upstream files, chunk, attach qrels, write folder + card.
+
+The command line is ``python -m experiments.build_data`` (it resolves configs and paths).
+
+A processed dataset lives in ``<out>/<name>/<build_key>/`` where ``build_key`` hashes the
+loader and its parameters, the sha256 of every input file, the chunking parameters and the
+tokenizer's model hash (content-addressed, like MTEB's caches): a finished folder is reused,
+any change builds a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from lethe.embedder import Embedder
+from lethebench.card import count_by, sha256_file
+from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
+from lethebench.schema import Dataset, SourceDataset, read_dataset, write_dataset
+
+log = logging.getLogger(__name__)
+BUILD_VERSION = "1"
+
+
+def _load_locomo(root: Path, files: list[str], params: Mapping[str, Any]) -> SourceDataset:
+    from lethebench.loaders.locomo import load_locomo
+
+    return load_locomo(root / files[0], **params)
+
+
+# loader name -> function(data_root, files, params) -> SourceDataset
+LOADERS: dict[str, Callable[[Path, list[str], Mapping[str, Any]], SourceDataset]] = {
+    "locomo": _load_locomo,
+}
+
+
+def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkParams, tokenizer_sha: str) -> str:
+    """Content hash naming a processed dataset folder."""
+    inputs = {}
+    for f in dataset_cfg.get("files", []):
+        p = data_root / f
+        if not p.is_file():
+            raise FileNotFoundError(
+                f"dataset '{dataset_cfg['name']}': input file not found: {p}. Set data.root (or the "
+                f"LETHE_DATA_ROOT environment variable) to the folder holding '{f}'; see ../shared/data/README.md."
+            )
+        inputs[f] = sha256_file(p)
+    blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"], "params": dict(dataset_cfg.get("params") or {}),
+            "inputs": inputs, "chunking": [chunking.size, chunking.overlap], "tokenizer_sha256": tokenizer_sha}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_dataset(
+    dataset_cfg: Mapping[str, Any],
+    data_root: str | Path,
+    out_root: str | Path,
+    embedder: Embedder,
+    chunking: ChunkParams = ChunkParams(),
+    force: bool = False,
+) -> Path:
+    """Build (or reuse) the processed folder of one dataset; returns its path."""
+    data_root = Path(data_root)
+    name = dataset_cfg["name"]
+    if dataset_cfg["loader"] not in LOADERS:
+        raise ValueError(f"unknown loader '{dataset_cfg['loader']}'; known: {sorted(LOADERS)}")
+    key = build_key(dataset_cfg, data_root, chunking, embedder.model.sha256)
+    folder = Path(out_root) / name / key
+    if (folder / "card.json").is_file() and not force:
+        log.info("dataset %s: reusing %s", name, folder)
+        return folder
+    t0 = time.perf_counter()
+    src = LOADERS[dataset_cfg["loader"]](data_root, list(dataset_cfg.get("files", [])), dict(dataset_cfg.get("params") or {}))
+    corpus, src_to_docs, chunk_stats = chunk_corpus(
+        src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
+    )
+    qrels = map_qrels(src.qrels, src_to_docs)
+    card = dict(src.card)
+    card["name"] = name
+    card["counts"] = {
+        "scopes": int(corpus["scope_id"].nunique()),
+        "sources": int(len(src.sources)),
+        "docs": int(len(corpus)),
+        "queries": int(len(src.queries)),
+        "queries_with_qrels": int(len(qrels)),
+        "qrels_pairs": int(sum(len(v) for v in qrels.values())),
+    }
+    card["queries_by_category"] = count_by(src.queries, "category")
+    card["chunking"] = {**chunk_stats, "tokenizer": embedder.model.describe()}
+    card["build"] = {"key": key, "version": BUILD_VERSION, "seconds": round(time.perf_counter() - t0, 2)}
+    ds = Dataset(name, corpus, src.queries, qrels, src.contradictions, card)
+    write_dataset(ds, folder)
+    log.info("dataset %s: built %s in %.1fs", name, folder, time.perf_counter() - t0)
+    return folder
+

@@ -1,0 +1,1 @@
+"""Loaders that turn upstream dataset files into the data model (:class:`lethebench.schema.Dataset`)."""

@@ -1,0 +1,177 @@
+"""LoCoMo (snap-research/LoCoMo ``locomo10.json``) -> the data model.
+
+One scope per conversation; one source per dialog turn; questions are asked after the whole
+conversation, so every turn is eligible. Relevance: the turns named in a question's ``evidence``
+(grade 1), after cleaning the ids as described in ``../shared/data/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lethebench.card import sha256_file
+from lethebench.schema import DatasetError, SourceDataset
+
+LOADER_VERSION = "1"
+# The category map of the official LoCoMo evaluation code, pinned here and written to the card.
+CATEGORY_MAP: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+LICENSE = "CC BY-NC 4.0"
+UPSTREAM = "snap-research/LoCoMo data/locomo10.json"
+
+_SESSION_RE = re.compile(r"^session_(\d+)$")
+_ID_RE = re.compile(r"^D:?(\d+):(\d+)$")
+
+
+def clean_evidence(raw: list[Any]) -> tuple[list[str], list[str]]:
+    """Clean LoCoMo evidence ids: split on ';' and whitespace, 'D:11:26' -> 'D11:26', 'D30:05' -> 'D30:5'.
+
+    Returns (clean ids in first-seen order without duplicates, tokens that are not turn ids).
+    """
+    ids: list[str] = []
+    bad: list[str] = []
+    for entry in raw:
+        for tok in re.split(r"[;\s]+", str(entry).strip()):
+            if not tok:
+                continue
+            m = _ID_RE.match(tok)
+            if m:
+                cid = f"D{int(m.group(1))}:{int(m.group(2))}"
+                if cid not in ids:
+                    ids.append(cid)
+            else:
+                bad.append(tok)
+    return ids, bad
+
+
+def _turn_text(turn: dict[str, Any], speaker_prefix: bool, image_captions: bool) -> str:
+    text = str(turn.get("text", "")).strip()
+    if image_captions and turn.get("blip_caption"):
+        text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
+    return f"{turn['speaker']}: {text}" if speaker_prefix else text
+
+
+def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: bool = True) -> SourceDataset:
+    """Read ``locomo10.json``.
+
+    ``speaker_prefix`` writes "Speaker: text" as the turn text (questions name speakers);
+    ``image_captions`` appends the BLIP caption of a shared photo, as the LoCoMo RAG setup does.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"LoCoMo file not found at {path}. Point data.root (or LETHE_DATA_ROOT) at the folder that "
+            f"holds locomo/locomo10.json; upstream: {UPSTREAM}."
+        )
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON list of conversations, got {type(data).__name__}")
+
+    sources, queries, qrels = [], [], {}
+    report: dict[str, Any] = {"questions": 0, "without_evidence": [], "dangling_evidence": [],
+                              "malformed_evidence_tokens": [], "stray_session_keys": {}}
+    for ci, conv in enumerate(data):
+        for key in ("sample_id", "conversation", "qa"):
+            if key not in conv:
+                raise DatasetError(f"{path}: conversation #{ci}: missing key '{key}'")
+        sid = str(conv["sample_id"])
+        c = conv["conversation"]
+        sessions = sorted((int(m.group(1)), k) for k in c if (m := _SESSION_RE.match(k)))
+        stray = sorted((k for k in c if k.endswith("_date_time") and k[: -len("_date_time")] not in c),
+                       key=lambda k: int(re.findall(r"\d+", k)[0]))
+        if stray:
+            report["stray_session_keys"][sid] = stray
+        turn_ids = set()
+        pos = 0
+        for snum, skey in sessions:
+            turns = c[skey]
+            if not isinstance(turns, list):
+                raise DatasetError(f"{path}: {sid}/{skey}: expected a list of turns, got {type(turns).__name__}")
+            when = c.get(f"{skey}_date_time")
+            for ti, t in enumerate(turns):
+                for key in ("speaker", "dia_id", "text"):
+                    if key not in t:
+                        raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: missing key '{key}'")
+                dia = clean_evidence([t["dia_id"]])[0]
+                if len(dia) != 1:
+                    raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: malformed dia_id {t['dia_id']!r}")
+                turn_ids.add(dia[0])
+                meta = {"session": snum, "dia_id": dia[0]}
+                if t.get("blip_caption"):
+                    meta["blip_caption"] = t["blip_caption"]
+                sources.append({
+                    "doc_id": f"{sid}:{dia[0]}", "scope_id": sid, "position": pos,
+                    "text": _turn_text(t, speaker_prefix, image_captions), "kind": "turn",
+                    "speaker": str(t["speaker"]), "timestamp": when, "source_id": f"{sid}:{dia[0]}",
+                    "entities": [], "meta": json.dumps(meta, sort_keys=True),
+                })
+                pos += 1
+        for qi, qa in enumerate(conv["qa"]):
+            report["questions"] += 1
+            qid = f"{sid}:q{qi}"
+            for key in ("question", "category"):
+                if key not in qa:
+                    raise DatasetError(f"{path}: {sid} qa #{qi}: missing key '{key}'")
+            cat = qa["category"]
+            if cat not in CATEGORY_MAP:
+                raise DatasetError(f"{path}: {sid} qa #{qi}: unknown category {cat!r}; known {sorted(CATEGORY_MAP)}")
+            raw_ev = qa.get("evidence") or []
+            ids, bad = clean_evidence(raw_ev)
+            if bad:
+                report["malformed_evidence_tokens"].append({"query_id": qid, "tokens": bad})
+            dangling = [i for i in ids if i not in turn_ids]
+            if dangling:
+                report["dangling_evidence"].append({"query_id": qid, "ids": dangling})
+            valid = [i for i in ids if i in turn_ids]
+            if valid:
+                qrels[qid] = {f"{sid}:{i}": 1 for i in valid}
+            else:
+                report["without_evidence"].append(qid)
+            answer = qa.get("answer")
+            meta = {"category_id": cat, "evidence_raw": [str(e) for e in raw_ev]}
+            if "adversarial_answer" in qa:
+                meta["adversarial_answer"] = qa["adversarial_answer"]
+            queries.append({
+                "query_id": qid, "scope_id": sid, "position": pos, "text": str(qa["question"]).strip(),
+                "history": [], "domain": None, "category": CATEGORY_MAP[cat], "complexity": None,
+                "plan_label": None, "answer": None if answer is None else str(answer),
+                "meta": json.dumps(meta, sort_keys=True),
+            })
+    src = pd.DataFrame(sources)
+    qdf = pd.DataFrame(queries)
+    card = {
+        "name": "locomo",
+        "description": "LoCoMo: 10 very long multi-session conversations with QA (Maharana et al., 2024).",
+        "upstream": UPSTREAM,
+        "license": LICENSE,
+        "inputs": {path.name: sha256_file(path)},
+        "loader": {"name": "locomo", "version": LOADER_VERSION, "speaker_prefix": speaker_prefix,
+                   "image_captions": image_captions},
+        "scope": "one conversation (sample_id); queries are asked after the last turn: all turns eligible",
+        "relevance": (
+            "grade 1 for each turn named in the question's evidence list, after cleaning ids (split on ';' and "
+            "whitespace, 'D:11:26' -> 'D11:26', 'D30:05' -> 'D30:5'); evidence naming no existing turn is dropped "
+            "and listed below; questions left with no valid evidence have no qrels and are excluded from "
+            "retrieval metrics (counted by every run)."
+        ),
+        "category_map": {str(k): v for k, v in CATEGORY_MAP.items()},
+        "exclusions": {
+            "questions_total": report["questions"],
+            "questions_without_valid_evidence": len(report["without_evidence"]),
+            "questions_without_valid_evidence_ids": report["without_evidence"],
+            "invalid_evidence_refs": sum(len(d["ids"]) for d in report["dangling_evidence"])
+            + sum(len(d["tokens"]) for d in report["malformed_evidence_tokens"]),
+            "dangling_evidence_refs": sum(len(d["ids"]) for d in report["dangling_evidence"]),
+            "dangling_evidence": report["dangling_evidence"],
+            "malformed_evidence_tokens": report["malformed_evidence_tokens"],
+            "stray_session_date_keys": report["stray_session_keys"],
+        },
+    }
+    return SourceDataset("locomo", src, qdf, qrels, card)

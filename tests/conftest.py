@@ -1,0 +1,54 @@
+"""Shared fixtures: real LoCoMo from ../shared/data, built once per session into temp folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from experiments.config import PROJECT_ROOT, load_config
+
+DATA_ROOT = Path(os.environ.get("LETHE_DATA_ROOT", PROJECT_ROOT.parent / "shared" / "data")).resolve()
+LOCOMO = DATA_ROOT / "locomo" / "locomo10.json"
+TWO_CONVS = "[conv-26,conv-30]"
+
+
+@pytest.fixture(scope="session")
+def locomo_path() -> Path:
+    assert LOCOMO.is_file(), f"LoCoMo not found at {LOCOMO}; tests need ../shared/data (or LETHE_DATA_ROOT)"
+    return LOCOMO
+
+
+@pytest.fixture(scope="session")
+def work(tmp_path_factory) -> dict[str, Path]:
+    """Session temp folders for processed data, caches and results."""
+    base = tmp_path_factory.mktemp("lethe")
+    return {"processed": base / "processed", "cache": base / "cache", "results": base / "results"}
+
+
+def overrides_for(work: dict[str, Path], *extra: str) -> list[str]:
+    return [f"data.root={DATA_ROOT}", f"data.processed={work['processed']}", f"cache_dir={work['cache']}",
+            f"results_dir={work['results']}", "run.progress=false", "run.print_summary=false", *extra]
+
+
+@pytest.fixture(scope="session")
+def cfg_for(work):
+    """Compose a config with the session folders: cfg_for('method=bm25', ...)."""
+    return lambda *extra: load_config(overrides_for(work, *extra))
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from lethe.embedder import Embedder
+
+    cfg = load_config([])
+    return Embedder(dict(cfg.embedder), cache_dir=None, show_progress=False)
+
+
+@pytest.fixture(scope="session")
+def e2e_runs(cfg_for, locomo_path) -> dict[str, Path]:
+    """window, bm25 and vector over two real LoCoMo conversations with the real model."""
+    from experiments.runner import run_experiment
+
+    return {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}")) for m in ("window", "bm25", "vector")}
