@@ -93,6 +93,8 @@ class Embedder:
         if todo:
             new = self._encode_raw([t for _, t in todo], role)
             cache.put([k for k, _ in todo], new)
+            if len(todo) >= 32:  # a real batch (docs): persist now; single queries accumulate
+                cache.flush()
             fresh = dict(zip((k for k, _ in todo), new))
             found = [v if v is not None else fresh[k] for k, v in zip(keys, found)]
         return np.vstack(found) if found else np.zeros((0, self.dim), np.float32)

@@ -25,10 +25,10 @@ TokenSpans = Callable[[str], list[tuple[int, int]]]
 
 def hf_token_spans(tokenizer: Any) -> TokenSpans:
     """Adapt a Hugging Face *fast* tokenizer to :data:`TokenSpans` (no special tokens)."""
-    tokenizer.model_max_length = 10**9  # we count tokens of long texts on purpose; silence the warning
 
     def spans(text: str) -> list[tuple[int, int]]:
-        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        # verbose=False: counting tokens of texts longer than the model's limit is the point here
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         return [tuple(o) for o in enc["offset_mapping"]]
 
     return spans
