@@ -214,6 +214,7 @@ def run_experiment(cfg: DictConfig) -> Path:
         "dataset": cfg.dataset.name,
         "method": method_name,
         "config_hash": chash,
+        "filters": {"scopes": to_dict(cfg.dataset).get("scopes"), "categories": to_dict(cfg.dataset).get("categories")},
         "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
         "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
         "latency_ms": _percentiles(lat),

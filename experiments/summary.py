@@ -24,18 +24,20 @@ def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
 def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     """Plain-text table: dataset, method, hash, counts, mean metrics, latency P50/P95."""
     rows = list(rows)
-    head = ["dataset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms"]
+    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms"]
     body = []
     for r in rows:
         q = r["queries"]
         excl = q["queries_total"] - q["evaluated"]
         fail = sum(v for k, v in q["status"].items() if k != "ok")
         lat = r.get("latency_ms") or {}
-        body.append([r["dataset"], r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
+        f = r.get("filters")
+        subset = "?" if f is None else (",".join(f"{len(v)} {k}" for k, v in f.items() if v) or "all")
+        body.append([r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
                     + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
                     + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    line = lambda cells: "  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    line = lambda cells: "  ".join(c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     notes = ("n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
              " no results or an error (they score 0)")
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), notes])

@@ -38,6 +38,7 @@ class Embedder:
         self._caches: dict[str, EmbeddingCache] = {}
         self.encode_seconds = 0.0
         self.encoded_texts = 0
+        self.last_cache_hits = 0  # texts of the last encode() served from the cache
 
     @property
     def st(self):
@@ -85,10 +86,12 @@ class Embedder:
         """Vectors for ``texts`` (n, dim); only texts missing from the cache are encoded."""
         texts = list(texts)
         cache = self._cache(role)
+        self.last_cache_hits = 0
         if cache is None:
             return self._encode_raw(texts, role)
         keys = [text_key(t) for t in texts]
         found = cache.get(keys)
+        self.last_cache_hits = sum(v is not None for v in found)
         todo = sorted({k: t for k, t, v in zip(keys, texts, found) if v is None}.items())
         if todo:
             new = self._encode_raw([t for _, t in todo], role)
