@@ -11,11 +11,12 @@ any change builds a new one.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from lethe.embedder import Embedder
 from lethebench.card import count_by, sha256_file
@@ -26,16 +27,21 @@ log = logging.getLogger(__name__)
 BUILD_VERSION = "1"
 
 
-def _load_locomo(root: Path, files: list[str], params: Mapping[str, Any]) -> SourceDataset:
-    from lethebench.loaders.locomo import load_locomo
-
-    return load_locomo(root / files[0], **params)
-
-
-# loader name -> function(data_root, files, params) -> SourceDataset
-LOADERS: dict[str, Callable[[Path, list[str], Mapping[str, Any]], SourceDataset]] = {
-    "locomo": _load_locomo,
+# loader name -> "module:function"; the function is called as fn(*input_paths, **params) and
+# returns a SourceDataset. Imported lazily so a loader's dependencies load only when used.
+LOADERS: dict[str, str] = {
+    "locomo": "lethebench.loaders.locomo:load_locomo",
+    "techqa": "lethebench.loaders.techqa:load_techqa",
+    "ultradomain": "lethebench.loaders.ultradomain:load_ultradomain",
 }
+
+
+def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> SourceDataset:
+    """Run a registered loader on its input files."""
+    if loader not in LOADERS:
+        raise ValueError(f"unknown loader '{loader}'; known: {sorted(LOADERS)}")
+    module, fn = LOADERS[loader].split(":")
+    return getattr(importlib.import_module(module), fn)(*paths, **dict(params))
 
 
 def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkParams, tokenizer_sha: str) -> str:
@@ -65,19 +71,18 @@ def build_dataset(
     """Build (or reuse) the processed folder of one dataset; returns its path."""
     data_root = Path(data_root)
     name = dataset_cfg["name"]
-    if dataset_cfg["loader"] not in LOADERS:
-        raise ValueError(f"unknown loader '{dataset_cfg['loader']}'; known: {sorted(LOADERS)}")
     key = build_key(dataset_cfg, data_root, chunking, embedder.model.sha256)
     folder = Path(out_root) / name / key
     if (folder / "card.json").is_file() and not force:
         log.info("dataset %s: reusing %s", name, folder)
         return folder
     t0 = time.perf_counter()
-    src = LOADERS[dataset_cfg["loader"]](data_root, list(dataset_cfg.get("files", [])), dict(dataset_cfg.get("params") or {}))
+    src = load_sources(dataset_cfg["loader"], [data_root / f for f in dataset_cfg.get("files", [])],
+                       dataset_cfg.get("params") or {})
     corpus, src_to_docs, chunk_stats = chunk_corpus(
         src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
     )
-    qrels = map_qrels(src.qrels, src_to_docs)
+    qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
     card = dict(src.card)
     card["name"] = name
     card["counts"] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -214,3 +214,6 @@ class SourceDataset:
     qrels: Qrels
     card: dict[str, Any]
     contradictions: pd.DataFrame | None = None
+    # (chunked corpus, source_id -> [doc_id]) -> chunk-level qrels; None: every chunk of a relevant
+    # source gets the source's grade (lethebench.chunking.map_qrels)
+    chunk_qrels: Callable[[pd.DataFrame, dict[str, list[str]]], Qrels] | None = None
