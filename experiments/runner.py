@@ -73,6 +73,15 @@ def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str
             raise ValueError(f"dataset.scopes names unknown scope(s) {sorted(unknown)}; known: {ds.scope_ids()}")
         q = q[q["scope_id"].isin(keep)]
     counts["excluded_by_scope_filter"] = counts["queries_total"] - int(len(q))
+    split = cfg.dataset.get("split")
+    if split:
+        splits = q["meta"].map(lambda m: json.loads(m).get("split"))
+        known = sorted(set(splits.dropna()))
+        if split not in known:
+            raise ValueError(f"dataset.split={split!r} not in this dataset; known: {known}")
+        before = len(q)
+        q = q[splits == split]
+        counts["excluded_by_split"] = before - int(len(q))
     if cfg.dataset.get("categories"):
         cats = set(cfg.dataset.categories)
         unknown = cats - set(ds.queries["category"].dropna())
@@ -214,7 +223,7 @@ def run_experiment(cfg: DictConfig) -> Path:
         "dataset": cfg.dataset.name,
         "method": method_name,
         "config_hash": chash,
-        "filters": {"scopes": to_dict(cfg.dataset).get("scopes"), "categories": to_dict(cfg.dataset).get("categories")},
+        "filters": {k: to_dict(cfg.dataset).get(k) for k in ("split", "scopes", "categories")},
         "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
         "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
         "latency_ms": _percentiles(lat),

@@ -32,7 +32,7 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         fail = sum(v for k, v in q["status"].items() if k != "ok")
         lat = r.get("latency_ms") or {}
         f = r.get("filters")
-        subset = "?" if f is None else (",".join(f"{len(v)} {k}" for k, v in f.items() if v) or "all")
+        subset = "?" if f is None else (",".join(v if isinstance(v, str) else f"{len(v)} {k}" for k, v in f.items() if v) or "all")
         body.append([r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
                     + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
                     + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")])

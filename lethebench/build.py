@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lethe.embedder import Embedder
-from lethebench.card import count_by, sha256_file
+from lethebench.card import count_by, lexical_overlap, sha256_file
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
 from lethebench.schema import Dataset, SourceDataset, read_dataset, write_dataset
 
 log = logging.getLogger(__name__)
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"  # bump when the build output (incl. the card) changes
 
 
 # loader name -> "module:function"; the function is called as fn(*input_paths, **params) and
@@ -33,7 +33,20 @@ LOADERS: dict[str, str] = {
     "locomo": "lethebench.loaders.locomo:load_locomo",
     "techqa": "lethebench.loaders.techqa:load_techqa",
     "ultradomain": "lethebench.loaders.ultradomain:load_ultradomain",
+    "lethebench": "lethebench.generator:generate",
 }
+
+
+def loader_version(loader: str) -> str:
+    """The loader's LOADER_VERSION plus a hash of its source (a package: all its .py files), so an
+    edited loader or generator never reuses a folder built by older code."""
+    mod = importlib.import_module(LOADERS[loader].split(":")[0])
+    src = Path(mod.__file__)
+    files = sorted(src.parent.rglob("*.py")) if src.name == "__init__.py" else [src]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.read_bytes())
+    return f"{getattr(mod, 'LOADER_VERSION', '?')}+{h.hexdigest()[:12]}"
 
 
 def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> SourceDataset:
@@ -55,7 +68,8 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
                 f"LETHE_DATA_ROOT environment variable) to the folder holding '{f}'; see ../shared/data/README.md."
             )
         inputs[f] = sha256_file(p)
-    blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"], "params": dict(dataset_cfg.get("params") or {}),
+    blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
+            "loader_version": loader_version(dataset_cfg["loader"]), "params": dict(dataset_cfg.get("params") or {}),
             "inputs": inputs, "chunking": [chunking.size, chunking.overlap], "tokenizer_sha256": tokenizer_sha}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -93,9 +107,13 @@ def build_dataset(
         "queries_with_qrels": int(len(qrels)),
         "qrels_pairs": int(sum(len(v) for v in qrels.values())),
     }
-    card["queries_by_category"] = count_by(src.queries, "category")
+    splits = src.queries["meta"].map(lambda m: json.loads(m).get("split", "none"))
+    card["queries_by_split"] = {k: int(v) for k, v in sorted(splits.value_counts().items())}
+    for col in ("domain", "category", "complexity", "plan_label"):
+        card[f"queries_by_{col}"] = count_by(src.queries, col)
+    card["lexical_overlap"] = lexical_overlap(src.queries, corpus, qrels)
     card["chunking"] = {**chunk_stats, "tokenizer": embedder.model.describe()}
-    card["build"] = {"key": key, "version": BUILD_VERSION, "seconds": round(time.perf_counter() - t0, 2)}
+    card["build"] = {"key": key, "version": BUILD_VERSION}  # no timings: the card must be byte-deterministic
     ds = Dataset(name, corpus, src.queries, qrels, src.contradictions, card)
     write_dataset(ds, folder)
     log.info("dataset %s: built %s in %.1fs", name, folder, time.perf_counter() - t0)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -42,6 +43,12 @@ def _md_section(title: str, value: Any, level: int = 2) -> list[str]:
     if isinstance(value, dict) and value and all(not isinstance(v, dict) for v in value.values()):
         out += ["| key | value |", "|---|---|"]
         out += [f"| {k} | {_md_value(v)} |" for k, v in value.items()]
+    elif isinstance(value, dict) and value and all(
+        isinstance(v, dict) and v and all(not isinstance(x, dict | list) for x in v.values()) for v in value.values()
+    ):  # a matrix: rows = outer keys, columns = inner keys
+        cols = list(dict.fromkeys(c for v in value.values() for c in v))
+        out += ["| | " + " | ".join(map(str, cols)) + " |", "|---" * (len(cols) + 1) + "|"]
+        out += [f"| {k} | " + " | ".join(_md_value(v.get(c, "")) for c in cols) + " |" for k, v in value.items()]
     elif isinstance(value, dict):
         for k, v in value.items():
             out += _md_section(str(k), v, level + 1)
@@ -63,3 +70,41 @@ def render_card_md(card: dict[str, Any]) -> str:
             continue
         lines += _md_section(key.replace("_", " "), value)
     return "\n".join(lines).rstrip() + "\n"
+
+
+# Lucene's English stopwords (the analyzer BM25 uses), for overlap statistics
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split()
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def content_tokens(text: str) -> set[str]:
+    """Lowercased alphanumeric tokens minus stopwords."""
+    return {t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
+
+
+def lexical_overlap(queries: pd.DataFrame, corpus: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Share of a query's content tokens that occur in its relevant docs (union), per query.
+
+    Returns the mean overall and per category, and the share of queries with zero overlap.
+    """
+    text = dict(zip(corpus["doc_id"], corpus["text"]))
+    rows = []
+    for qid, cat, qtext in zip(queries["query_id"], queries["category"], queries["text"]):
+        rel = qrels.get(qid)
+        toks = content_tokens(qtext)
+        if not rel or not toks:
+            continue
+        docs = set().union(*(content_tokens(text[d]) for d in rel))
+        rows.append((str(cat) if cat is not None and cat == cat else "none", len(toks & docs) / len(toks)))
+    if not rows:
+        return {}
+    df = pd.DataFrame(rows, columns=["category", "overlap"])
+    return {
+        "definition": "share of the query's content tokens (lowercased, alphanumeric, Lucene stopwords removed) found in its relevant docs",
+        "mean": round(float(df["overlap"].mean()), 4),
+        "share_zero": round(float((df["overlap"] == 0).mean()), 4),
+        "by_category": {k: round(float(v), 4) for k, v in sorted(df.groupby("category")["overlap"].mean().items())},
+    }

@@ -1,0 +1,103 @@
+"""LetheBench generator: determinism, label consistency, split disjointness."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from lethebench.build import build_dataset
+from lethebench.card import content_tokens, sha256_file
+from lethebench.generator import generate
+from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL
+from lethebench.schema import read_dataset
+
+SMALL = {"test": 24, "train": 12, "dev": 6}
+
+
+def cfg(seed: int = 0) -> dict:
+    return {"name": "lethebench", "loader": "lethebench", "files": [], "params": {"seed": seed, "splits": SMALL}}
+
+
+@pytest.fixture(scope="module")
+def small():
+    return generate(seed=0, splits=SMALL)
+
+
+def test_same_seed_gives_byte_identical_files(tmp_path, embedder):
+    a = build_dataset(cfg(), tmp_path, tmp_path / "a", embedder)
+    b = build_dataset(cfg(), tmp_path, tmp_path / "b", embedder, force=True)
+    files = sorted(p.name for p in a.iterdir())
+    assert files == ["card.json", "card.md", "contradictions.parquet", "corpus.parquet", "qrels.trec", "queries.parquet"]
+    assert [sha256_file(a / f) for f in files] == [sha256_file(b / f) for f in files]
+    read_dataset(a)  # validates
+
+
+def test_other_seed_gives_other_sessions(small):
+    other = generate(seed=1, splits=SMALL)
+    assert set(small.sources["text"]) != set(other.sources["text"])
+    assert list(small.queries["text"]) != list(other.queries["text"])
+
+
+def test_counts_categories_domains_and_rules(small):
+    q = small.queries
+    meta = q["meta"].map(json.loads)
+    splits = meta.map(lambda m: m["split"])
+    for split, n in SMALL.items():
+        assert (splits == split).sum() == n * len(DOMAINS)
+    assert set(q["domain"]) == set(DOMAINS)
+    assert set(q["category"]) == set(CATEGORIES)
+    assert (q["plan_label"] == q["category"].map(PLAN_LABEL)).all()
+    assert set(q["complexity"]) <= {"low", "medium", "high"}
+    assert ((q["history"].map(len) > 0) == (q["category"] == "elliptical")).all()
+
+
+def test_every_label_points_at_an_eligible_doc(small):
+    docs = small.sources.set_index("doc_id")
+    q = small.queries.set_index("query_id")
+    for qid, rel in small.qrels.items():
+        assert rel and set(rel.values()) <= {1, 2} and 2 in rel.values()
+        for did in rel:
+            assert docs.loc[did, "scope_id"] == q.loc[qid, "scope_id"]
+            assert docs.loc[did, "position"] < q.loc[qid, "position"], (qid, did)
+    c = small.contradictions
+    assert len(c) and set(q.loc[c["query_id"], "category"]) == {"updated_fact"}
+    for row in c.itertuples():
+        stale, cur = docs.loc[row.stale_doc_id], docs.loc[row.current_doc_id]
+        assert stale.position < cur.position < q.loc[row.query_id, "position"]
+        assert row.stale_doc_id not in small.qrels[row.query_id] and small.qrels[row.query_id][row.current_doc_id] == 2
+
+
+def test_gold_entities_occur_in_relevant_docs(small):
+    text = dict(zip(small.sources["doc_id"], small.sources["text"]))
+    for qid, m in zip(small.queries["query_id"], small.queries["meta"]):
+        ents = json.loads(m)["gold_entities"]
+        assert ents, qid
+        rel_text = " ".join(text[d] for d in small.qrels[qid]).lower()
+        for e in ents:
+            assert e.lower() in rel_text, (qid, e)
+
+
+def test_answers_are_in_the_grade_2_docs(small):
+    text = dict(zip(small.sources["doc_id"], small.sources["text"]))
+    q = small.queries.set_index("query_id")
+    for qid, rel in small.qrels.items():
+        if q.loc[qid, "category"] == "broad":
+            continue  # the answer lists several facts, each in its own turn
+        ans = q.loc[qid, "answer"]
+        # literally, or token by token (a database answer "engine at host" may be written as a URL)
+        assert any(ans.lower() in text[d].lower() or content_tokens(ans) <= content_tokens(text[d])
+                   for d, g in rel.items() if g == 2), qid
+
+
+def test_splits_are_disjoint_sessions(small):
+    meta = small.sources["meta"].map(json.loads)
+    split_of_scope = dict(zip(small.sources["scope_id"], meta.map(lambda m: m["split"])))
+    assert all(s.startswith(split_of_scope[s]) for s in split_of_scope)
+    sessions = small.sources.groupby("scope_id")["text"].apply(tuple)
+    by_split: dict[str, set] = {}
+    for scope, texts in sessions.items():
+        by_split.setdefault(split_of_scope[scope], set()).add(texts)
+    assert not (by_split["train"] & by_split["test"]) and not (by_split["dev"] & by_split["test"])
+    assert isinstance(small.sources, pd.DataFrame)
