@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
+, := ,
 
 .PHONY: install data reproduce test bench summary clean-results
 
@@ -19,12 +20,17 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-data: install
-	$(PY) -m experiments.build_data locomo
+DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
+METHODS ?= window,bm25,vector
 
-# Build data, run the baselines over LoCoMo (resumable: finished jobs are skipped), print results.
+data: install
+	$(PY) -m experiments.build_data $(subst $(,), ,$(DATASETS))
+
+# Build data, run the baselines on every dataset (resumable: finished jobs are skipped),
+# fill the dataset cards' difficulty tables, print results.
 reproduce: data
-	$(PY) -m experiments.run -m +experiment=baselines_locomo run.progress=$${LETHE_PROGRESS:-true}
+	$(PY) -m experiments.run -m dataset=$(DATASETS) method=$(METHODS) run.progress=$${LETHE_PROGRESS:-true}
+	$(PY) -m experiments.difficulty $(subst $(,), ,$(DATASETS)) run.progress=false
 	$(PY) -m experiments.summary
 
 test: install

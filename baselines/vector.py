@@ -6,52 +6,34 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
+from lethe.dense import DenseIndex, make_embedder, top_k
 from lethe.embedder import Embedder
 from lethe.method import Doc, Query, SearchResult
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first (ties: lower index first)."""
-    k = min(k, len(scores))
-    if k == 0:
-        return np.zeros(0, dtype=np.int64)
-    idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    return idx[np.lexsort((idx, -scores[idx]))]
 
 
 class VectorSearch:
     """Embeds docs (cached) at index time and the query at search time; ranks by dot product."""
 
     def __init__(self, embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path | None = None, progress: bool = True):
-        if isinstance(embedder, Embedder):
-            self.embedder = embedder
-        else:
-            cfg = dict(embedder)
-            self.embedder = Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None,
-                                     batch_size=cfg.get("batch_size", 64), show_progress=progress)
-        self._ids: list[str] = []
-        self._mat = np.zeros((0, 1), np.float32)
+        self.dense = DenseIndex(make_embedder(embedder, cache_dir, progress))
 
     def index(self, docs: Sequence[Doc]) -> None:
-        self._ids = [d.doc_id for d in docs]
-        self._mat = self.embedder.encode([d.text for d in docs], role="doc")
+        self.dense.fit([d.doc_id for d in docs], [d.text for d in docs])
 
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
-        q = self.embedder.encode([query.text], role="query")[0]
+        q, cached = self.dense.query(query.text)
         t1 = time.perf_counter()
-        scores = self._mat @ q
+        scores = self.dense.scores(q)
         idx = top_k(scores, k)
         t2 = time.perf_counter()
         # a cached query embedding makes this query faster: flagged so latency reports can tell
-        return SearchResult([(self._ids[i], float(scores[i])) for i in idx],
+        return SearchResult([(self.dense.ids[i], float(scores[i])) for i in idx],
                             {"encode_query": (t1 - t0) * 1e3, "score": (t2 - t1) * 1e3},
-                            {"query_embedding_cached": self.embedder.last_cache_hits > 0})
+                            {"query_embedding_cached": cached})
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "vector", "similarity": "cosine (dot of L2-normalized vectors)", "embedder": self.embedder.stats()}
+        return {"name": "vector", "similarity": "cosine (dot of L2-normalized vectors)", "embedder": self.dense.embedder.stats()}
 
     def close(self) -> None:
-        self.embedder.flush()
+        self.dense.embedder.flush()

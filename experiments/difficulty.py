@@ -13,17 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.config import CONF_DIR, load_config, project_path
+from experiments.config import all_dataset_names, load_config, project_path
 from experiments.runner import run_experiment
 from lethe.atomic import atomic_write_text
 from lethebench.card import render_card_md
 
 METHODS = ("window", "bm25", "vector")
-
-
-def all_dataset_names() -> list[str]:
-    """Dataset configs that build from upstream files or a generator (not ``custom``)."""
-    return sorted(p.stem for p in (CONF_DIR / "dataset").glob("*.yaml") if p.stem != "custom")
 
 
 def difficulty_table(name: str, overrides: list[str]) -> tuple[dict[str, Any], str]:
