@@ -96,6 +96,7 @@ def build_dataset(
     corpus, src_to_docs, chunk_stats = chunk_corpus(
         src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
     )
+    # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
     card = dict(src.card)
     card["name"] = name

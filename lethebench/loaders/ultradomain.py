@@ -5,9 +5,9 @@ articles in ``mix``) are the sources, one query per row, asked after every sourc
 Rows repeat their whole context, so contexts are identified by the sha256 of their text.
 
 Rows are read with the Hugging Face ``datasets`` JSON builder (``.jsonl``, ``.jsonl.gz``,
-``.jsonl.xz``; compressed files are decompressed on the fly), offline, into a throw-away cache.
-If ``datasets`` cannot read a file, the file is scanned with the standard library to name the
-first bad line.
+``.jsonl.xz``, ``.jsonl.bz2``; compressed files are decompressed on the fly), offline, into a
+throw-away cache. If ``datasets`` cannot read a file, the file is scanned with the standard
+library to name the first bad line.
 
 Relevance is decided per chunk (answers are written freely, not copied from the text): a chunk of
 the query's gold context is relevant (grade 2) when it holds at least ``min_overlap`` of the
@@ -28,7 +28,7 @@ import re
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,13 +41,19 @@ LOADER_VERSION = "1"
 HUB_ID = "TommyChien/UltraDomain"
 LICENSE = "Apache-2.0 (dataset card)"
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.xz", ".jsonl.bz2")
-PROVENANCE = (
-    "Local copies (../shared/data/README.md): cs.jsonl.xz was rebuilt from a public repository that stores the "
-    "100 cs rows with `context` replaced by the book title plus the 10 books as separate files, the rows put back "
-    "together with the full book text and xz-compressed; mix.jsonl was rebuilt from its 61 unique contexts plus "
-    "the question/answer list and checked against the original file at 80 positions."
-)
-ANSWER_GRADE = 2  # chunks passing the overlap rule (or the fallback); the rest of the gold context gets gold_context_grade
+# Provenance of the local copies described in ../shared/data/README.md, recognised by their sha256.
+KNOWN_COPIES: dict[str, str] = {
+    "6ad94fb7232e33cc8e00c5688eff5a8e4d4c497de89c9b94cb81a830b60ac6c4": (
+        "cs.jsonl.xz is a local copy rebuilt from a public repository that stores the 100 cs rows with `context` "
+        "replaced by the book title plus the 10 books as separate files; the rows were put back together with the "
+        "full book text and xz-compressed (../shared/data/README.md)."
+    ),
+    "3e438f40c91a183a246446dd8435a8c1f0de004533e9e90f97ddf862d5c39bc9": (
+        "mix.jsonl is a local copy rebuilt from its 61 unique contexts plus the question/answer list and checked "
+        "against the original file at 80 positions (../shared/data/README.md)."
+    ),
+}
+ANSWER_GRADE = 2  # chunks passing the overlap rule (or the fallback); other gold chunks get gold_context_grade
 
 # English function words dropped before measuring overlap (lowercase, apostrophes removed by tokenization).
 STOPWORDS: frozenset[str] = frozenset("""
@@ -63,8 +69,7 @@ will with within without would yet you your yours yourself yourselves
 _WORD_RE = re.compile(r"[^\W_]+")  # runs of Unicode letters/digits
 _REQUIRED = ("_id", "input", "context", "answers")
 _TRUE = {"1", "true", "yes", "on"}
-
-log = logging.getLogger(__name__)
+_JSON_BLOCK_BYTES = 1 << 30  # upstream domain files are at most ~155 MB
 
 
 # --- relevance rule ------------------------------------------------------------------------------------
@@ -243,7 +248,9 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 if line.strip():
                     yield n, line
     except (EOFError, lzma.LZMAError, gzip.BadGzipFile, OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot read the file ({type(exc).__name__}: {exc}); truncated or corrupt?") from exc
+        raise DatasetError(
+            f"{path}: cannot read the file ({type(exc).__name__}: {exc}); truncated or corrupt?"
+        ) from exc
 
 
 def _check_row(row: Any, where: str, raw: dict | None = None) -> None:
@@ -252,7 +259,7 @@ def _check_row(row: Any, where: str, raw: dict | None = None) -> None:
         raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
     for key in _REQUIRED:
         if row.get(key) is None:
-            how = "is null" if raw is not None and key in raw else "is missing" if raw is not None else "is missing or null"
+            how = "is missing or null" if raw is None else "is null" if key in raw else "is missing"
             raise DatasetError(f"{where}: key '{key}' {how}")
     for key in ("_id", "input", "context"):
         v = row[key]
@@ -301,22 +308,25 @@ def _locate(path: Path, row_index: int) -> tuple[int, dict | None]:
 
 @contextlib.contextmanager
 def _datasets_offline() -> Iterator[Any]:
-    """Import ``datasets`` with hub access off, progress bars and its error logging muted; restore afterwards."""
-    env_keys = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    saved_env = {k: os.environ.get(k) for k in env_keys}
-    for k in env_keys:
-        os.environ[k] = "1"  # read by datasets / huggingface_hub at import time
+    """``datasets`` with hub access off, progress bars and its error log muted; everything restored afterwards.
+
+    The flags are patched after import (datasets and huggingface_hub read the environment only when
+    imported), so the process keeps whatever hub setting it had before and after the call.
+    """
     import datasets
     import huggingface_hub.constants as hub_constants
 
+    env_keys = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    saved_env = {k: os.environ.get(k) for k in env_keys}
     saved = (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE, hub_constants.HF_HUB_OFFLINE)
     bars = datasets.is_progress_bar_enabled()
     ds_log = logging.getLogger("datasets")
     level = ds_log.level
+    os.environ.update({k: "1" for k in env_keys})
     datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
     hub_constants.HF_HUB_OFFLINE = True
     datasets.disable_progress_bars()
-    ds_log.setLevel(logging.CRITICAL)  # a parse failure is re-reported below, with its line number
+    ds_log.setLevel(logging.CRITICAL)  # a parse failure is re-reported by the caller, with its line number
     try:
         yield datasets
     finally:
@@ -340,8 +350,10 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     with _datasets_offline() as datasets, tempfile.TemporaryDirectory(prefix="lethe-ultradomain-") as cache:
         try:
+            # chunksize: infer the column types from the whole file, not its first 10 MB; otherwise a
+            # wrong-typed value further down (e.g. an integer `input`) is silently cast to the first type
             ds = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache,
-                                       keep_in_memory=True)
+                                       keep_in_memory=True, chunksize=_JSON_BLOCK_BYTES)
             rows = ds.to_list()
         except Exception as exc:  # noqa: BLE001 - located precisely by the scan, else re-raised with its cause
             _scan(path)
@@ -388,9 +400,9 @@ def _hub_file(hub_id: str, domain: str, revision: str | None, cache_dir: str | N
 def _sources_and_queries(domain: str, rows: list[dict[str, Any]], path: Path, seen_qids: Counter,
                          first_position: int = 0) -> tuple[list[dict], list[dict], dict[str, Any]]:
     kind = "context" if domain == "mix" else "book"
+    hashes = [hashlib.sha256(r["context"].encode("utf-8")).hexdigest() for r in rows]
     contexts: dict[str, dict[str, Any]] = {}
-    for i, r in enumerate(rows):
-        h = hashlib.sha256(r["context"].encode("utf-8")).hexdigest()
+    for i, (r, h) in enumerate(zip(rows, hashes)):
         c = contexts.setdefault(h, {"text": r["context"], "rows": [], "context_ids": set(), "datasets": set(),
                                     "meta": r.get("meta") if isinstance(r.get("meta"), dict) else {}})
         c["rows"].append(i)
@@ -419,8 +431,7 @@ def _sources_and_queries(domain: str, rows: list[dict[str, Any]], path: Path, se
                         "meta": json.dumps(meta, sort_keys=True)})
     q_pos = first_position + len(sources)  # asked after every context: all eligible
     queries, renamed = [], []
-    for i, r in enumerate(rows):
-        h = hashlib.sha256(r["context"].encode("utf-8")).hexdigest()
+    for i, (r, h) in enumerate(zip(rows, hashes)):
         qid = r["_id"]
         seen_qids[qid] += 1
         if seen_qids[qid] > 1:  # deterministic: the k-th repeat (file order) becomes <_id>~<k-1>
@@ -435,7 +446,8 @@ def _sources_and_queries(domain: str, rows: list[dict[str, Any]], path: Path, se
         queries.append({"query_id": qid, "scope_id": domain, "position": q_pos, "text": r["input"].strip(),
                         "history": [], "domain": domain, "category": r.get("dataset") or None, "complexity": None,
                         "plan_label": None, "answer": r["answers"][0], "meta": json.dumps(meta, sort_keys=True)})
-    stats = {"rows": len(rows), "contexts": len(sources), "context_chars": int(sum(len(c["text"]) for c in contexts.values())),
+    stats = {"rows": len(rows), "contexts": len(sources),
+             "context_chars": int(sum(len(c["text"]) for c in contexts.values())),
              "questions_per_context": _summary([len(c["rows"]) for c in contexts.values()]),
              "duplicate_ids_renamed": renamed}
     return sources, queries, stats
@@ -452,7 +464,7 @@ def load_ultradomain(
     revision: str | None = None,
     hub_cache_dir: str | None = None,
 ) -> SourceDataset:
-    """Read UltraDomain domain files (``<domain>.jsonl[.gz|.xz]``), one scope per file.
+    """Read UltraDomain domain files (``<domain>.jsonl[.gz|.xz|.bz2]``), one scope per file.
 
     ``domain`` names the scope of a single file (default: from the file name). Without files, or
     with the path ``TommyChien/UltraDomain``, the domain file(s) come from the hub, which needs
@@ -475,11 +487,12 @@ def load_ultradomain(
     hub_files: dict[str, str] = {}
     if hub_id or not local:
         if local:
-            raise ValueError(f"give either local files or hub_id, not both (files {[str(p) for p in local]}, hub_id {hub_id})")
+            raise ValueError(f"give either local files or hub_id, not both (files {[str(p) for p in local]}, "
+                             f"hub_id {hub_id})")
         hub_id = hub_id or HUB_ID
         if not domains_param:
-            raise ValueError(f"no input files: list <domain>.jsonl files, or set `domain` (e.g. cs) with allow_hub=true "
-                             f"to read {hub_id}")
+            raise ValueError(f"no input files: list <domain>.jsonl files, or set `domain` (e.g. cs) with "
+                             f"allow_hub=true to read {hub_id}")
         if not allow_hub:
             raise FileNotFoundError(
                 f"UltraDomain: no local file given and allow_hub is false, so {hub_id} {domains_param} is not "
@@ -518,6 +531,7 @@ def load_ultradomain(
     qdf["position"] = qdf["position"].astype("int64")
     src["position"] = src["position"].astype("int64")
     inputs = {hub_files.get(str(p), p.name): sha256_file(p) for p in local}
+    provenance = [KNOWN_COPIES[h] for h in inputs.values() if h in KNOWN_COPIES]
     params = {"domain": domain, "min_overlap": min_overlap, "fallback_min_overlap": fallback_min_overlap,
               "gold_context_grade": gold_context_grade, "allow_hub": allow_hub, "hub_id": hub_id, "revision": revision}
     card: dict[str, Any] = {
@@ -525,9 +539,9 @@ def load_ultradomain(
         "description": (
             "UltraDomain (Qian et al., MemoRAG, 2024; used by LightRAG/PathRAG): long-context QA whose questions "
             "ask about a whole book (domain files such as cs) or a long LongBench article (mix). Answers are "
-            "free-form, written by a model, not extracted from the text."
+            "free-form paraphrases, not spans of the text."
         ),
-        "upstream": f"{HUB_ID} " + ", ".join(f"{d}.jsonl" for d in names) + ". " + PROVENANCE,
+        "upstream": " ".join([f"{HUB_ID} " + ", ".join(f"{d}.jsonl" for d in names) + ".", *provenance]),
         "license": LICENSE,
         "inputs": inputs,
         "loader": {"name": "ultradomain", "version": LOADER_VERSION, "params": params},
@@ -568,7 +582,8 @@ def load_ultradomain(
                 "chunk must stay above the rest of the book), but the label is weaker, so these queries are listed "
                 "under relevance_measured and marked in meta.relevance_rule, ready to be excluded. The whole "
                 "gold context is not relevant by default: a cs book has 200-1,800 chunks, so grading all of them "
-                "would cap recall@k at k/size of the book and reduce the task to picking the right book; set "
+                "would cap recall@k at k/size of the book and reduce the task to picking the right book (BM25 and "
+                "MiniLM vectors put a chunk of the gold book in the top 10 for 99-100% of cs queries); set "
                 "gold_context_grade=1 for that document-level view (answer chunks keep grade 2, so nDCG still "
                 "prefers them)."
             ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import lzma
@@ -50,7 +51,7 @@ def _row(i: int, context: str, answer: str, **extra) -> dict:
 
 def _write(path: Path, rows: list, raw: str | None = None) -> Path:
     text = raw if raw is not None else "".join(json.dumps(r) + "\n" for r in rows)
-    opener = lzma.open if path.suffix == ".xz" else gzip.open if path.suffix == ".gz" else open
+    opener = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
     with opener(path, "wt", encoding="utf-8") as fh:
         fh.write(text)
     return path
@@ -100,7 +101,8 @@ def test_queries_follow_all_contexts_and_keep_every_answer(cs, mix):
         assert sorted(ds.sources["position"]) == list(range(len(ds.sources)))
         assert (ds.queries["position"] > ds.sources["position"].max()).all()
         meta = _meta(ds.queries)
-        assert all(a == m["answers"][0] and m["_id"] == q for a, m, q in zip(ds.queries["answer"], meta, ds.queries["query_id"]))
+        for a, m, q in zip(ds.queries["answer"], meta, ds.queries["query_id"]):
+            assert a == m["answers"][0] and m["_id"] == q
         known = set(ds.sources["source_id"])
         assert all(m["source_id"] in known and m["source_id"].endswith(m["context_sha256"][:16]) for m in meta)
 
@@ -142,7 +144,8 @@ def test_grade_chunks_threshold_fallback_and_gold_context():
 
 
 def test_chunk_qrels_only_point_into_the_gold_context(tmp_path):
-    s8 = ["alpha bravo charlie delta echo foxtrot golf hotel.", "Normalization removes redundancy and improves integrity of data.",
+    s8 = ["alpha bravo charlie delta echo foxtrot golf hotel.",
+          "Normalization removes redundancy and improves integrity of data.",
           "kilo lima mike november oscar papa quebec romeo."]
     book = " ".join(s8)  # 8 whitespace tokens per sentence -> 3 chunks of size 8
     other = "Normalization reduces redundancy and improves data integrity in relational databases. sierra tango uniform"
@@ -167,14 +170,23 @@ def test_chunk_qrels_only_point_into_the_gold_context(tmp_path):
 # --- reading: formats, offline, duplicates ------------------------------------------------------------------
 
 
-def test_plain_gz_and_xz_read_the_same_rows_offline(tmp_path, monkeypatch):
+def test_plain_and_compressed_files_read_the_same_rows_offline(tmp_path, monkeypatch):
     rows = [_row(1, "Some context text here.", "An answer."), _row(2, "Another context.", "Second answer.")]
 
+    import datasets
+
+    def listing(folder: Path) -> list[str]:
+        return sorted(str(p) for p in folder.rglob("*")) if folder.exists() else []
+
+    home_cache = Path(datasets.config.HF_DATASETS_CACHE)
+    before = (listing(home_cache), datasets.config.HF_HUB_OFFLINE, datasets.is_progress_bar_enabled())
     monkeypatch.setattr(socket.socket, "connect", _no_network)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # datasets' cache goes to a temp dir, removed afterwards
-    got = [read_rows(_write(tmp_path / f"d{ext}", rows)) for ext in (".jsonl", ".jsonl.gz", ".jsonl.xz")]
-    assert got[0] == got[1] == got[2] and [r["_id"] for r in got[0]] == ["id1", "id2"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "d.jsonl.gz", "d.jsonl.xz"]
+    exts = [".jsonl", ".jsonl.bz2", ".jsonl.gz", ".jsonl.xz"]
+    got = [read_rows(_write(tmp_path / f"d{ext}", rows)) for ext in exts]
+    assert all(g == got[0] for g in got) and [r["_id"] for r in got[0]] == ["id1", "id2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"d{ext}" for ext in exts]
+    assert (listing(home_cache), datasets.config.HF_HUB_OFFLINE, datasets.is_progress_bar_enabled()) == before
     ds = load_ultradomain(tmp_path / "d.jsonl.xz")
     assert set(ds.sources["scope_id"]) == {"d"} and set(ds.sources["kind"]) == {"book"}
 
@@ -228,6 +240,13 @@ def test_bad_rows_name_file_row_and_key(tmp_path, mutate, message):
     path = _write(tmp_path / "bad.jsonl", rows)
     with pytest.raises(DatasetError, match=r"bad\.jsonl: " + message):
         load_ultradomain(path)
+
+
+def test_wrong_type_far_into_a_big_file_is_not_cast_away(tmp_path):
+    rows = [_row(i, f"Context {i} " + "word " * 250_000, f"Answer {i}.") for i in range(12)]  # ~15 MB
+    rows[11]["input"] = 3
+    with pytest.raises(DatasetError, match=r"big\.jsonl: row 12 \(line 12\): key 'input' must be a string, got int"):
+        load_ultradomain(_write(tmp_path / "big.jsonl", rows))
 
 
 def test_not_an_object_and_empty_file(tmp_path):
@@ -286,3 +305,12 @@ def test_build_and_read_back(tmp_path, embedder, name, n_queries, n_contexts):
     assert set(measured["fallback_query_ids"]) == {q for q, m in qmeta.items() if m["relevance_rule"] == "fallback"}
     assert ds.card["counts"]["qrels_pairs"] == measured["answer_chunks_total"]
     assert seconds < 60
+
+
+def test_mix_build_is_byte_deterministic(tmp_path, embedder):
+    cfg = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "dataset" / "ultradomain_mix.yaml"))
+    a = build_dataset(cfg, DATA_ROOT, tmp_path / "a", embedder)
+    b = build_dataset(cfg, DATA_ROOT, tmp_path / "b", embedder)
+    files = sorted(p.name for p in a.iterdir())
+    assert files == sorted(p.name for p in b.iterdir()) and "qrels.trec" in files
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
