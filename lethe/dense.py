@@ -20,7 +20,7 @@ def make_embedder(embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path 
         return embedder
     cfg = dict(embedder)
     return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=cfg.get("batch_size", 64),
-                    show_progress=progress)
+                    show_progress=progress, cache_roles=cfg.get("cache_roles", ("doc",)))
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

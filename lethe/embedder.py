@@ -19,6 +19,8 @@ class Embedder:
     """Encode texts to L2-normalized float32 vectors of shape (n, dim), cached per role.
 
     ``prompts`` optionally maps role -> prefix (e.g. E5's "query: "); MiniLM uses none.
+    ``cache_roles`` lists the roles whose vectors are cached; by default only documents, so that
+    query latency always includes encoding the query.
     """
 
     def __init__(
@@ -28,12 +30,14 @@ class Embedder:
         batch_size: int = 64,
         prompts: Mapping[str, str] | None = None,
         show_progress: bool = True,
+        cache_roles: Sequence[str] = ("doc",),
     ):
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model)
         self.batch_size = int(batch_size)
         self.prompts = dict(prompts or {})
         self.show_progress = show_progress
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_roles = tuple(cache_roles)
         self._st = None
         self._caches: dict[str, EmbeddingCache] = {}
         self.encode_seconds = 0.0
@@ -60,7 +64,7 @@ class Embedder:
         return int(self.st.max_seq_length)
 
     def _cache(self, role: Role) -> EmbeddingCache | None:
-        if self.cache_dir is None:
+        if self.cache_dir is None or role not in self.cache_roles:
             return None
         if role not in self._caches:
             ns = {"model_sha256": self.model.sha256, "role": role, "prompt": self.prompts.get(role, ""),
@@ -116,6 +120,7 @@ class Embedder:
         return {
             "model": self.model.describe(),
             "batch_size": self.batch_size,
+            "cache_roles": list(self.cache_roles),
             "encoded_texts": self.encoded_texts,
             "encode_seconds": round(self.encode_seconds, 3),
             "cache": {r: {"hits": c.hits, "misses": c.misses, "dir": str(c.dir)} for r, c in self._caches.items()},

@@ -42,5 +42,6 @@ def test_rerun_skips_and_overwrite_recomputes_no_embedding(cfg_for, e2e_runs, ca
     assert (folder / "DONE").stat().st_mtime_ns == stamp
     run_experiment(cfg_for("method=vector", "dataset.scopes=[conv-26,conv-30]", "run.overwrite=true"))
     emb = json.loads((folder / "manifest.json").read_text())["method"]["embedder"]
-    assert emb["encoded_texts"] == 0
-    assert emb["cache"]["doc"]["misses"] == 0 and emb["cache"]["query"]["misses"] == 0
+    assert emb["cache"]["doc"]["misses"] == 0 and emb["cache"]["doc"]["hits"] > 0
+    # queries are encoded at search time (not cached), so latency includes them: 302 + 1 warm-up
+    assert "query" not in emb["cache"] and emb["encoded_texts"] == 303

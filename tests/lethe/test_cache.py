@@ -41,14 +41,14 @@ def test_crash_during_write_leaves_no_entry(tmp_path, monkeypatch):
 
 
 def test_embedder_encodes_each_text_once(tmp_path, embedder):
-    e = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False)
+    e = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, cache_roles=("doc", "query"))
     e._st = embedder.st  # share the loaded model; the cache is what is under test
     texts = ["Caroline went to a support group.", "Melanie painted a sunrise.", "Caroline went to a support group."]
     v1 = e.encode(texts, "doc")
     assert e.encoded_texts == 2 and v1.shape == (3, 384)
     assert np.allclose(np.linalg.norm(v1, axis=1), 1, atol=1e-5)
     e.flush()
-    e2 = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False)
+    e2 = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, cache_roles=("doc", "query"))
     e2._st = embedder.st
     v2 = e2.encode(texts, "doc")
     assert e2.encoded_texts == 0 and np.array_equal(v1, v2)

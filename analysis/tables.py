@@ -1,0 +1,228 @@
+"""Tables 1-4 of the paper, regenerated from results folders only (CSV, Markdown, LaTeX).
+
+A cell whose metric was not measured for a run says "n/m" (footnoted); nothing is filled by a
+formula. Numbers are formatted deterministically so two runs of the analysis give identical bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
+from analysis.results import RunInfo, load_runs, reference_runs
+
+NM = "n/m"
+FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
+
+
+@dataclass
+class DatasetView:
+    """Everything the tables need about one dataset: its queries and each method's per-query scores."""
+
+    name: str
+    queries: pd.DataFrame
+    runs: dict[str, RunInfo]
+    per_query: dict[str, pd.DataFrame] = field(default_factory=dict)  # method -> indexed by query_id
+    label_metrics: list[str] = field(default_factory=list)
+
+
+def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
+    known = list(cfg["baselines"]) + list(cfg["lethe"])
+    return [m for m in known if m in methods] + sorted(m for m in methods if m not in known)
+
+
+def collect(cfg: Mapping[str, Any]) -> dict[str, DatasetView]:
+    """Reference run per (dataset, method), with Coverage@N / contradiction@k added where labelled."""
+    refs = reference_runs(load_runs(cfg["results_dir"]))
+    views: dict[str, DatasetView] = {}
+    for (ds, method), run in sorted(refs.items()):
+        if ds not in views:
+            folder = run.dataset_folder
+            q = pd.read_parquet(folder / "queries.parquet")
+            views[ds] = DatasetView(ds, q, {})
+            views[ds]._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
+            views[ds]._contra = read_contradictions(folder)  # type: ignore[attr-defined]
+        v = views[ds]
+        v.runs[method] = run
+        pq = run.per_query.set_index("query_id")
+        n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
+        evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
+        cov = coverage_at_n(run.run, evaluated, v._corpus, n)  # type: ignore[attr-defined]
+        if len(cov):
+            pq[f"coverage@{n}"] = cov.reindex(pq.index)
+        con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
+        if len(con):
+            pq[f"contradiction@{k}"] = con.reindex(pq.index)
+        v.per_query[method] = pq
+    for v in views.values():
+        v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns if c.startswith(("coverage@", "contradiction@"))})
+    return views
+
+
+def _f(x: float | None, nd: int = 4) -> str:
+    return NM if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
+
+
+def _p(p: float | None) -> str:
+    if p is None or np.isnan(p):
+        return NM
+    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
+
+
+def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """Performance summary: nDCG@10 with BCa CI, Recall@50, Coverage@N, P95 latency, contradiction, hallucination."""
+    n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
+    rows = []
+    for m in method_order(list(v.per_query), cfg):
+        pq = v.per_query[m]
+        ci = stats.mean_ci(pq["ndcg@10"].to_numpy(float), resamples=int(cfg["bootstrap_resamples"]),
+                           confidence=float(cfg["confidence"]), seed=int(cfg["seed"]))
+        lat = v.runs[m].metrics.get("latency_ms") or {}
+        cov = pq[f"coverage@{n}"].dropna() if f"coverage@{n}" in pq else pd.Series(dtype=float)
+        con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
+        rows.append({
+            "method": m, "n": int(len(pq)),
+            "nDCG@10": _f(ci["mean"]), "nDCG@10 95% CI": f"[{_f(ci['ci_low'])}, {_f(ci['ci_high'])}]",
+            "Recall@50": _f(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
+            f"Coverage@{n}": _f(float(cov.mean())) if len(cov) else NM,
+            "P95 latency (ms)": _f(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
+            f"Contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
+            "Hallucination": NM,
+        })
+    return pd.DataFrame(rows)
+
+
+def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:
+    metric = cfg["best_baseline_metric"]
+    cands = {m: float(pq[metric].mean()) for m, pq in v.per_query.items() if m in cfg["baselines"]}
+    return max(sorted(cands), key=lambda m: cands[m]) if cands else None
+
+
+def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """Paired tests of every method against the best baseline of its dataset, family-corrected."""
+    rows = []
+    metrics = list(cfg["family_metrics"])
+    for ds, v in sorted(views.items()):
+        base = best_baseline(v, cfg)
+        if base is None:
+            continue
+        for m in method_order(list(v.per_query), cfg):
+            if m == base:
+                continue
+            for metric in metrics:
+                if metric not in v.per_query[m] or metric not in v.per_query[base]:
+                    continue
+                # label metrics exist only for labelled queries (NaN elsewhere); the labelled set must
+                # then be identical for both systems, which align() enforces
+                frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
+                if frames["a"].empty:
+                    continue
+                pair = stats.align(frames, metric)
+                t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
+                                      resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
+                                      confidence=float(cfg["confidence"]))
+                rows.append({"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
+                             "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
+                             "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+                             "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
+                             "p_randomization": t["p_randomization"], "d_z": t["d_z"],
+                             "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
+                             "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"], "notes": t["notes"]})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    return stats.correct_family(df, p_col="p_wilcoxon")
+
+
+def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """Mean per-stage latency (ms) grouped into the paper's columns, plus total P50/P95."""
+    groups: dict[str, list[str]] = {g: list(s) for g, s in cfg["stage_groups"].items()}
+    rows = []
+    for m in method_order(list(v.per_query), cfg):
+        pq = v.per_query[m]
+        stages = pd.DataFrame([json.loads(t) if isinstance(t, str) else {} for t in pq["timings_ms"]])
+        row: dict[str, Any] = {"method": m}
+        other = [c for c in stages.columns if not any(c in s for s in groups.values())]
+        for g, names in groups.items():
+            cols = [c for c in names if c in stages.columns]
+            row[f"{g} (ms)"] = _f(float(stages[cols].fillna(0).sum(axis=1).mean()), 2) if cols else NM
+        row["other (ms)"] = _f(float(stages[other].fillna(0).sum(axis=1).mean()), 2) if other else NM
+        lat = pq["latency_ms"].dropna()
+        row["total mean (ms)"] = _f(float(lat.mean()), 2) if len(lat) else NM
+        row["total P50 (ms)"] = _f(float(lat.quantile(0.5)), 2) if len(lat) else NM
+        row["total P95 (ms)"] = _f(float(lat.quantile(0.95)), 2) if len(lat) else NM
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table4(v: DatasetView, cfg: Mapping[str, Any], metric: str = "ndcg@10") -> pd.DataFrame | None:
+    """``metric`` by query domain (datasets whose queries carry a domain), one column per method."""
+    dom = v.queries.set_index("query_id")["domain"]
+    if dom.isna().all():
+        return None
+    rows = []
+    for d in sorted(dom.dropna().unique()):
+        row: dict[str, Any] = {"domain": d}
+        for m in method_order(list(v.per_query), cfg):
+            pq = v.per_query[m]
+            ids = pq.index[pq.index.map(dom) == d]
+            row[m] = _f(float(pq.loc[ids, metric].mean())) if len(ids) else NM
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def overview(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], metric: str = "ndcg@10") -> pd.DataFrame:
+    """``metric`` per method (rows) and dataset (columns)."""
+    methods = method_order(sorted({m for v in views.values() for m in v.per_query}), cfg)
+    rows = []
+    for m in methods:
+        row: dict[str, Any] = {"method": m}
+        for ds, v in sorted(views.items()):
+            row[ds] = _f(float(v.per_query[m][metric].mean())) if m in v.per_query else NM
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt_cell(x: Any) -> str:
+    if isinstance(x, float):
+        return _p(x) if False else ("nan" if np.isnan(x) else f"{x:.4g}")
+    return str(x)
+
+
+def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt_cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    if footnote:
+        lines += ["", footnote]
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(df: pd.DataFrame, caption: str) -> str:
+    def esc(s: str) -> str:
+        return s.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("%", "\\%").replace("&", "\\&").replace("#", "\\#")
+
+    cols = list(df.columns)
+    out = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{esc(caption)}}}",
+           "\\begin{tabular}{" + "l" * len(cols) + "}", "\\toprule",
+           " & ".join(esc(str(c)) for c in cols) + " \\\\", "\\midrule"]
+    out += [" & ".join(esc(_fmt_cell(x)) for x in row) + " \\\\" for row in df.itertuples(index=False)]
+    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footnote: str | None = FOOTNOTE_NM) -> dict[str, Path]:
+    """Write ``name``.csv / .md / .tex; floats formatted with 6 significant digits in CSV."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}
+    df.to_csv(paths["csv"], index=False, float_format="%.6g", lineterminator="\n")
+    paths["md"].write_text(f"**{caption}**\n\n" + to_markdown(df, footnote))
+    paths["tex"].write_text(to_latex(df, caption))
+    return paths
