@@ -63,3 +63,11 @@ def hardware() -> dict[str, Any]:
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB (includes an in-process JVM)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages: latencies measured while load exceeds the core count are suspect."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from tqdm.auto import tqdm
 from analysis.metrics import evaluate_run
 from experiments.config import project_path, to_dict
 from experiments.datasets import prepare_dataset
-from experiments.provenance import git_info, hardware, package_versions, peak_rss_mb
+from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import config_hash, is_done, run_folder, write_results
 from lethe.method import Doc, Query, SearchResult
 from lethebench.card import sha256_file
@@ -133,6 +134,7 @@ def run_experiment(cfg: DictConfig) -> Path:
 
     started = dt.datetime.now(dt.timezone.utc)
     rss_start = peak_rss_mb()
+    load_start = load_average()
     queries, counts = select_queries(ds, cfg)
     params = to_dict(cfg.method)
     params.pop("name")
@@ -249,6 +251,8 @@ def run_experiment(cfg: DictConfig) -> Path:
         "index_build_seconds": round(index_seconds, 3),
         "index_calls": index_calls,
         "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
+        "load_average": {"at_start": load_start, "at_end": load_average(), "cores": os.cpu_count(),
+                         "note": "latencies measured while load exceeds the cores are inflated by contention"},
         "tie_rule": "score descending, then doc id descending (trec_eval)",
         "latency": "warm: one discarded warm-up search per run" if cfg.run.warmup else "includes the first (cold) search",
     }
