@@ -1,10 +1,13 @@
 """``make bench``: performance figures, as ratios within one run and medians (never test asserts).
 
-Measures on LoCoMo:
+Measures on LoCoMo (sections selectable with --only):
 1. encode throughput of the runner's embedder (cold cache) vs a bare ``SentenceTransformer.encode``
    over the same texts in the same process (target: runner >= 0.9 x bare);
 2. queries/s and P50/P95 warm latency per baseline (full LoCoMo runs into a scratch folder);
-3. cold vs warm wall time of ``make reproduce`` with fresh data/cache/results folders
+3. in-memory BM25 vs Pyserini: index time and queries/s;
+4. FAISS-IVF recall@10 against exact search and its speed-up (LoCoMo and UltraDomain cs);
+5. wall time of the analysis over all finished runs (target < 60 s);
+6. cold vs warm wall time of ``make reproduce`` with fresh data/cache/results folders
    (target: warm < 1/4 of cold).
 Writes ``results/bench/bench.json`` and prints a summary.
 """
@@ -55,19 +58,114 @@ def bench_encode(n_texts: int, reps: int) -> dict[str, Any]:
 
 
 def bench_methods(methods: list[str], scratch: Path) -> dict[str, Any]:
-    """Full-LoCoMo runs of each method with an empty cache (so query latency includes encoding)."""
+    """Full-LoCoMo runs of each method into a scratch folder (doc embeddings from the project cache;
+    queries are never cached by default, so latency includes encoding them)."""
     from experiments.runner import run_experiment
 
     out = {}
     for m in methods:
-        cfg = load_config([f"method={m}", f"results_dir={scratch}", f"cache_dir={scratch / 'cache'}",
-                           "run.progress=false", "run.print_summary=false"])
+        cfg = load_config([f"method={m}", f"results_dir={scratch}", "run.progress=false", "run.print_summary=false"])
         folder = run_experiment(cfg)
         met = json.loads((folder / "metrics.json").read_text())
         out[m] = {"qps": met["qps"], "p50_ms": met["latency_ms"]["p50"], "p95_ms": met["latency_ms"]["p95"],
                   "queries": met["queries"]["evaluated"], "ndcg@10": met["means"]["ndcg@10"],
                   "index_build_s": json.loads((folder / "manifest.json").read_text())["index_build_seconds"]}
     return out
+
+
+def _dataset(name: str):
+    from experiments.datasets import prepare_dataset
+    from lethebench.schema import read_dataset
+
+    return read_dataset(prepare_dataset(load_config([f"dataset={name}"])), name)
+
+
+def _docs(ds, scope: str):
+    from lethe.method import Doc
+
+    c = ds.corpus[ds.corpus.scope_id == scope].sort_values("position")
+    return [Doc(r.doc_id, r.text, int(r.position)) for r in c.itertuples()]
+
+
+def bench_bm25(reps: int) -> dict[str, Any]:
+    """In-memory BM25 vs Pyserini on LoCoMo: index seconds and queries/s, same queries, medians."""
+    from baselines.bm25 import PyseriniBM25
+    from lethe.bm25 import InMemoryBM25
+    from lethe.method import Query
+
+    ds = _dataset("locomo")
+    out: dict[str, Any] = {}
+    for name, cls in (("in_memory", InMemoryBM25), ("pyserini", PyseriniBM25)):
+        idx_s, q_s, n_q = [], [], 0
+        for _ in range(reps):
+            with tempfile.TemporaryDirectory() as cache:
+                m = cls(cache_dir=cache)
+                ti = tq = 0.0
+                n_q = 0
+                for scope in ds.scope_ids():
+                    docs = _docs(ds, scope)
+                    t0 = time.perf_counter()
+                    m.index(docs)
+                    ti += time.perf_counter() - t0
+                    qs = ds.queries[ds.queries.scope_id == scope]["text"].tolist()
+                    t0 = time.perf_counter()
+                    for q in qs:
+                        m.search(Query(q), 100)
+                    tq += time.perf_counter() - t0
+                    n_q += len(qs)
+                m.close()
+            idx_s.append(ti)
+            q_s.append(tq)
+        out[name] = {"index_s": statistics.median(idx_s), "qps": n_q / statistics.median(q_s), "queries": n_q}
+    out["qps_ratio_in_memory_over_pyserini"] = out["in_memory"]["qps"] / out["pyserini"]["qps"]
+    return out
+
+
+def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
+    """FAISS-IVF vs exact search on precomputed query vectors: recall@10 against exact, speed-up."""
+    import numpy as np
+
+    from baselines.faiss_ivf import FaissIVF
+    from lethe.dense import top_k
+    from lethe.embedder import Embedder
+
+    cfg = load_config([])
+    emb = Embedder(to_dict(cfg.embedder), cache_dir=project_path(cfg.cache_dir), show_progress=False)
+    out = {}
+    for name in ("locomo", "ultradomain_cs"):
+        ds = _dataset(name)
+        recalls, exact_t, ivf_t, used = [], 0.0, 0.0, []
+        for scope in ds.scope_ids():
+            f = FaissIVF(emb, nlist=nlist, nprobe=nprobe)
+            f.index(_docs(ds, scope))
+            used.append(f.nlist_used)
+            qv = emb.encode(ds.queries[ds.queries.scope_id == scope]["text"].tolist(), role="query")
+            x = f.dense.vecs
+            te, tv = [], []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                ex = [top_k(x @ q, 10) for q in qv]
+                te.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                _, ivf = f.index_.search(np.ascontiguousarray(qv, dtype=np.float32), 10)
+                tv.append(time.perf_counter() - t0)
+            exact_t += statistics.median(te)
+            ivf_t += statistics.median(tv)
+            recalls += [len(set(e.tolist()) & set(i.tolist())) / 10 for e, i in zip(ex, ivf)]
+        out[name] = {"queries": len(recalls), "recall@10_vs_exact": float(np.mean(recalls)), "nlist_used": sorted(set(used)),
+                     "nprobe": nprobe, "exact_ms_per_query": 1e3 * exact_t / len(recalls),
+                     "ivf_ms_per_query (batched)": 1e3 * ivf_t / len(recalls), "speedup": exact_t / ivf_t}
+    return out
+
+
+def bench_analysis() -> dict[str, Any]:
+    """Wall time of the whole analysis (tables, figures, report) over the finished runs."""
+    from analysis.report import build_report, load_cfg
+
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        build_report(load_cfg([f"out_dir={out}"]))
+        return {"seconds": time.perf_counter() - t0, "target": "< 60"}
 
 
 def bench_reproduce(scratch: Path) -> dict[str, Any]:
@@ -88,21 +186,41 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Lethe harness benchmarks")
     ap.add_argument("--texts", type=int, default=2000, help="texts for the encode comparison")
     ap.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
-    ap.add_argument("--methods", default="window,bm25,vector")
+    ap.add_argument("--methods", default="window,bm25,bm25_memory,vector,hybrid,faiss_ivf,mmr,cross_encoder")
     ap.add_argument("--skip-reproduce", action="store_true", help="skip the cold/warm make reproduce timing")
+    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce")
     args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce"}
+    if args.skip_reproduce:
+        only.discard("reproduce")
     out_dir = project_path("results/bench")
     out_dir.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"encode": bench_encode(args.texts, args.reps)}
-    e = report["encode"]
-    print(f"encode ({e['texts']} LoCoMo turns, median of {e['reps']}): runner {e['runner_texts_per_s']:.1f} texts/s, "
-          f"bare SentenceTransformer {e['bare_texts_per_s']:.1f} texts/s, ratio {e['runner_over_bare']:.3f} (target >= 0.9)")
-    with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
-        report["methods"] = bench_methods(args.methods.split(","), Path(scratch) / "runs")
-    print(f"{'method':8} {'queries':>7} {'QPS':>9} {'P50 ms':>8} {'P95 ms':>8} {'index s':>8} {'nDCG@10':>8}")
-    for m, r in report["methods"].items():
-        print(f"{m:8} {r['queries']:7d} {r['qps']:9.1f} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['index_build_s']:8.2f} {r['ndcg@10']:8.4f}")
-    if not args.skip_reproduce:
+    report: dict[str, Any] = {}
+    if "encode" in only:
+        e = report["encode"] = bench_encode(args.texts, args.reps)
+        print(f"encode ({e['texts']} LoCoMo turns, median of {e['reps']}): runner {e['runner_texts_per_s']:.1f} texts/s, "
+              f"bare SentenceTransformer {e['bare_texts_per_s']:.1f} texts/s, ratio {e['runner_over_bare']:.3f} (target >= 0.9)")
+    if "methods" in only:
+        with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
+            report["methods"] = bench_methods(args.methods.split(","), Path(scratch) / "runs")
+        print(f"{'method':14} {'queries':>7} {'QPS':>9} {'P50 ms':>8} {'P95 ms':>8} {'index s':>8} {'nDCG@10':>8}")
+        for m, r in report["methods"].items():
+            print(f"{m:14} {r['queries']:7d} {r['qps']:9.1f} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['index_build_s']:8.2f} {r['ndcg@10']:8.4f}")
+    if "bm25" in only:
+        b = report["bm25"] = bench_bm25(args.reps)
+        print(f"BM25 on LoCoMo ({b['in_memory']['queries']} queries, k=100, median of {args.reps}): in-memory "
+              f"{b['in_memory']['qps']:.0f} q/s, index {b['in_memory']['index_s']:.2f} s; Pyserini {b['pyserini']['qps']:.0f} q/s, "
+              f"index {b['pyserini']['index_s']:.2f} s; ratio {b['qps_ratio_in_memory_over_pyserini']:.2f}")
+    if "faiss" in only:
+        report["faiss"] = bench_faiss(64, 8, args.reps)
+        for name, r in report["faiss"].items():
+            print(f"FAISS-IVF on {name} (nlist used {r['nlist_used']}, nprobe {r['nprobe']}): recall@10 vs exact "
+                  f"{r['recall@10_vs_exact']:.4f}, exact {r['exact_ms_per_query']:.3f} ms/q, IVF {r['ivf_ms_per_query (batched)']:.3f} ms/q, "
+                  f"speed-up {r['speedup']:.1f}x")
+    if "analysis" in only:
+        a = report["analysis"] = bench_analysis()
+        print(f"analysis of all finished runs: {a['seconds']:.1f} s (target < 60 s)")
+    if "reproduce" in only:
         with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
             report["reproduce"] = bench_reproduce(Path(scratch))
         r = report["reproduce"]
