@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import stats  # noqa: E402
-from analysis.tables import DatasetView, best_baseline, method_order  # noqa: E402
+from analysis.tables import DatasetView, best_baseline, cached_mean_ci, method_order  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h"]
@@ -40,7 +39,7 @@ def not_yet(ax, what: str) -> None:
 
 
 def _ci(x: np.ndarray, cfg: Mapping[str, Any]) -> tuple[float, float, float]:
-    r = stats.mean_ci(x, resamples=int(cfg["bootstrap_resamples"]), confidence=float(cfg["confidence"]), seed=int(cfg["seed"]))
+    r = cached_mean_ci(x, cfg)
     return r["mean"], r["ci_low"], r["ci_high"]
 
 

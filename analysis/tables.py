@@ -66,6 +66,19 @@ def collect(cfg: Mapping[str, Any]) -> dict[str, DatasetView]:
     return views
 
 
+_CI_CACHE: dict[tuple, dict[str, Any]] = {}
+
+
+def cached_mean_ci(x: np.ndarray, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """stats.mean_ci with the configured resamples/confidence/seed, memoized on the values
+    (tables and figures ask for the same CIs)."""
+    x = np.ascontiguousarray(x, dtype=float)
+    key = (x.tobytes(), int(cfg["bootstrap_resamples"]), float(cfg["confidence"]), int(cfg["seed"]))
+    if key not in _CI_CACHE:
+        _CI_CACHE[key] = stats.mean_ci(x, resamples=key[1], confidence=key[2], seed=key[3])
+    return _CI_CACHE[key]
+
+
 def _f(x: float | None, nd: int = 4) -> str:
     return NM if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
 
@@ -82,8 +95,7 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for m in method_order(list(v.per_query), cfg):
         pq = v.per_query[m]
-        ci = stats.mean_ci(pq["ndcg@10"].to_numpy(float), resamples=int(cfg["bootstrap_resamples"]),
-                           confidence=float(cfg["confidence"]), seed=int(cfg["seed"]))
+        ci = cached_mean_ci(pq["ndcg@10"].to_numpy(float), cfg)
         lat = v.runs[m].metrics.get("latency_ms") or {}
         cov = pq[f"coverage@{n}"].dropna() if f"coverage@{n}" in pq else pd.Series(dtype=float)
         con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
