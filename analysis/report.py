@@ -135,9 +135,12 @@ def build_report(cfg: Mapping[str, Any]) -> Path:
         T.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset")
         show = t2[["dataset", "metric", "baseline", "method", "n", "baseline_mean", "method_mean", "mean_diff", "ci_low",
                    "ci_high", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni", "d_z", "wins", "ties", "losses"]]
+        show = show.round(4).astype(object)
+        for c in [c for c in show.columns if c.startswith("p_")]:
+            show[c] = t2[c].map(T._p)
         md += ["## Table 2: significance against the best baseline", "",
                f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
-               "p-values are over the whole family.", "", T.to_markdown(show.round(4))]
+               "p-values are over the whole family.", "", T.to_markdown(show)]
     figs = draw_all(views, t2, cfg, fdir)
     md += ["## Figures", ""]
     for name, paths in figs.items():

@@ -35,8 +35,13 @@ def test_table1_has_measured_and_unmeasured_cells(report_cfg):
     out = build_report(report_cfg).parent / "tables" / "table1_locomo.csv"
     lines = out.read_text().splitlines()
     assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,Recall@50")
-    bm25 = next(line for line in lines if line.startswith("bm25,"))
-    assert ",302," in bm25 and bm25.endswith("n/m,n/m,n/m")  # no entity/contradiction/generation labels in LoCoMo
+    import csv
+
+    rows = {r["method"]: r for r in csv.DictReader(lines)}
+    bm25 = rows["bm25"]
+    assert bm25["n"] == "302" and float(bm25["nDCG@10"]) > 0.3 and float(bm25["P95 latency (ms)"]) > 0
+    # LoCoMo has no gold entities, contradiction labels or generated answers: not measured, never filled
+    assert bm25["Coverage@10"] == bm25["Contradiction@10"] == bm25["Hallucination"] == "n/m"
 
 
 def test_notebook_executes_headless(report_cfg, work, tmp_path):

@@ -121,10 +121,11 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         bm25.close()
 
 
-def test_runner_end_to_end_on_dev(cfg_for, tiny_model):
+def test_runner_end_to_end_on_dev(cfg_for, tiny_model, tmp_path):
     from experiments.runner import run_experiment
 
-    folder = run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=dev"))
+    # own results folder: the session one feeds the report tests
+    folder = run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=dev", f"results_dir={tmp_path}"))
     m = json.loads((folder / "metrics.json").read_text())
     assert m["queries"]["evaluated"] == 8 and set(m["stage_latency_ms"]) == {"bm25", "rerank"}
     man = json.loads((folder / "manifest.json").read_text())
