@@ -107,7 +107,7 @@ def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, metric:
     ax.set_xticks(np.arange(len(levels)) + w * (len(methods) - 1) / 2, levels, rotation=20, ha="right")
     ax.set_ylabel(f"{metric} (mean)")
     ax.set_title(title)
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: never over bars
 
 
 def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any]) -> None:
@@ -184,7 +184,7 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
 
     def fig(name: str, ncols: int, draw: Callable[[list], None], width: float = 4.2) -> None:
-        f, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4))
+        f, axes = plt.subplots(1, ncols, figsize=(width * ncols, 4.0))
         draw(list(np.atleast_1d(axes)))
         out[name] = _save(f, out_dir, name)
 
