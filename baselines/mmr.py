@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from lethe.dense import DenseIndex, make_embedder, top_k
+from baselines.vector import VectorSearch
+from lethe.dense import top_k
 from lethe.embedder import Embedder
-from lethe.method import Doc, Query, SearchResult
+from lethe.method import Query, SearchResult
 from lethe.mmr import mmr
 
 
-class MMRSearch:
+class MMRSearch(VectorSearch):
     """The first ``candidates`` vector hits in MMR order, then the remaining vector hits in their order.
 
     Scores are rank-derived (k - rank + 1) because MMR's objective is not monotone in pick order.
@@ -20,31 +21,20 @@ class MMRSearch:
 
     def __init__(self, embedder: Mapping[str, Any] | Embedder, lam: float = 0.7, candidates: int = 50,
                  cache_dir: str | Path | None = None, progress: bool = True):
+        super().__init__(embedder, cache_dir=cache_dir, progress=progress)
         self.lam, self.candidates = float(lam), int(candidates)
-        self.dense = DenseIndex(make_embedder(embedder, cache_dir, progress))
-
-    def index(self, docs: Sequence[Doc]) -> None:
-        self.dense.fit([d.doc_id for d in docs], [d.text for d in docs])
 
     def search(self, query: Query, k: int) -> SearchResult:
+        scores, timings, flags = self.score_all(query)
         t0 = time.perf_counter()
-        q, cached = self.dense.query(query.text)
-        t1 = time.perf_counter()
-        scores = self.dense.scores(q)
         idx = top_k(scores, max(k, self.candidates))
         cand = idx[: self.candidates]
-        t2 = time.perf_counter()
         vecs = self.dense.vecs[cand]
         order = [int(cand[i]) for i in mmr(scores[cand], vecs @ vecs.T, self.lam)]
         final = (order + [int(i) for i in idx[self.candidates:]])[:k]
-        t3 = time.perf_counter()
-        return SearchResult([(self.dense.ids[i], float(len(final) - r)) for r, i in enumerate(final)],
-                            {"encode_query": (t1 - t0) * 1e3, "score": (t2 - t1) * 1e3, "mmr": (t3 - t2) * 1e3},
-                            {"query_embedding_cached": cached})
+        timings["mmr"] = (time.perf_counter() - t0) * 1e3
+        return SearchResult([(self.dense.ids[i], float(len(final) - r)) for r, i in enumerate(final)], timings, flags)
 
     def describe(self) -> dict[str, Any]:
         return {"name": "mmr", "lambda": self.lam, "candidates": self.candidates,
                 "score": "rank-derived (k - rank + 1)", "embedder": self.dense.embedder.stats()}
-
-    def close(self) -> None:
-        self.dense.embedder.flush()

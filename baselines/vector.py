@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from lethe.dense import DenseIndex, make_embedder, top_k
 from lethe.embedder import Embedder
 from lethe.method import Doc, Query, SearchResult
@@ -20,17 +22,22 @@ class VectorSearch:
     def index(self, docs: Sequence[Doc]) -> None:
         self.dense.fit([d.doc_id for d in docs], [d.text for d in docs])
 
-    def search(self, query: Query, k: int) -> SearchResult:
+    def score_all(self, query: Query) -> tuple[np.ndarray, dict[str, float], dict[str, Any]]:
+        """Cosine of every indexed doc (n,), stage timings (ms) and flags; shared with MMR."""
         t0 = time.perf_counter()
         q, cached = self.dense.query(query.text)
         t1 = time.perf_counter()
         scores = self.dense.scores(q)
-        idx = top_k(scores, k)
         t2 = time.perf_counter()
         # a cached query embedding makes this query faster: flagged so latency reports can tell
-        return SearchResult([(self.dense.ids[i], float(scores[i])) for i in idx],
-                            {"encode_query": (t1 - t0) * 1e3, "score": (t2 - t1) * 1e3},
-                            {"query_embedding_cached": cached})
+        return scores, {"encode_query": (t1 - t0) * 1e3, "score": (t2 - t1) * 1e3}, {"query_embedding_cached": cached}
+
+    def search(self, query: Query, k: int) -> SearchResult:
+        scores, timings, flags = self.score_all(query)
+        t0 = time.perf_counter()
+        idx = top_k(scores, k)
+        timings["score"] += (time.perf_counter() - t0) * 1e3
+        return SearchResult([(self.dense.ids[i], float(scores[i])) for i in idx], timings, flags)
 
     def describe(self) -> dict[str, Any]:
         return {"name": "vector", "similarity": "cosine (dot of L2-normalized vectors)", "embedder": self.dense.embedder.stats()}
