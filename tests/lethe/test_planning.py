@@ -1,0 +1,84 @@
+"""Adaptive planning (Eq. 2), the entity extractor and the metadata boost on constructed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lethe.boost import BoostConfig, boost_scores, query_signals
+from lethe.bm25 import analyze
+from lethe.entities import entities, exact_terms
+from lethe.planning import PlanInputs, PlanningConfig, choose_plan, plan_alpha, plan_inputs
+
+CFG = PlanningConfig()
+
+
+@pytest.mark.parametrize("overlap,terms,novelty,plan", [
+    (0.5, 9, 0.0, "verify"),      # overlap > 0.4 and short
+    (0.41, 3, 1.0, "verify"),     # VERIFY is tested first, novelty does not matter
+    (0.4, 3, 0.0, "exploit"),     # overlap must exceed theta_v strictly
+    (1.0, 10, 0.0, "exploit"),    # length must be below theta_s strictly
+    (0.0, 12, 0.5, "explore"),    # no overlap, novel (novelty >= 0.5)
+    (0.09, 4, 0.9, "explore"),
+    (0.1, 4, 0.9, "exploit"),     # overlap must be below theta_e strictly
+    (0.0, 4, 0.49, "exploit"),    # not novel enough
+    (0.3, 4, 1.0, "exploit"),     # between the thresholds
+])
+def test_eq2_decision_table(overlap, terms, novelty, plan):
+    assert choose_plan(PlanInputs(overlap, terms, novelty), CFG) == plan
+
+
+def test_plan_alpha_is_per_plan_and_static_when_off():
+    assert [plan_alpha(p, CFG) for p in ("verify", "explore", "exploit")] == [0.7, 0.3, 0.5]
+    assert plan_alpha("verify", PlanningConfig(enabled=False, static_alpha=0.2)) == 0.2
+    with pytest.raises(ValueError):
+        PlanningConfig(alpha={"verify": 0.7, "explore": 0.3})
+    with pytest.raises(ValueError):
+        PlanningConfig(static_alpha=1.5)
+
+
+def test_plan_inputs_from_text():
+    history_docs = ["Caroline: I went to the LGBTQ support group yesterday.", "Melanie: That's great!"]
+    h_ents = frozenset().union(*(entities(t) for t in history_docs))
+    h_vocab = {t for d in history_docs for t in analyze(d)}
+    q = "When did Caroline go to the LGBTQ support group?"
+    x = plan_inputs(q, entities(q), h_ents, analyze(q), h_vocab)
+    assert x.overlap == 1.0 and x.query_terms == 9
+    # analyzed terms: when, did, carolin, go, lgbtq, support, group -> 'when', 'did', 'go' are new
+    assert x.novelty == pytest.approx(3 / 7)
+    assert choose_plan(x, CFG) == "verify"
+    q2 = "Which paintings of sunsets by Monet does anybody like?"
+    x2 = plan_inputs(q2, entities(q2), h_ents, analyze(q2), h_vocab)
+    assert x2.overlap == 0.0 and x2.novelty == 1.0 and choose_plan(x2, CFG) == "explore"
+    x3 = plan_inputs("what is it?", entities("what is it?"), h_ents, analyze("what is it?"), h_vocab)
+    assert x3 == PlanInputs(0.0, 3, 1.0) or x3.novelty in (0.0, 1.0)
+
+
+def test_exact_terms_cover_the_keyword_boost_patterns():
+    text = ("Call parseJWT and getUserById; set user_id and API_KEY; got ECONNREFUSED and HTTP 404, error-1234. "
+            "Edit .env and config.yaml for v2.1.0 node@18 at /api/users or https://x.org/a and ping chat-core")
+    kinds = {}
+    for k, t in exact_terms(text):
+        kinds.setdefault(k, []).append(t)
+    assert kinds == {"camel_case": ["parseJWT", "getUserById"], "snake_case": ["user_id"],
+                     "screaming_case": ["API_KEY", "ECONNREFUSED"], "code_number": ["HTTP 404", "error-1234"],
+                     "file": [".env", "config.yaml"], "version": ["v2.1.0", "node@18"],
+                     "url_path": ["/api/users", "https://x.org/a"], "kebab_case": ["chat-core"]}
+
+
+def test_entities_are_names_and_identifiers_not_sentence_starts():
+    assert entities("Melanie: Hey Caroline! I went to the Museum of Modern Art. Thanks!") == \
+        {"melanie", "caroline", "museum of modern art"}
+    assert entities("What is the memory limit of chat-core?") == {"chat-core"}
+    assert entities("Who owns authd after the change?") == frozenset()  # a lowercase name is invisible to rules
+
+
+def test_boost_adds_exact_share_and_kind_match():
+    sig = query_signals("Why does parseJWT throw ECONNREFUSED?")
+    assert set(sig.terms) == {"parsejwt", "econnrefused"} and sig.kinds == {"camel_case", "screaming_case"}
+    texts = ["def parsejwt(token): ...", "error ECONNREFUSED from parseJWT", "unrelated prose"]
+    out = boost_scores(sig, [t.lower() for t in texts], ["code", "tool", "prose"], BoostConfig(exact=0.1, kind=0.05))
+    assert np.allclose(out, [0.05 + 0.05, 0.1 + 0.05, 0.0])
+    none = query_signals("how are you today?")
+    assert not boost_scores(none, ["x"], ["code"], BoostConfig()).any()
+    assert not boost_scores(sig, ["parsejwt"], ["code"], BoostConfig(enabled=False)).any()
