@@ -16,6 +16,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from analysis import plans as P
 from analysis import tables as T
 from analysis.figures import draw_all
 from experiments.config import CONF_DIR, PROJECT_ROOT, project_path
@@ -100,6 +101,40 @@ def setup_section(views: Mapping[str, T.DatasetView]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plan_section(views: Mapping[str, T.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
+    """H4 (plan-selection accuracy): ``table_plans`` plus, where gold plan labels exist, each Lethe
+    method's confusion matrix and per-category accuracy; one sentence when no run recorded plans."""
+    table = P.plan_table(views, cfg)
+    if table.empty:
+        return ("No runs with recorded plans yet: H4 (plan-selection accuracy) is not measured; it needs a Lethe "
+                "run with adaptive planning on.\n")
+    T.write_table(table, tdir, "table_plans", "H4: plan-selection accuracy of the Lethe methods")
+    conf = float(cfg["confidence"])
+    lines = [f"Accuracy of the plan each Lethe method chose (flags.plan) against the gold plan_label, over the "
+             f"evaluated queries with both; {conf:.0%} Wilson score interval; macro-F1 over verify/explore/exploit. "
+             "The majority baseline always predicts the most frequent gold label of the same queries (chosen on "
+             "them, so a generous reference). 'no plan' counts gold-labelled queries without a recorded plan (not "
+             "scored). Plan shares are over all evaluated queries with a recorded plan.", "",
+             T.to_markdown(table, T.FOOTNOTE_NM)]
+    per_cat: dict[str, dict[str, pd.DataFrame]] = {}
+    for ds, m, v in P.runs_with_plans(views, cfg):
+        acc = P.plan_accuracy(v.per_query[m], v.queries, conf)
+        if acc is None:
+            continue
+        cm = acc["confusion"].reset_index().rename(columns={"gold": "gold / predicted"})
+        why = ", ".join(f"status {s}: {c}" for s, c in acc["missing_plan_by_status"].items())
+        lines += [f"Confusion matrix, {m} on {ds} (rows: gold, columns: predicted; n = {acc['n']}; "
+                  f"no plan: {acc['n_missing_plan']}{f' ({why})' if why else ''})", "", T.to_markdown(cm)]
+        if "per_category" in acc:
+            per_cat.setdefault(ds, {})[m] = acc["per_category"]
+    for ds, by_m in per_cat.items():
+        cats = sorted({c for df in by_m.values() for c in df.index})
+        rows = [{"category": c, **{m: (f"{T._f(df.loc[c, 'accuracy'])} (n={int(df.loc[c, 'n'])})" if c in df.index else T.NM)
+                                   for m, df in by_m.items()}} for c in cats]
+        lines += [f"Plan accuracy by query category on {ds}", "", T.to_markdown(pd.DataFrame(rows))]
+    return "\n".join(lines)
+
+
 def build_report(cfg: Mapping[str, Any]) -> Path:
     """Write tables (results/tables), figures (results/figures) and results/report.md."""
     t0 = time.perf_counter()
@@ -141,6 +176,7 @@ def build_report(cfg: Mapping[str, Any]) -> Path:
         md += ["## Table 2: significance against the best baseline", "",
                f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
                "p-values are over the whole family.", "", T.to_markdown(show)]
+    md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     figs = draw_all(views, t2, cfg, fdir)
     md += ["## Figures", ""]
     for name, paths in figs.items():
