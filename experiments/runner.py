@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -49,6 +49,13 @@ def canonical_order(ranking: list[tuple[str, float]], k: int) -> list[tuple[str,
     """Top ``k`` by score descending, ties by doc id descending (trec_eval's tie rule)."""
     by_id = sorted(ranking, key=lambda x: x[0], reverse=True)
     return sorted(by_id, key=lambda x: -x[1])[:k]  # stable: equal scores keep doc id descending
+
+
+def method_label(method_cfg: Any) -> str:
+    """The name results are filed and reported under: ``name``, or ``name+variant`` for a variant
+    (an ablation or sweep point of the same method, e.g. ``lethe_iter1+no_boost``)."""
+    variant = method_cfg.get("variant")
+    return f"{method_cfg.name}+{variant}" if variant else str(method_cfg.name)
 
 
 def hashed_config(cfg: DictConfig, build_key: str) -> dict[str, Any]:
@@ -101,7 +108,7 @@ def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str
     return q.sort_values(["scope_id", "position", "query_id"], kind="stable"), counts
 
 
-def _docs_by_scope(ds: Dataset) -> dict[str, list[Doc]]:
+def group_docs(ds: Dataset) -> dict[str, list[Doc]]:
     out: dict[str, list[Doc]] = {}
     corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
     for r in corpus.itertuples(index=False):
@@ -117,6 +124,25 @@ def _percentiles(x: list[float]) -> dict[str, float | None]:
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "mean": float(a.mean())}
 
 
+def walk_eligible(queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
+                  ) -> Iterator[tuple[str, Any, int, list[Doc] | None]]:
+    """(scope_id, query row, n eligible docs, docs to index or None if unchanged) per query.
+
+    Queries go scope by scope in position order; the eligible docs of a query are its scope's docs
+    with ``position < query.position``; a new doc list is yielded only when that set changes.
+    """
+    for scope_id, sq in queries.groupby("scope_id", sort=True):
+        docs = docs_by_scope.get(scope_id, [])
+        positions = np.array([d.position for d in docs])
+        n_elig = np.searchsorted(positions, sq["position"].to_numpy(), side="left")
+        current = -1
+        for row, ne in zip(sq.itertuples(index=False), n_elig):
+            changed = ne != current and ne > 0
+            if changed:
+                current = int(ne)
+            yield scope_id, row, int(ne), (docs[:ne] if changed else None)
+
+
 def run_experiment(cfg: DictConfig) -> Path:
     """Run one (dataset, method) job; return its results folder (skipped if already DONE)."""
     progress = bool(cfg.run.progress)
@@ -125,7 +151,7 @@ def run_experiment(cfg: DictConfig) -> Path:
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
     hashed = hashed_config(cfg, build_key)
     chash = config_hash(hashed)
-    method_name = str(cfg.method.name)
+    method_name = method_label(cfg.method)
     folder = run_folder(project_path(cfg.results_dir), cfg.dataset.name, method_name, chash)
     if is_done(folder) and not cfg.run.overwrite:
         log.info("skip: %s is done", folder)
@@ -138,69 +164,68 @@ def run_experiment(cfg: DictConfig) -> Path:
     queries, counts = select_queries(ds, cfg)
     params = to_dict(cfg.method)
     params.pop("name")
+    params.pop("variant", None)
     t0 = time.perf_counter()
     method = instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
     init_s = time.perf_counter() - t0
 
-    docs_by_scope = _docs_by_scope(ds)
+    docs_by_scope = group_docs(ds)
+    if hasattr(method, "bind_dataset"):
+        method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
+    if hasattr(method, "set_collection"):
+        method.set_collection([d for docs in docs_by_scope.values() for d in docs])
     k = int(cfg.run.k)
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
     index_seconds, index_calls, warmed = 0.0, 0, not cfg.run.warmup
     bar = tqdm(total=len(queries), desc=f"{cfg.dataset.name}/{method_name}", disable=not progress, unit="q")
     try:
-        for scope_id, sq in queries.groupby("scope_id", sort=True):
-            docs = docs_by_scope.get(scope_id, [])
-            positions = np.array([d.position for d in docs])
-            n_elig = np.searchsorted(positions, sq["position"].to_numpy(), side="left")
-            current = -1
-            for row, ne in zip(sq.itertuples(index=False), n_elig):
-                rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
-                                       "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
-                                       "latency_ms": None, "timings_ms": "{}", "flags": "{}"}
-                if ne == 0:
-                    rec["status"] = "no_eligible_docs"
-                    run[row.query_id] = []
-                    records.append(rec)
-                    bar.update()
-                    continue
-                if ne != current:
-                    ti = time.perf_counter()
-                    method.index(docs[:ne])
-                    index_seconds += time.perf_counter() - ti
-                    index_calls += 1
-                    current = int(ne)
-                    allowed = {d.doc_id for d in docs[:ne]}
-                query = Query(row.text, tuple(row.history))
-                if not warmed:
-                    method.search(query, k)  # discarded: first call pays lazy loading/JIT costs
-                    warmed = True
-                ts = time.perf_counter()
-                try:
-                    res: SearchResult = method.search(query, k)
-                except Exception as exc:  # noqa: BLE001 - recorded per query; max_error_share decides
-                    rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
-                    run[row.query_id] = []
-                    records.append(rec)
-                    bar.update()
-                    continue
-                rec["latency_ms"] = (time.perf_counter() - ts) * 1e3
-                ids = [d for d, _ in res.ranking]
-                bad = [d for d in ids if d not in allowed]
-                if bad:
-                    raise EligibilityViolation(
-                        f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
-                if len(set(ids)) != len(ids):
-                    raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
-                ranking = canonical_order(res.ranking, k)
-                run[row.query_id] = ranking
-                rec["n_results"] = len(ranking)
-                if not ranking:
-                    rec["status"] = "no_results"
-                rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
-                rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
+        for scope_id, row, ne, new_docs in walk_eligible(queries, docs_by_scope):
+            rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
+                                   "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
+                                   "latency_ms": None, "timings_ms": "{}", "flags": "{}"}
+            if ne == 0:
+                rec["status"] = "no_eligible_docs"
+                run[row.query_id] = []
                 records.append(rec)
                 bar.update()
+                continue
+            if new_docs is not None:
+                ti = time.perf_counter()
+                method.index(new_docs)
+                index_seconds += time.perf_counter() - ti
+                index_calls += 1
+                allowed = {d.doc_id for d in new_docs}
+            query = Query(row.text, tuple(row.history), row.query_id, scope_id)
+            if not warmed:
+                method.search(query, k)  # discarded: first call pays lazy loading/JIT costs
+                warmed = True
+            ts = time.perf_counter()
+            try:
+                res: SearchResult = method.search(query, k)
+            except Exception as exc:  # noqa: BLE001 - recorded per query; max_error_share decides
+                rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+                run[row.query_id] = []
+                records.append(rec)
+                bar.update()
+                continue
+            rec["latency_ms"] = (time.perf_counter() - ts) * 1e3
+            ids = [d for d, _ in res.ranking]
+            bad = [d for d in ids if d not in allowed]
+            if bad:
+                raise EligibilityViolation(
+                    f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
+            ranking = canonical_order(res.ranking, k)
+            run[row.query_id] = ranking
+            rec["n_results"] = len(ranking)
+            if not ranking:
+                rec["status"] = "no_results"
+            rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
+            rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
+            records.append(rec)
+            bar.update()
     finally:
         bar.close()
         method.close()

@@ -29,7 +29,7 @@ import re
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -597,6 +597,14 @@ class BM25Index:
             self.norm_inverse = np.float32(1) / (k1 * ((np.float32(1) - b) + b * LENGTH_TABLE / self.avgdl))
             # per posting: 1f + freq * normInverse, as in BM25Scorer.score
             self.post_denom = np.float32(1) + freq.astype(np.float32) * self.norm_inverse[self.norms[self.post_docs]]
+        return self
+
+    def set_idf(self, df: Mapping[str, int], n_docs: int) -> "BM25Index":
+        """Replace the IDF with one from outside collection statistics (``df``: term -> doc count
+        over ``n_docs`` docs), e.g. a whole corpus instead of this session; lengths stay local."""
+        terms = sorted(self.vocab, key=self.vocab.get)
+        d = np.array([max(df.get(t, 0), 1) for t in terms], dtype=np.float64)
+        self.idf = np.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)).astype(np.float32)
         return self
 
     def query_weights(self, query_terms: Iterable[str]) -> list[tuple[int, np.float32]]:

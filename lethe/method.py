@@ -25,10 +25,16 @@ class Doc:
 
 @dataclass(frozen=True)
 class Query:
-    """A query as a method sees it: its text and the conversation history before it (oldest first)."""
+    """A query as a method sees it: its text and the conversation history before it (oldest first).
+
+    ``query_id`` and ``scope_id`` identify it (never its labels); a method trained on labelled
+    queries uses them to prove it is not scoring a query it was trained on.
+    """
 
     text: str
     history: tuple[str, ...] = ()
+    query_id: str | None = None
+    scope_id: str | None = None
 
 
 @dataclass
@@ -56,3 +62,10 @@ class Method(Protocol):
 
     def close(self) -> None:
         """Flush caches and release resources."""
+
+
+# Optional hooks the runner calls when a method defines them:
+#   set_collection(docs: Sequence[Doc]) -> None   once, every doc of the dataset (for collection
+#       statistics such as corpus IDF; results are still checked against each query's eligible docs)
+#   bind_dataset(info: dict) -> None               once, {"name", "build_key"} of the dataset, so a
+#       method carrying a trained artifact can verify it was trained on this very build
