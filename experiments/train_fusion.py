@@ -1,0 +1,265 @@
+"""Train Lethe iteration 3's learned fusion for one dataset (``make fusion-models``).
+
+    python -m experiments.train_fusion dataset=lethebench [method=lethe_iter3] [--force] [overrides]
+
+1. Runs the method's base pipeline (the same config with learned fusion off) over the labelled
+   queries exactly as the runner would (each query sees only its eligible docs) and, per query,
+   computes the features and the ranking for every (alpha, lambda) of the grid
+   (``method.learned_fusion.alpha_grid`` x ``lambda_grid``).
+2. Oracle labels: per query, the grid cell with the highest nDCG@10 (ranx, real qrels); ties go
+   to the cell nearest (L1) the static choice (the plan's alpha, the configured lambda). Queries
+   whose nDCG@10 is the same in every cell carry no signal and are left out of fitting (counted).
+3. Splits, no leakage:
+   - datasets with ``train``/``dev`` splits (LetheBench): fit on train, choose the model family
+     on dev by the mean nDCG@10 its (grid-snapped) predictions achieve, refit the chosen family on
+     train+dev. Test queries are never prepared and their labels never read.
+   - otherwise k-fold (``learned_fusion.folds``): folds group whole scopes when the dataset has at
+     least k scopes (LoCoMo), else queries (one-scope collections). For held-out fold f, fold f+1
+     is dev, the rest train; each fold's model scores only its held-out queries.
+4. Saves ``FusionModel`` + card (features, target, grid, per fold: sizes, dev nDCG@10 of every
+   family, of the static choice and of the oracle) to ``learned_fusion.model_dir/<config key>``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from analysis.metrics import evaluate_run
+from experiments.config import load_config, project_path, to_dict
+from experiments.datasets import prepare_dataset
+from experiments.provenance import git_info
+from experiments.runner import group_docs, walk_eligible
+from lethe.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
+from lethe.method import Query
+from lethe.planning import plan_alpha
+from lethebench.card import sha256_file
+from lethebench.schema import read_dataset
+
+FAMILIES = ("constant", "ridge", "forest", "gbr")
+
+
+def make_regressor(family: str, seed: int) -> Any:
+    """An unfitted scikit-learn regressor X (n, F) -> y (n, 2) of the named family."""
+    from sklearn.dummy import DummyRegressor
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.multioutput import MultiOutputRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if family == "constant":
+        return DummyRegressor(strategy="mean")
+    if family == "ridge":
+        return make_pipeline(StandardScaler(), Ridge(alpha=1.0))
+    if family == "forest":
+        return RandomForestRegressor(n_estimators=200, min_samples_leaf=5, random_state=seed, n_jobs=1)
+    if family == "gbr":
+        return MultiOutputRegressor(GradientBoostingRegressor(n_estimators=150, max_depth=3, learning_rate=0.05,
+                                                              subsample=0.8, random_state=seed))
+    raise ValueError(f"unknown model family {family!r}; known: {FAMILIES}")
+
+
+def base_method(cfg: DictConfig, progress: bool = True) -> Any:
+    """The configured Lethe method with learned fusion switched off (its base pipeline)."""
+    params = to_dict(cfg.method)
+    for key in ("name", "variant"):
+        params.pop(key, None)
+    params["learned_fusion"] = {**dict(params.get("learned_fusion") or {}), "enabled": False}
+    return instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
+
+
+def grid_table(cfg: DictConfig, query_ids: Sequence[str] | None = None, progress: bool = True
+               ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[tuple[float, float]], dict[str, Any]]:
+    """Per query: meta (query_id, scope_id, split, static cell), features (n, F) and nDCG@10 (n, cells).
+
+    Only the queries in ``query_ids`` (default: all with qrels) are prepared and only their qrels read.
+    """
+    ds_folder = prepare_dataset(cfg)
+    ds = read_dataset(ds_folder, cfg.dataset.name)
+    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+    method = base_method(cfg, progress)
+    alphas = [float(a) for a in method.lf_cfg.alpha_grid]
+    lams = [float(x) for x in method.lf_cfg.lambda_grid] if method.div_cfg.enabled else [0.0]
+    cells = [(a, lam) for a in alphas for lam in lams]
+
+    q = ds.queries[ds.queries["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
+    if query_ids is not None:
+        q = q[q["query_id"].isin(set(query_ids))]
+    q = q.sort_values(["scope_id", "position", "query_id"], kind="stable")
+    method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
+    docs = group_docs(ds)
+    method.set_collection([d for v in docs.values() for d in v])
+    metas, feats, runs = [], [], [{} for _ in cells]
+    bar = tqdm(total=len(q), desc=f"fusion grid {cfg.dataset.name}", disable=not progress, unit="q")
+    for scope_id, row, ne, new_docs in walk_eligible(q, docs):
+        bar.update()
+        if ne == 0:
+            continue
+        if new_docs is not None:
+            method.index(new_docs)
+        p = method.prepare(Query(row.text, tuple(row.history), row.query_id, scope_id))
+        static = (plan_alpha(p.plan, method.plan_cfg), method.div_cfg.lam if method.div_cfg.enabled else 0.0)
+        split = json.loads(row.meta).get("split") if isinstance(row.meta, str) else None
+        metas.append({"query_id": row.query_id, "scope_id": scope_id, "split": split,
+                      "static_alpha": static[0], "static_lambda": static[1]})
+        feats.append(features(p))
+        for j, (a, lam) in enumerate(cells):
+            runs[j][row.query_id] = method.rank(p, a, lam, 10)[0]
+    bar.close()
+    method.close()
+    meta = pd.DataFrame(metas)
+    qrels = {qid: ds.qrels[qid] for qid in meta["query_id"]}
+    ndcg = np.column_stack([evaluate_run(qrels, r, ["ndcg@10"]).loc[meta["query_id"], "ndcg@10"].to_numpy()
+                            for r in runs]) if len(meta) else np.zeros((0, len(cells)))
+    info = {"dataset": {"name": cfg.dataset.name, "build_key": build_key}, "base": method.base_config(),
+            "training": method.training_config(), "grid": {"alpha": alphas, "lambda": lams}}
+    return meta, np.array(feats).reshape(len(meta), len(FEATURES)), ndcg, cells, info
+
+
+def oracle(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Oracle (alpha, lambda) per query (n, 2) and a mask of informative queries (nDCG not constant)."""
+    c = np.asarray(cells)
+    best = ndcg >= ndcg.max(axis=1, keepdims=True) - 1e-12
+    dist = np.abs(c[None, :, 0] - static[:, None, 0]) + np.abs(c[None, :, 1] - static[:, None, 1])
+    pick = np.where(best, dist, np.inf).argmin(axis=1)
+    return c[pick], ndcg.max(axis=1) - ndcg.min(axis=1) > 1e-12
+
+
+def achieved(pred: np.ndarray, ndcg: np.ndarray, cells: list[tuple[float, float]], grid: dict[str, list[float]]) -> float:
+    """Mean nDCG@10 of grid-snapped predictions (n, 2), read from the precomputed table."""
+    if not len(pred):
+        return float("nan")
+    a, lam = snap(pred[:, 0], grid["alpha"]), snap(pred[:, 1], grid["lambda"])
+    index = {cell: j for j, cell in enumerate(cells)}
+    return float(np.mean([ndcg[i, index[(float(x), float(y))]] for i, (x, y) in enumerate(zip(a, lam))]))
+
+
+def fit_fold(X: np.ndarray, y: np.ndarray, informative: np.ndarray, train: np.ndarray, dev: np.ndarray,
+             ndcg: np.ndarray, cells: list[tuple[float, float]], grid: dict[str, list[float]],
+             families: Sequence[str], seed: int) -> tuple[Any, dict[str, Any]]:
+    """Choose a family on ``dev`` (boolean masks), refit it on train+dev; return it and its report."""
+    fit_mask = train & informative
+    if fit_mask.sum() < 2:
+        raise ValueError(f"only {int(fit_mask.sum())} informative training queries; cannot fit learned fusion")
+    dev_scores = {}
+    for fam in families:
+        m = make_regressor(fam, seed).fit(X[fit_mask], y[fit_mask])
+        dev_scores[fam] = achieved(np.asarray(m.predict(X[dev])).reshape(-1, 2), ndcg[dev], cells, grid)
+    chosen = max(families, key=lambda f: (dev_scores[f], -families.index(f)))
+    both = (train | dev) & informative
+    model = make_regressor(chosen, seed).fit(X[both], y[both])
+    return model, {"dev_ndcg@10": {f: round(v, 4) for f, v in dev_scores.items()}, "chosen": chosen,
+                   "n_train": int(train.sum()), "n_dev": int(dev.sum()), "n_fit": int(both.sum()),
+                   "n_uninformative_train_dev": int(((train | dev) & ~informative).sum())}
+
+
+def assign_folds(meta: pd.DataFrame, k: int, seed: int) -> tuple[np.ndarray, str]:
+    """Fold number per query, grouping by scope when there are at least k scopes."""
+    rng = np.random.default_rng(seed)
+    scopes = sorted(meta["scope_id"].unique())
+    if len(scopes) >= k:
+        order = rng.permutation(len(scopes))
+        fold_of = {scopes[i]: r % k for r, i in enumerate(order)}
+        return meta["scope_id"].map(fold_of).to_numpy(), "scope"
+    order = rng.permutation(len(meta))
+    folds = np.empty(len(meta), dtype=np.int64)
+    folds[order] = np.arange(len(meta)) % k
+    return folds, "query"
+
+
+def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
+    """Build the grid table, fit the folds and return the model (not yet saved)."""
+    ds_splits = _splits(cfg)
+    use_splits = {"train", "dev"} <= ds_splits
+    ids = None
+    if use_splits:
+        ds = read_dataset(prepare_dataset(cfg), cfg.dataset.name)
+        sp = ds.queries["meta"].map(lambda m: json.loads(m).get("split"))
+        ids = ds.queries.loc[sp.isin(["train", "dev"]), "query_id"].tolist()  # test queries never prepared
+    meta, X, ndcg, cells, info = grid_table(cfg, ids, progress)
+    static = meta[["static_alpha", "static_lambda"]].to_numpy(dtype=np.float64)
+    y, informative = oracle(ndcg, cells, static)
+    lf = info["training"]
+    families, seed = list(lf["families"]), int(lf["seed"])
+    folds, reports = [], []
+    if use_splits:
+        tr, dv = (meta["split"] == "train").to_numpy(), (meta["split"] == "dev").to_numpy()
+        model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
+        rep["static_dev_ndcg@10"] = round(float(_static(ndcg, cells, static)[dv].mean()), 4)
+        rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
+        folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]), None,
+                          frozenset(meta.loc[tr | dv, "scope_id"])))
+        reports.append(rep)
+        scheme = "splits: fit on train, select on dev, refit on train+dev; applies to queries outside both"
+    else:
+        k = int(lf["folds"])
+        fold_no, group = assign_folds(meta, k, seed)
+        for f in range(k):
+            held, dv = fold_no == f, fold_no == (f + 1) % k
+            tr = ~held & ~dv
+            model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
+            rep["static_dev_ndcg@10"] = round(float(_static(ndcg, cells, static)[dv].mean()), 4)
+            rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
+            rep["n_heldout"] = int(held.sum())
+            scopes = frozenset(meta.loc[tr | dv, "scope_id"]) if group == "scope" else frozenset()
+            folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]),
+                              frozenset(meta.loc[held, "query_id"]), scopes))
+            reports.append(rep)
+        scheme = f"{k}-fold over {group}s: fold f held out, fold f+1 dev, the rest train; refit on train+dev"
+    card = {**info, "feature_version": FEATURE_VERSION, "features": list(FEATURES),
+            "target": "per-query oracle (alpha, lambda) on the grid by nDCG@10 (ranx); ties -> nearest the static choice",
+            "scheme": scheme, "folds": reports, "n_queries": int(len(meta)), "n_informative": int(informative.sum()),
+            "oracle_share_by_alpha": {str(a): round(float(np.mean(y[informative, 0] == a)), 4) for a in info["grid"]["alpha"]},
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(), "git": git_info()}
+    return FusionModel(folds, card)
+
+
+def _static(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarray) -> np.ndarray:
+    index = {(round(a, 6), round(lam, 6)): j for j, (a, lam) in enumerate(cells)}
+    out = np.full(len(static), np.nan)
+    for i, (a, lam) in enumerate(static):
+        j = index.get((round(float(a), 6), round(float(lam), 6)))
+        if j is not None:
+            out[i] = ndcg[i, j]
+    return out
+
+
+def _splits(cfg: DictConfig) -> set[str]:
+    ds = read_dataset(prepare_dataset(cfg), cfg.dataset.name)
+    return set(ds.queries["meta"].map(lambda m: json.loads(m).get("split")).dropna())
+
+
+def main(argv: Sequence[str]) -> int:
+    force = "--force" in argv
+    overrides = [a for a in argv if a != "--force"]
+    if not any(o.startswith("method=") for o in overrides):
+        overrides.append("method=lethe_iter3")
+    cfg = load_config(overrides)
+    if not OmegaConf.select(cfg, "method.learned_fusion.model_dir"):
+        raise SystemExit(f"method {cfg.method.name} has no learned_fusion.model_dir; use a learned-fusion method")
+    method = base_method(cfg, progress=False)
+    folder = method.fusion_dir() / config_key(method.base_config(), method.training_config())
+    if (folder / "card.json").is_file() and not force:
+        print(f"[keep] {folder} exists (use --force to retrain)")
+        return 0
+    model = train(cfg, progress=bool(cfg.run.progress))
+    if config_key(model.card["base"], model.card["training"]) != folder.name:
+        raise RuntimeError("the trained model's configuration key differs from the method's; this is a bug")
+    model.save(folder)
+    print(json.dumps({k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1))
+    print(f"saved: {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
