@@ -38,12 +38,12 @@ from analysis.metrics import evaluate_run
 from experiments.config import load_config, project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info
-from experiments.runner import group_docs, walk_eligible
+from experiments.runner import group_docs, select_queries, walk_eligible
 from lethe.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.method import Query
 from lethe.planning import plan_alpha
 from lethebench.card import sha256_file
-from lethebench.schema import read_dataset
+from lethebench.schema import Dataset, read_dataset
 
 FAMILIES = ("constant", "ridge", "forest", "gbr")
 
@@ -92,10 +92,12 @@ def grid_table(cfg: DictConfig, query_ids: Sequence[str] | None = None, progress
     lams = [float(x) for x in method.lf_cfg.lambda_grid] if method.div_cfg.enabled else [0.0]
     cells = [(a, lam) for a in alphas for lam in lams]
 
-    q = ds.queries[ds.queries["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
-    if query_ids is not None:
-        q = q[q["query_id"].isin(set(query_ids))]
-    q = q.sort_values(["scope_id", "position", "query_id"], kind="stable")
+    if query_ids is not None:  # other queries are never looked at, not even their qrels
+        keep = set(query_ids)
+        ds = Dataset(ds.name, ds.corpus, ds.queries[ds.queries["query_id"].isin(keep)],
+                     {k: v for k, v in ds.qrels.items() if k in keep}, ds.card)
+    # the run's own query selection (scopes, categories, qrels), minus its split filter
+    q, _ = select_queries(ds, OmegaConf.merge(cfg, {"dataset": {"split": None}}))
     method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
     docs = group_docs(ds)
     method.set_collection([d for v in docs.values() for d in v])
@@ -195,7 +197,7 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
     if use_splits:
         tr, dv = (meta["split"] == "train").to_numpy(), (meta["split"] == "dev").to_numpy()
         model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
-        rep["static_dev_ndcg@10"] = round(float(_static(ndcg, cells, static)[dv].mean()), 4)
+        rep["static_dev_ndcg@10"] = _round(_static(ndcg, cells, static)[dv].mean())
         rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
         folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]), None,
                           frozenset(meta.loc[tr | dv, "scope_id"])))
@@ -208,7 +210,7 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
             held, dv = fold_no == f, fold_no == (f + 1) % k
             tr = ~held & ~dv
             model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
-            rep["static_dev_ndcg@10"] = round(float(_static(ndcg, cells, static)[dv].mean()), 4)
+            rep["static_dev_ndcg@10"] = _round(_static(ndcg, cells, static)[dv].mean())
             rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
             rep["n_heldout"] = int(held.sum())
             scopes = frozenset(meta.loc[tr | dv, "scope_id"]) if group == "scope" else frozenset()
@@ -222,6 +224,11 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
             "oracle_share_by_alpha": {str(a): round(float(np.mean(y[informative, 0] == a)), 4) for a in info["grid"]["alpha"]},
             "created": dt.datetime.now(dt.timezone.utc).isoformat(), "git": git_info()}
     return FusionModel(folds, card)
+
+
+def _round(x: float) -> float | None:
+    """4 decimals; None for NaN (the static choice lies off the grid)."""
+    return None if np.isnan(x) else round(float(x), 4)
 
 
 def _static(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarray) -> np.ndarray:
