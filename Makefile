@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models reproduce test bench summary clean-results
+.PHONY: install data models fusion-models ablations reproduce test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ install: $(STAMP)
 
 DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
 # the seven baselines (bm25_memory, the in-memory twin of bm25, and hybrid_rrf are extra configs)
-METHODS ?= window,bm25,vector,hybrid,cross_encoder,faiss_ivf,mmr
+METHODS ?= window,bm25,vector,hybrid,cross_encoder,faiss_ivf,mmr,lethe_iter1,lethe_iter2,lethe_iter3
 
 data: install
 	$(PY) -m experiments.build_data $(subst $(,), ,$(DATASETS))
@@ -31,9 +31,20 @@ data: install
 models: data
 	$(PY) -m experiments.train_cross_encoder
 
+# Train Lethe iteration 3's learned fusion per dataset (kept if it exists for the same configuration).
+fusion-models: data
+	for d in $(subst $(,), ,$(DATASETS)); do $(PY) -m experiments.train_fusion dataset=$$d run.progress=$${LETHE_PROGRESS:-true} || exit 1; done
+
+# Lethe ablations (conf/ablation/) on LetheBench and LoCoMo, filed as <method>+<ablation>.
+ABLATION_DATASETS ?= lethebench,locomo
+ablations: fusion-models
+	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter1 +ablation=no_plan,no_boost,no_diversify,corpus_idf run.progress=false
+	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter2 +ablation=rewrite_only,decompose_only run.progress=false
+	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter3 +ablation=alpha_only run.progress=false
+
 # Build data and models, run the baselines on every dataset (resumable: finished jobs are skipped),
 # fill the dataset cards' difficulty tables, print results, write the report, tables and figures.
-reproduce: $(if $(findstring cross_encoder,$(METHODS)),models,data)
+reproduce: $(if $(findstring cross_encoder,$(METHODS)),models,data) $(if $(findstring lethe_iter3,$(METHODS)),fusion-models,)
 	$(PY) -m experiments.run -m dataset=$(DATASETS) method=$(METHODS) run.progress=$${LETHE_PROGRESS:-true}
 	$(PY) -m experiments.difficulty $(subst $(,), ,$(DATASETS)) run.progress=false
 	$(PY) -m experiments.summary

@@ -8,7 +8,10 @@ Measures on LoCoMo (sections selectable with --only):
 4. FAISS-IVF recall@10 against exact search and its speed-up (LoCoMo and UltraDomain cs);
 5. wall time of the analysis over all finished runs (target < 60 s);
 6. cold vs warm wall time of ``make reproduce`` with fresh data/cache/results folders
-   (target: warm < 1/4 of cold).
+   (target: warm < 1/4 of cold);
+7. Lethe iterations 1-3 on full LoCoMo: warm P50/P95 per query (target P95 < 50 ms) and the
+   share of the mean latency spent per stage (iteration 3 needs its fusion model:
+   ``make fusion-models``).
 Writes ``results/bench/bench.json`` and prints a summary.
 """
 
@@ -70,6 +73,29 @@ def bench_methods(methods: list[str], scratch: Path) -> dict[str, Any]:
         out[m] = {"qps": met["qps"], "p50_ms": met["latency_ms"]["p50"], "p95_ms": met["latency_ms"]["p95"],
                   "queries": met["queries"]["evaluated"], "ndcg@10": met["means"]["ndcg@10"],
                   "index_build_s": json.loads((folder / "manifest.json").read_text())["index_build_seconds"]}
+    return out
+
+
+def bench_lethe(methods: list[str], scratch: Path) -> dict[str, Any]:
+    """Full-LoCoMo runs of the Lethe iterations; per-stage mean ms and share of the mean latency."""
+    import pandas as pd
+
+    from experiments.runner import run_experiment
+
+    out = {}
+    for m in methods:
+        cfg = load_config([f"method={m}", f"results_dir={scratch}", "run.progress=false", "run.print_summary=false"])
+        folder = run_experiment(cfg)
+        met = json.loads((folder / "metrics.json").read_text())
+        pq = pd.read_parquet(folder / "per_query.parquet")
+        stages = pd.DataFrame([json.loads(t) for t in pq["timings_ms"]]).fillna(0.0)
+        total = float(pq["latency_ms"].mean())
+        out[m] = {"queries": met["queries"]["evaluated"], "p50_ms": met["latency_ms"]["p50"],
+                  "p95_ms": met["latency_ms"]["p95"], "mean_ms": total, "ndcg@10": met["means"]["ndcg@10"],
+                  "stage_mean_ms": {c: float(stages[c].mean()) for c in stages.columns},
+                  "stage_share": {c: float(stages[c].mean()) / total for c in stages.columns},
+                  "unattributed_share": 1.0 - float(stages.sum(axis=1).mean()) / total,
+                  "load_average": json.loads((folder / "manifest.json").read_text())["load_average"]}
     return out
 
 
@@ -191,9 +217,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
     ap.add_argument("--methods", default="window,bm25,bm25_memory,vector,hybrid,faiss_ivf,mmr,cross_encoder")
     ap.add_argument("--skip-reproduce", action="store_true", help="skip the cold/warm make reproduce timing")
-    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce")
+    ap.add_argument("--lethe", default="lethe_iter1,lethe_iter2,lethe_iter3", help="Lethe iterations for the lethe section")
+    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe")
     args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce"}
+    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe"}
     if args.skip_reproduce:
         only.discard("reproduce")
     out_dir = project_path("results/bench")
@@ -220,6 +247,13 @@ def main(argv: list[str] | None = None) -> None:
             print(f"FAISS-IVF on {name} (nlist used {r['nlist_used']}, nprobe {r['nprobe']}): recall@10 vs exact "
                   f"{r['recall@10_vs_exact']:.4f}, exact {r['exact_ms_per_query']:.3f} ms/q, IVF {r['ivf_ms_per_query (batched)']:.3f} ms/q, "
                   f"speed-up {r['speedup']:.1f}x")
+    if "lethe" in only:
+        with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
+            report["lethe"] = bench_lethe(args.lethe.split(","), Path(scratch) / "runs")
+        for m, r in report["lethe"].items():
+            shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted(r["stage_share"].items(), key=lambda x: -x[1]))
+            print(f"{m} on LoCoMo ({r['queries']} queries): P50 {r['p50_ms']:.2f} ms, P95 {r['p95_ms']:.2f} ms "
+                  f"(target < 50), nDCG@10 {r['ndcg@10']:.4f}; stages: {shares}, other {r['unattributed_share']:.0%}")
     if "analysis" in only:
         a = report["analysis"] = bench_analysis()
         print(f"analysis of all finished runs: {a['seconds']:.1f} s (target < 60 s)")
