@@ -176,6 +176,20 @@ def build_report(cfg: Mapping[str, Any]) -> Path:
         md += ["## Table 2: significance against the best baseline", "",
                f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
                "p-values are over the whole family.", "", T.to_markdown(show)]
+    ta = T.table_ablations(views, cfg)
+    md += ["## Lethe steps and ablations", ""]
+    if ta.empty:
+        md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
+    else:
+        T.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
+        show = ta[["dataset", "metric", "reference", "method", "n", "reference_mean", "method_mean", "mean_diff",
+                   "ci_low", "ci_high", "p_wilcoxon", "p_holm", "p_bh", "d_z", "wins", "ties", "losses"]]
+        show = show.round(4).astype(object)
+        for c in [c for c in show.columns if c.startswith("p_")]:
+            show[c] = ta[c].map(T._p)
+        md += [f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
+               f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons, adjusted over it.", "",
+               T.to_markdown(show)]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     figs = draw_all(views, t2, cfg, fdir)
     md += ["## Figures", ""]

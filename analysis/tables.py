@@ -121,36 +121,62 @@ def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataF
     """Paired tests of every method against the best baseline of its dataset, family-corrected."""
     rows = []
     metrics = list(cfg["family_metrics"])
+    declared = set(cfg["baselines"]) | set(cfg["lethe"])
     for ds, v in sorted(views.items()):
         base = best_baseline(v, cfg)
         if base is None:
             continue
         for m in method_order(list(v.per_query), cfg):
-            if m == base:
+            if m == base or (m not in declared and "+" in m):  # ablation variants have their own family
                 continue
-            for metric in metrics:
-                if metric not in v.per_query[m] or metric not in v.per_query[base]:
-                    continue
-                # label metrics exist only for labelled queries (NaN elsewhere); the labelled set must
-                # then be identical for both systems, which align() enforces
-                frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
-                if frames["a"].empty:
-                    continue
-                pair = stats.align(frames, metric)
-                t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
-                                      resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
-                                      confidence=float(cfg["confidence"]))
-                rows.append({"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
-                             "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
-                             "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                             "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
-                             "p_randomization": t["p_randomization"], "d_z": t["d_z"],
-                             "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
-                             "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"], "notes": t["notes"]})
+            rows += [r for metric in metrics if (r := _paired_row(v, ds, m, base, metric, cfg))]
     df = pd.DataFrame(rows)
     if df.empty:
         return df
     return stats.correct_family(df, p_col="p_wilcoxon")
+
+
+def _paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Mapping[str, Any]) -> dict | None:
+    """One paired comparison of method ``m`` against ``base`` on ``metric`` (None if not measurable)."""
+    if metric not in v.per_query[m] or metric not in v.per_query[base]:
+        return None
+    # label metrics exist only for labelled queries (NaN elsewhere); the labelled set must
+    # then be identical for both systems, which align() enforces
+    frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
+    if frames["a"].empty:
+        return None
+    pair = stats.align(frames, metric)
+    t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
+                          resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
+                          confidence=float(cfg["confidence"]))
+    return {"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
+            "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
+            "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+            "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
+            "p_randomization": t["p_randomization"], "d_z": t["d_z"],
+            "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
+            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"], "notes": t["notes"]}
+
+
+def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(method, reference) pairs: each Lethe iteration against the previous one, and each variant
+    ``name+x`` against ``name``."""
+    lethe = [m for m in cfg["lethe"] if m in methods]
+    pairs = list(zip(lethe[1:], lethe[:-1]))
+    pairs += [(m, m.split("+", 1)[0]) for m in sorted(methods) if "+" in m and m.split("+", 1)[0] in methods]
+    return pairs
+
+
+def table_ablations(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """Paired tests of each step and ablation against its reference; a family of its own, corrected."""
+    rows = []
+    for ds, v in sorted(views.items()):
+        for m, ref in ablation_pairs(list(v.per_query), cfg):
+            rows += [r for metric in cfg["family_metrics"] if (r := _paired_row(v, ds, m, ref, metric, cfg))]
+    df = pd.DataFrame(rows)
+    return df if df.empty else stats.correct_family(df.rename(columns={"baseline": "reference",
+                                                                        "baseline_mean": "reference_mean"}),
+                                                    p_col="p_wilcoxon")
 
 
 def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:

@@ -1,0 +1,37 @@
+"""Lethe steps and ablations: which pairs are compared, and that they form their own family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import tables as T
+
+CFG = {"baselines": ["bm25", "hybrid"], "lethe": ["lethe_iter1", "lethe_iter2", "lethe_iter3"],
+       "family_metrics": ["ndcg@10"], "best_baseline_metric": "ndcg@10", "permutation_resamples": 2000,
+       "seed": 0, "confidence": 0.95}
+
+
+def _pq(x: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"ndcg@10": x}, index=pd.Index([f"q{i}" for i in range(len(x))], name="query_id"))
+
+
+def test_pairs_are_steps_and_variants_against_their_parent():
+    methods = ["bm25", "lethe_iter1", "lethe_iter3", "lethe_iter1+no_plan", "lethe_iter2+rewrite_only", "hybrid"]
+    assert T.ablation_pairs(methods, CFG) == [("lethe_iter3", "lethe_iter1"), ("lethe_iter1+no_plan", "lethe_iter1")]
+
+
+def test_variants_leave_the_main_family_and_form_their_own():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 1, 60)
+    per_query = {"bm25": _pq(base), "hybrid": _pq(base * 0.9), "lethe_iter1": _pq(np.clip(base + 0.1, 0, 1)),
+                 "lethe_iter1+no_plan": _pq(base), "lethe_iter2": _pq(np.clip(base + 0.1, 0, 1))}
+    views = {"d": T.DatasetView("d", pd.DataFrame(), {}, per_query)}
+    main = T.table2(views, CFG)
+    assert set(main["method"]) == {"hybrid", "lethe_iter1", "lethe_iter2"}  # no variant in the main family
+    abl = T.table_ablations(views, CFG)
+    assert list(zip(abl["method"], abl["reference"])) == [("lethe_iter2", "lethe_iter1"),
+                                                          ("lethe_iter1+no_plan", "lethe_iter1")]
+    row = abl.set_index("method").loc["lethe_iter1+no_plan"]
+    assert row["mean_diff"] < 0 and row["losses"] > 0 and row["p_bonferroni"] <= 1.0
+    assert abl.set_index("method").loc["lethe_iter2", "ties"] == 60  # identical scores: all ties
