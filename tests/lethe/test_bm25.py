@@ -232,3 +232,15 @@ def test_locomo_agrees_with_pyserini(jvm, cfg_for):
     assert np.mean(overlaps) >= 0.99
     assert top1 / n >= 0.99
     assert identical / n >= 0.99  # same docs, order and (Anserini-rounded) scores
+
+
+def test_set_idf_with_own_statistics_is_identity_and_corpus_stats_change_weights():
+    texts = ["the daemon crashed on port 8080", "restart the daemon", "port 9090 is free now", "all tests pass"]
+    idx = BM25Index().fit(texts)
+    own_df = {t: int(idx.indptr[i + 1] - idx.indptr[i]) for t, i in idx.vocab.items()}
+    before = idx.score("daemon port").copy()
+    assert np.array_equal(idx.set_idf(own_df, idx.doc_count).score("daemon port"), before)
+    # in a larger collection where 'daemon' is everywhere, it weighs less than 'port'
+    idx.set_idf({**own_df, "daemon": 100, "port": 2}, 100)
+    s = idx.score("daemon")
+    assert s.max() < before.max() and idx.idf[idx.vocab["daemon"]] < idx.idf[idx.vocab["port"]]
