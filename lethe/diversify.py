@@ -60,6 +60,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from lethe.fusion import minmax
+
 WEIGHT_SCHEMES: tuple[str, ...] = ("uniform", "idf")
 TIE_EPS = 1e-12
 
@@ -180,8 +182,7 @@ def greedy_diversify(
     if k == 0:
         return []
 
-    lo, hi = rel.min(), rel.max()
-    rel_norm = (rel - lo) / (hi - lo) if hi > lo else np.ones(n)
+    rel_norm = minmax(rel)
     W = float(w.sum())
     scale = lam / W if W > 0 else 0.0
 
