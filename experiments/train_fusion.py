@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
@@ -97,7 +97,10 @@ def grid_table(cfg: DictConfig, query_ids: Sequence[str] | None = None, progress
         ds = Dataset(ds.name, ds.corpus, ds.queries[ds.queries["query_id"].isin(keep)],
                      {k: v for k, v in ds.qrels.items() if k in keep}, ds.card)
     # the run's own query selection (scopes, categories, qrels), minus its split filter
-    q, _ = select_queries(ds, OmegaConf.merge(cfg, {"dataset": {"split": None}}))
+    sel = cfg.copy()
+    with open_dict(sel):
+        sel.dataset.split = None
+    q, _ = select_queries(ds, sel)
     method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
     docs = group_docs(ds)
     method.set_collection([d for v in docs.values() for d in v])
