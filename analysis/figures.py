@@ -207,11 +207,13 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
             by_group(ax[1], v, cfg, "complexity", "ndcg@10", f"{main}: nDCG@10 by query complexity")
 
     def f3(ax):
-        fus = [m for m in (v.per_query if v else {}) if m.startswith("lethe_iter3")]
+        # static fusion = iteration 2 (plan alpha, fixed lambda); learned = iteration 3 and its variants
+        ran = v.per_query if v else {}
+        fus = (["lethe_iter2"] if "lethe_iter2" in ran else []) + sorted(m for m in ran if m.startswith("lethe_iter3"))
         if len(fus) < 2:
             not_yet(ax[0], "learned vs static fusion runs (iteration 3)")
         else:
-            bars(ax[0], v, "ndcg@10", cfg, methods=sorted(fus), title="Learned vs static fusion")
+            bars(ax[0], v, "ndcg@10", cfg, methods=fus, title="Static (iter2) vs learned fusion (iter3)")
         its = [m for m in lethe if has(m)]
         if not its:
             not_yet(ax[1], "Lethe iterations 1-4")
