@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> None:
         only.discard("reproduce")
     out_dir = project_path("results/bench")
     out_dir.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {}
+    previous = out_dir / "bench.json"
+    # sections not re-run keep their last figures (--only updates just the sections it names)
+    report: dict[str, Any] = json.loads(previous.read_text()) if previous.is_file() else {}
     if "encode" in only:
         e = report["encode"] = bench_encode(args.texts, args.reps)
         print(f"encode ({e['texts']} LoCoMo turns, median of {e['reps']}): runner {e['runner_texts_per_s']:.1f} texts/s, "
