@@ -1,0 +1,596 @@
+"""Language-model backends: llama.cpp in-process, or any OpenAI-compatible chat server.
+
+Both implement :class:`lethe.llm.base.LLMBackend` (``chat``, ``describe``, ``close``) and share:
+
+- **Response cache** (when ``cache_dir`` is given): :class:`lethe.llm.cache.ResponseCache` under
+  ``<cache_dir>/llm_responses/``, keyed by model-file sha256 + messages + decoding + backend kind.
+  A hit returns ``cached=True`` (with the original generation's timings) without touching the model
+  or server. Timed-out or failed calls are never stored.
+- **Hard timeout**: ``chat(..., timeout_s=T)`` (``None`` = the backend's ``timeout_s``, whose default
+  ``None`` means no limit) raises :class:`LLMTimeout` once ``T`` seconds of wall-clock time have
+  passed, after stopping the generation; callers count it per query.
+- **Token counts** (``prompt_tokens``/``completion_tokens``), ``finish_reason``, per-token
+  ``token_logprobs`` when available, and ``timings_ms`` (``total``, plus ``prompt``/``generation``).
+
+:class:`LlamaCppBackend` runs ``llama_cpp.Llama`` in this process, loaded lazily on the first
+uncached call (``verbose=False``). Decoding is deterministic: every call starts from an empty KV
+cache (``llm.reset()``), so a response depends only on (model, messages, decoding), never on the
+calls before it; pass ``reuse_prompt_cache=True`` to trade that for llama.cpp's prefix reuse. The
+timeout is enforced by a ``StoppingCriteriaList`` entry that returns True once the deadline has
+passed, checked after every sampled token, so generation really stops there (llama-cpp-python's
+``create_chat_completion`` takes no ``stopping_criteria``; the backend injects it into the inner
+``create_completion`` call for the duration of one call). **Prompt evaluation is not
+interruptible**: the prompt is decoded in batches of ``n_batch`` tokens by one blocking C call, so a
+call can overrun its deadline by the prompt's evaluation time (plus one token); the timeout bounds
+generation. ``token_logprobs`` are the model's raw log-probabilities (log-softmax of the logits,
+before temperature or penalties) of each generated token, read from the context's logits right after
+each token is sampled (so no ``logits_all`` n_ctx x vocab buffer is needed).
+``timings_ms``: ``total`` (wall clock), ``prompt`` and ``generation`` (llama.cpp's own counters:
+prompt-batch evaluation and per-token decoding; tokens/s = tokens / ms * 1000). ``n_threads=None``
+uses half the cores for both generation and prompt batches (llama.cpp's own default takes every core
+for prompt batches, which collapses throughput when another job shares the machine: OpenMP threads
+spin-wait on a busy core).
+
+AMX note: llama.cpp builds compiled for CPUs with AMX (Sapphire Rapids and later) repack weights
+into an "AMX" buffer, and on some machines (this project's among them) the first matrix product
+then segfaults in ``ggml_backend_amx_mul_mat`` (llama.cpp issue #20824). ``use_extra_bufts=None``
+(the default) therefore turns llama.cpp's extra buffer types (weight repacking) off when the loaded
+library reports ``AMX_INT8 = 1`` and leaves them on otherwise; ``True``/``False`` force it.
+:func:`llama_server_command` starts ``llama_cpp.server`` with the same guard.
+
+:class:`OpenAICompatibleBackend` POSTs ``{base_url}/v1/chat/completions`` with ``requests``
+(model, messages, max_tokens, temperature, top_p, seed, stop, ``logprobs: true``, and
+``repeat_penalty: 1.0``, which llama.cpp servers read and others ignore, so that a server decodes
+like the in-process backend: llama_cpp.server would otherwise apply 1.1), streamed by
+default (``stream=True``): the client then sees every token, enforces the wall-clock deadline between
+them, and on timeout closes the connection, which makes llama.cpp-style servers stop generating
+(a non-streamed request would keep the server busy until it finishes). Socket reads are bounded by
+requests' (connect, read) timeout set to the remaining time. Optional fields a server rejects
+(HTTP 400/422) are dropped once and the request retried (remembered for later calls). Usage comes
+from the server when it sends it (``stream_options.include_usage``), else ``completion_tokens``
+counts streamed content chunks (one per token on llama.cpp servers) and ``prompt_tokens`` is None.
+``timings_ms``: ``total``; ``prompt`` = time to the first token and ``generation`` = the rest (or
+the server's own ``timings.prompt_ms``/``predicted_ms`` when it reports them). Set
+``model_sha256`` (or a ``gguf`` spec in the config) so cached responses are tied to the served
+weights; without it they are keyed by base_url + model name.
+
+:func:`make_llm` builds a backend from a config mapping (conf/llm/*.yaml).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Iterator, Mapping, Sequence
+
+from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
+from lethe.llm.cache import ResponseCache, messages_as_dicts
+from lethe.llm.gguf import ResolvedGGUF, resolve_gguf
+
+KINDS = ("llamacpp", "openai_compatible")
+
+_PARAMS_LOCK = threading.Lock()
+
+
+# ----------------------------------------------------------------------------- llama.cpp helpers
+
+
+def llama_cpp_has_amx() -> bool:
+    """True if the installed llama.cpp library was built with, and detects, AMX (see module docstring)."""
+    import llama_cpp
+
+    with contextlib.suppress(Exception):
+        return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
+    return False
+
+
+def _extra_bufts(use_extra_bufts: bool | None) -> bool:
+    return (not llama_cpp_has_amx()) if use_extra_bufts is None else bool(use_extra_bufts)
+
+
+@contextlib.contextmanager
+def _model_params(use_extra_bufts: bool) -> Iterator[None]:
+    """While active, ``llama_cpp.Llama(...)`` builds its model params with ``use_extra_bufts`` set
+    (``Llama`` has no argument for it, so its default-params factory is wrapped)."""
+    import llama_cpp.llama_cpp as C
+
+    with _PARAMS_LOCK:
+        orig = C.llama_model_default_params
+
+        def patched():
+            p = orig()
+            p.use_extra_bufts = use_extra_bufts
+            return p
+
+        C.llama_model_default_params = patched
+        try:
+            yield
+        finally:
+            C.llama_model_default_params = orig
+
+
+_SERVER_BOOTSTRAP = """\
+import runpy
+if {disable}:
+    import llama_cpp.llama_cpp as C
+    _default = C.llama_model_default_params
+    def _params():
+        p = _default()
+        p.use_extra_bufts = False
+        return p
+    C.llama_model_default_params = _params
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def llama_server_command(model_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8000,
+                         n_threads: int | None = None, n_ctx: int | None = None,
+                         use_extra_bufts: bool | None = None, extra_args: Sequence[str] = (),
+                         python: str | None = None) -> list[str]:
+    """argv that starts the real ``llama_cpp.server`` (``python -m llama_cpp.server ...``) with the
+    AMX guard of this module applied first (equivalent to ``-m llama_cpp.server`` otherwise)."""
+    disable = not _extra_bufts(use_extra_bufts)
+    argv = [python or sys.executable, "-c", _SERVER_BOOTSTRAP.format(disable=disable),
+            "--model", str(model_path), "--host", host, "--port", str(port)]
+    if n_threads is not None:
+        argv += ["--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]
+    if n_ctx is not None:
+        argv += ["--n_ctx", str(n_ctx)]
+    return argv + list(extra_args)
+
+
+# ----------------------------------------------------------------------------- in-process llama.cpp
+
+
+class LlamaCppBackend:
+    """llama.cpp in this process (see module docstring); thread-safe (one call at a time)."""
+
+    kind = "llamacpp"
+
+    def __init__(self, model: ResolvedGGUF | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
+                 seed: int = 0, cache_dir: str | os.PathLike | None = None, chat_format: str | None = None, *,
+                 name: str | None = None, use_extra_bufts: bool | None = None, timeout_s: float | None = None,
+                 n_batch: int = 512, reuse_prompt_cache: bool = False):
+        self.model = model if isinstance(model, ResolvedGGUF) else resolve_gguf(model, cache_dir=cache_dir)
+        self.name = name or self.model.name
+        self.n_ctx = int(n_ctx)
+        self.n_threads = int(n_threads) if n_threads else None
+        self.seed = int(seed)
+        self.chat_format = chat_format
+        self.use_extra_bufts = use_extra_bufts
+        self.timeout_s = timeout_s
+        self.n_batch = int(n_batch)
+        self.reuse_prompt_cache = reuse_prompt_cache
+        self.cache = ResponseCache(cache_dir) if cache_dir else None
+        self.model_calls = 0  # generations actually run (cache hits excluded)
+        self.load_ms: float | None = None
+        self._llm: Any = None
+        self._extra_bufts_used: bool | None = None
+        self._lock = threading.Lock()
+
+    # -- loading
+
+    def _ensure_loaded(self) -> Any:
+        if self._llm is None:
+            import llama_cpp
+
+            extra = _extra_bufts(self.use_extra_bufts)
+            kwargs: dict[str, Any] = dict(model_path=str(self.model.path), n_ctx=self.n_ctx, n_batch=self.n_batch,
+                                          seed=self.seed, chat_format=self.chat_format, verbose=False)
+            threads = self.n_threads or max(1, (os.cpu_count() or 2) // 2)  # also for prompt batches (see docstring)
+            kwargs.update(n_threads=threads, n_threads_batch=threads)
+            t0 = time.perf_counter()
+            with _model_params(extra):
+                try:
+                    self._llm = llama_cpp.Llama(**kwargs)
+                except Exception as exc:
+                    raise LLMError(f"llama.cpp could not load {self.model.path}: {exc}") from exc
+            self.load_ms = (time.perf_counter() - t0) * 1000
+            self._extra_bufts_used = extra
+        return self._llm
+
+    # -- calls
+
+    def _key_extra(self) -> dict[str, Any] | None:
+        return {"chat_format": self.chat_format} if self.chat_format else None
+
+    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
+             timeout_s: float | None = None) -> LLMResponse:
+        """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
+        msgs = messages_as_dicts(messages)
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self.model.sha256, msgs, decoding, self.kind, self._key_extra())
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        with self._lock:
+            resp = self._generate(msgs, decoding, timeout)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, resp, request={"backend": self.describe_model(), "messages": msgs,
+                                               "decoding": decoding.as_dict()})
+        return resp
+
+    def _generate(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
+        import llama_cpp
+        import numpy as np
+
+        llm = self._ensure_loaded()
+        t0 = time.monotonic()
+        deadline = None if timeout is None else t0 + float(timeout)
+        state = {"fired": False, "logprobs_ok": True}
+        logprobs: list[float] = []
+        n_vocab = llm.n_vocab()
+
+        def past_deadline(_input_ids: Any, _logits: Any) -> bool:
+            if deadline is not None and time.monotonic() >= deadline:
+                state["fired"] = True
+                return True
+            return False
+
+        orig_completion, orig_sample = llm.create_completion, llm.sample
+
+        def create_completion(*args: Any, **kw: Any) -> Any:
+            kw["stopping_criteria"] = llama_cpp.StoppingCriteriaList([*(kw.get("stopping_criteria") or []),
+                                                                      past_deadline])
+            return orig_completion(*args, **kw)
+
+        def sample(*args: Any, **kw: Any) -> int:
+            token = orig_sample(*args, **kw)
+            if state["logprobs_ok"]:
+                try:
+                    idx = kw.get("idx")
+                    ridx = idx - llm.n_tokens if idx is not None else -1
+                    ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, ridx)
+                    row = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+                    top = float(row.max())
+                    lse = top + float(np.log(np.exp(row - top, dtype=np.float64).sum()))
+                    logprobs.append(float(row[token]) - lse)
+                except Exception:  # noqa: BLE001 - logprobs are optional; never fail the call for them
+                    state["logprobs_ok"] = False
+            return token
+
+        if not self.reuse_prompt_cache:
+            llm.reset()  # a response depends only on its request, not on earlier calls
+        with contextlib.suppress(Exception):
+            llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+        llm.create_completion, llm.sample = create_completion, sample  # instance attributes, this call only
+        try:
+            out = llm.create_chat_completion(
+                messages=msgs, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
+                max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True)
+        except Exception as exc:
+            llm.reset()
+            raise LLMError(f"llama.cpp generation failed ({type(exc).__name__}: {exc})") from exc
+        finally:
+            vars(llm).pop("create_completion", None)
+            vars(llm).pop("sample", None)
+        elapsed = time.monotonic() - t0
+        self.model_calls += 1
+        timings = {"total": elapsed * 1000}
+        with contextlib.suppress(Exception):
+            perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+            timings.update(prompt=float(perf.t_p_eval_ms), generation=float(perf.t_eval_ms))
+        usage = out.get("usage") or {}
+        if state["fired"] or (timeout is not None and elapsed > timeout):
+            llm.reset()
+            raise LLMTimeout(f"{self.name}: generation stopped at the {timeout:g}s deadline after "
+                             f"{elapsed:.2f}s ({usage.get('completion_tokens', '?')} tokens generated)")
+        choice = out["choices"][0]
+        n_completion = usage.get("completion_tokens")
+        token_logprobs = None
+        lp = choice.get("logprobs") or {}
+        if isinstance(lp, dict) and lp.get("content"):
+            token_logprobs = [float(t["logprob"]) for t in lp["content"]]
+        elif state["logprobs_ok"] and n_completion is not None and len(logprobs) >= n_completion:
+            token_logprobs = logprobs[:n_completion]
+        return LLMResponse(text=choice["message"].get("content") or "", token_logprobs=token_logprobs,
+                           timings_ms=timings, prompt_tokens=usage.get("prompt_tokens"),
+                           completion_tokens=n_completion, cached=False, finish_reason=choice.get("finish_reason"))
+
+    # -- provenance
+
+    def describe_model(self) -> dict[str, Any]:
+        """What determines outputs: model file, chat format, kind."""
+        return {"kind": self.kind, "model": self.model.describe(), "chat_format": self.chat_format}
+
+    def describe(self) -> dict[str, Any]:
+        """Name, kind, model file (path, source, sha256), context/threads, cache stats, for manifests."""
+        import llama_cpp
+
+        d = {"name": self.name, "kind": self.kind, "model": self.model.describe(), "model_sha256": self.model.sha256,
+             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch, "seed": self.seed,
+             "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
+             "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
+             "reuse_prompt_cache": self.reuse_prompt_cache, "timeout_s": self.timeout_s,
+             "llama_cpp_version": getattr(llama_cpp, "__version__", None), "loaded": self._llm is not None,
+             "load_ms": self.load_ms, "model_calls": self.model_calls,
+             "cache": self.cache.stats() if self.cache is not None else None}
+        if self._llm is not None:
+            d["n_threads_effective"] = self._llm.n_threads
+        return d
+
+    def close(self) -> None:
+        """Free the model (it is reloaded on the next uncached call)."""
+        if self._llm is not None:
+            with contextlib.suppress(Exception):
+                self._llm.close()
+            self._llm = None
+
+
+# ----------------------------------------------------------------------------- OpenAI-compatible server
+
+
+class OpenAICompatibleBackend:
+    """A ``/v1/chat/completions`` server (llama.cpp, llama-cpp-python, vLLM, ...); see module docstring."""
+
+    kind = "openai_compatible"
+    OPTIONAL_FIELDS = ("seed", "logprobs", "stream_options", "repeat_penalty")
+
+    def __init__(self, base_url: str, model: str = "local", api_key: str | None = None,
+                 cache_dir: str | os.PathLike | None = None, model_sha256: str | None = None, *,
+                 name: str | None = None, stream: bool = True, timeout_s: float | None = None,
+                 connect_timeout_s: float = 10.0):
+        import requests
+
+        self.base_url = str(base_url).rstrip("/")
+        self.model = model
+        self.model_sha256 = model_sha256
+        self.name = name or f"{model}@{self.base_url}"
+        self.stream = stream
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = float(connect_timeout_s)
+        self.cache = ResponseCache(cache_dir) if cache_dir else None
+        self.model_calls = 0
+        self._dropped: set[str] = set()  # optional request fields this server rejected
+        self._session = requests.Session()
+        if api_key:
+            self._session.headers["Authorization"] = f"Bearer {api_key}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/chat/completions"
+
+    def _key_extra(self) -> dict[str, Any] | None:
+        return None if self.model_sha256 else {"base_url": self.base_url, "model": self.model}
+
+    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
+             timeout_s: float | None = None) -> LLMResponse:
+        """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
+        msgs = messages_as_dicts(messages)
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self.model_sha256 or "unknown", msgs, decoding, self.kind, self._key_extra())
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        resp = self._request(msgs, decoding, timeout)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, resp, request={"backend": {"kind": self.kind, "base_url": self.base_url,
+                                                           "model": self.model, "model_sha256": self.model_sha256},
+                                               "messages": msgs, "decoding": decoding.as_dict()})
+        return resp
+
+    def _payload(self, msgs: list[dict[str, str]], decoding: Decoding) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": decoding.max_tokens,
+                                "temperature": decoding.temperature, "top_p": decoding.top_p,
+                                "seed": decoding.seed, "logprobs": True, "stream": self.stream,
+                                "repeat_penalty": 1.0}  # llama.cpp servers: no penalty (llama_cpp.server's default is 1.1)
+        if decoding.stop:
+            body["stop"] = list(decoding.stop)
+        if self.stream:
+            body["stream_options"] = {"include_usage": True}
+        for f in self._dropped:
+            body.pop(f, None)
+        return body
+
+    def _request(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
+        import requests
+
+        t0 = time.monotonic()
+        deadline = None if timeout is None else t0 + float(timeout)
+        for attempt in (0, 1):
+            body = self._payload(msgs, decoding)
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            connect = self.connect_timeout_s if remaining is None else min(self.connect_timeout_s, remaining)
+            try:
+                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, remaining))
+            except requests.exceptions.Timeout as exc:
+                limit = f"{timeout:g}s deadline" if timeout is not None else f"{self.connect_timeout_s:g}s connect timeout"
+                raise LLMTimeout(f"{self.name}: no response within the {limit} ({type(exc).__name__})") from exc
+            except requests.exceptions.RequestException as exc:
+                raise LLMError(f"{self.name}: cannot reach {self.url} ({type(exc).__name__}: {exc})") from exc
+            if r.status_code >= 400:
+                excerpt = _excerpt(r)
+                optional = [f for f in self.OPTIONAL_FIELDS if f in body]
+                if attempt == 0 and r.status_code in (400, 422) and optional:
+                    self._dropped.update(optional)  # tolerate servers that reject optional fields
+                    continue
+                raise LLMError(f"{self.name}: HTTP {r.status_code} from {self.url}: {excerpt}")
+            try:
+                if self.stream:
+                    return self._read_stream(r, t0, deadline, timeout)
+                return self._read_json(r, t0, deadline, timeout)
+            finally:
+                r.close()  # on a timeout this disconnects, and the server stops generating
+        raise LLMError(f"{self.name}: request failed")  # not reached
+
+    def _timeout(self, timeout: float | None, t0: float, n: int | None = None) -> LLMTimeout:
+        got = f" after {n} tokens" if n is not None else ""
+        return LLMTimeout(f"{self.name}: call exceeded its {timeout:g}s deadline{got} "
+                          f"({time.monotonic() - t0:.2f}s); connection closed")
+
+    def _read_json(self, r: Any, t0: float, deadline: float | None, timeout: float | None) -> LLMResponse:
+        import requests
+
+        try:
+            data = r.json()
+        except requests.exceptions.RequestException as exc:
+            if deadline is not None and time.monotonic() >= deadline - 0.05:
+                raise self._timeout(timeout, t0) from exc
+            raise LLMError(f"{self.name}: reading the response failed ({exc})") from exc
+        except ValueError as exc:
+            raise LLMError(f"{self.name}: response is not JSON: {r.text[:300]!r}") from exc
+        elapsed = time.monotonic() - t0
+        if deadline is not None and elapsed > (deadline - t0):
+            raise self._timeout(timeout, t0)
+        self.model_calls += 1
+        try:
+            choice = data["choices"][0]
+            text = (choice.get("message") or {}).get("content") or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError(f"{self.name}: unexpected response {json.dumps(data)[:300]}") from exc
+        usage = data.get("usage") or {}
+        timings = {"total": elapsed * 1000, **_server_timings(data)}
+        return LLMResponse(text=text, token_logprobs=_logprobs(choice), timings_ms=timings,
+                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+                           finish_reason=choice.get("finish_reason"))
+
+    def _read_stream(self, r: Any, t0: float, deadline: float | None, timeout: float | None) -> LLMResponse:
+        import requests
+
+        parts: list[str] = []
+        logprobs: list[float] = []
+        have_logprobs = True
+        n_chunks = 0
+        first: float | None = None
+        finish = None
+        usage: dict[str, Any] = {}
+        server_timings: dict[str, float] = {}
+        try:
+            for raw in r.iter_lines(chunk_size=None):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timeout(timeout, t0, n_chunks)
+                line = raw.decode("utf-8", errors="replace").strip() if isinstance(raw, bytes) else str(raw).strip()
+                if not line.startswith("data:"):
+                    continue  # blank separators, comments/pings (":"), event names
+                data_s = line[5:].strip()
+                if data_s == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(data_s)
+                except ValueError as exc:
+                    raise LLMError(f"{self.name}: bad stream chunk {data_s[:200]!r}") from exc
+                if "error" in chunk and not chunk.get("choices"):
+                    raise LLMError(f"{self.name}: server error in stream: {json.dumps(chunk['error'])[:300]}")
+                usage = chunk.get("usage") or usage
+                server_timings = _server_timings(chunk) or server_timings
+                for choice in chunk.get("choices") or []:
+                    content = (choice.get("delta") or {}).get("content")
+                    if content:
+                        if first is None:
+                            first = time.monotonic()
+                        parts.append(content)
+                        n_chunks += 1
+                        lp = _logprobs(choice)
+                        if lp is None:
+                            have_logprobs = False
+                        else:
+                            logprobs.extend(lp)
+                    finish = choice.get("finish_reason") or finish
+        except requests.exceptions.RequestException as exc:  # read timeouts surface as ConnectionError here
+            if deadline is not None and time.monotonic() >= deadline - 0.05:
+                raise self._timeout(timeout, t0, n_chunks) from exc
+            raise LLMError(f"{self.name}: stream broke ({type(exc).__name__}: {exc})") from exc
+        end = time.monotonic()
+        if deadline is not None and end > deadline:
+            raise self._timeout(timeout, t0, n_chunks)
+        self.model_calls += 1
+        timings = {"total": (end - t0) * 1000}
+        if server_timings:
+            timings.update(server_timings)
+        elif first is not None:
+            timings.update(prompt=(first - t0) * 1000, generation=(end - first) * 1000)
+        n_completion = usage.get("completion_tokens", n_chunks)
+        token_logprobs = logprobs if (have_logprobs and logprobs and n_chunks) else None
+        return LLMResponse(text="".join(parts), token_logprobs=token_logprobs, timings_ms=timings,
+                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=n_completion,
+                           finish_reason=finish)
+
+    def describe(self) -> dict[str, Any]:
+        """Name, kind, base_url, model, model sha256 (if known), cache stats, for manifests."""
+        return {"name": self.name, "kind": self.kind, "base_url": self.base_url, "model": self.model,
+                "model_sha256": self.model_sha256, "stream": self.stream, "timeout_s": self.timeout_s,
+                "dropped_fields": sorted(self._dropped), "model_calls": self.model_calls,
+                "cache": self.cache.stats() if self.cache is not None else None}
+
+    def close(self) -> None:
+        """Close the HTTP session."""
+        self._session.close()
+
+
+def _excerpt(r: Any, n: int = 500) -> str:
+    with contextlib.suppress(Exception):
+        return r.text[:n].replace("\n", " ")
+    return "<unreadable body>"
+
+
+def _logprobs(choice: Mapping[str, Any]) -> list[float] | None:
+    """OpenAI chat logprobs (``logprobs.content[*].logprob``) of one choice, or None."""
+    lp = choice.get("logprobs")
+    if not isinstance(lp, Mapping) or not lp.get("content"):
+        return None
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        return [float(t["logprob"]) for t in lp["content"]]
+    return None
+
+
+def _server_timings(data: Mapping[str, Any]) -> dict[str, float]:
+    """llama.cpp server (``llama-server``) ``timings`` -> prompt/generation ms, if present."""
+    t = data.get("timings")
+    if isinstance(t, Mapping) and "prompt_ms" in t and "predicted_ms" in t:
+        return {"prompt": float(t["prompt_ms"]), "generation": float(t["predicted_ms"])}
+    return {}
+
+
+# ----------------------------------------------------------------------------- factory
+
+
+def _plain(cfg: Any) -> Any:
+    """Plain dicts/lists from a mapping that may hold OmegaConf nodes (interpolations resolved)."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf is a project dependency
+        DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
+    if DictConfig and isinstance(cfg, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(cfg, resolve=True)
+    if isinstance(cfg, Mapping):
+        return {k: _plain(v) for k, v in cfg.items()}
+    if isinstance(cfg, (list, tuple)):
+        return [_plain(v) for v in cfg]
+    return cfg
+
+
+def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> LlamaCppBackend | OpenAICompatibleBackend:
+    """A backend from a conf/llm/*.yaml mapping; ``cache_dir`` holds joined GGUF files and, unless
+    ``cache: false``, the response cache. Unknown ``kind`` -> ValueError listing the known ones."""
+    c = _plain(cfg)
+    kind = c.get("kind")
+    resp_cache = cache_dir if c.get("cache", True) else None
+    if kind == "llamacpp":
+        if not c.get("model"):
+            raise ValueError("llm config of kind 'llamacpp' needs a `model` spec (path / pypi_parts / pypi_find_spec / hub_id)")
+        model = resolve_gguf(c["model"], cache_dir=cache_dir)
+        return LlamaCppBackend(model, n_ctx=c.get("n_ctx") or 4096, n_threads=c.get("n_threads"),
+                               seed=c.get("seed") or 0, cache_dir=resp_cache, chat_format=c.get("chat_format"),
+                               name=c.get("name"), use_extra_bufts=c.get("use_extra_bufts"),
+                               timeout_s=c.get("timeout_s"), n_batch=c.get("n_batch") or 512,
+                               reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)))
+    if kind == "openai_compatible":
+        if not c.get("base_url"):
+            raise ValueError("llm config of kind 'openai_compatible' needs `base_url`")
+        sha = c.get("model_sha256")
+        if not sha and c.get("gguf"):
+            sha = resolve_gguf(c["gguf"], cache_dir=cache_dir).sha256
+        return OpenAICompatibleBackend(c["base_url"], model=c.get("model") or "local",
+                                       api_key=c.get("api_key") or None, cache_dir=resp_cache, model_sha256=sha,
+                                       name=c.get("name"), stream=bool(c.get("stream", True)),
+                                       timeout_s=c.get("timeout_s"),
+                                       connect_timeout_s=c.get("connect_timeout_s") or 10.0)
+    raise ValueError(f"unknown llm kind {kind!r}; known kinds: {', '.join(KINDS)}")
