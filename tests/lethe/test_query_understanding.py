@@ -207,8 +207,8 @@ def test_make_backend_and_describe():
     assert b.describe() == {"name": "rule", "max_subqueries": 2, "min_part_terms": 3, "max_anaphora_words": 12,
                             "max_target_words": 6, "implicit_names": True}
     json.dumps(b.describe())
-    with pytest.raises(ValueError, match=r"unknown query-understanding backend 'llm'; known: rule"):
-        make_backend("llm")
+    with pytest.raises(ValueError, match=r"unknown query-understanding backend 'gpt'; known: llm, rule"):
+        make_backend("gpt")
     with pytest.raises(ValueError):
         make_backend("rule", max_subqueries=0)
     with pytest.raises(TypeError):
