@@ -44,8 +44,8 @@ class RunInfo:
 
     @property
     def is_default_subset(self) -> bool:
-        """No scope/category subset (a dataset's split choice is part of its default config)."""
-        return not self.filters.get("scopes") and not self.filters.get("categories")
+        """No scope/category/sample subset (a dataset's split choice is part of its default config)."""
+        return not any(self.filters.get(k) for k in ("scopes", "categories", "sample"))
 
     @cached_property
     def per_query(self) -> pd.DataFrame:

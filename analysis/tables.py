@@ -127,7 +127,7 @@ def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataF
         if base is None:
             continue
         for m in method_order(list(v.per_query), cfg):
-            if m == base or (m not in declared and "+" in m):  # ablation variants have their own family
+            if m == base or m not in declared:  # variants and side studies have their own family
                 continue
             rows += [r for metric in metrics if (r := _paired_row(v, ds, m, base, metric, cfg))]
     df = pd.DataFrame(rows)
@@ -145,6 +145,11 @@ def _paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Ma
     frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
     if frames["a"].empty:
         return None
+    subset_note = ""
+    ia, ib = set(frames["a"].index), set(frames["b"].index)
+    if ia < ib:  # a method run on a sample: compare on exactly its queries (per-query scores do not depend on others)
+        frames["b"] = frames["b"].loc[frames["a"].index]
+        subset_note = f"paired on the method's {len(ia)}-query subset; "
     pair = stats.align(frames, metric)
     t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
                           resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
@@ -155,7 +160,8 @@ def _paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Ma
             "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
             "p_randomization": t["p_randomization"], "d_z": t["d_z"],
             "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
-            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"], "notes": t["notes"]}
+            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"],
+            "notes": subset_note + (t["notes"] or "")}
 
 
 def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -164,6 +170,7 @@ def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str
     lethe = [m for m in cfg["lethe"] if m in methods]
     pairs = list(zip(lethe[1:], lethe[:-1]))
     pairs += [(m, m.split("+", 1)[0]) for m in sorted(methods) if "+" in m and m.split("+", 1)[0] in methods]
+    pairs += [(m, ref) for m, ref in (cfg.get("reference_pairs") or {}).items() if m in methods and ref in methods]
     return pairs
 
 

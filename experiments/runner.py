@@ -104,6 +104,11 @@ def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str
     before = len(q)
     q = q[q["query_id"].isin(ds.qrels.keys()) & q["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
     counts["excluded_no_qrels"] = before - int(len(q))
+    sample = cfg.dataset.get("sample")
+    if sample:  # a seeded random subset (for slow methods); the same seed gives the same queries
+        before = len(q)
+        q = q.sample(n=min(int(sample), before), random_state=int(cfg.run.seed)) if before else q
+        counts["excluded_by_sample"] = before - int(len(q))
     counts["evaluated"] = int(len(q))
     return q.sort_values(["scope_id", "position", "query_id"], kind="stable"), counts
 
@@ -253,7 +258,7 @@ def run_experiment(cfg: DictConfig) -> Path:
         "dataset": cfg.dataset.name,
         "method": method_name,
         "config_hash": chash,
-        "filters": {k: to_dict(cfg.dataset).get(k) for k in ("split", "scopes", "categories")},
+        "filters": {k: to_dict(cfg.dataset).get(k) for k in ("split", "scopes", "categories", "sample")},
         "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
         "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
         "latency_ms": _percentiles(lat),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis import tables as T
 
@@ -35,3 +36,16 @@ def test_variants_leave_the_main_family_and_form_their_own():
     row = abl.set_index("method").loc["lethe_iter1+no_plan"]
     assert row["mean_diff"] < 0 and row["losses"] > 0 and row["p_bonferroni"] <= 1.0
     assert abl.set_index("method").loc["lethe_iter2", "ties"] == 60  # identical scores: all ties
+
+
+def test_a_sampled_method_is_paired_on_its_own_queries():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 80)
+    cfg = {**CFG, "reference_pairs": {"lethe_iter2_llm": "lethe_iter2"}}
+    sample = _pq(np.clip(base[:30] + 0.05, 0, 1)).iloc[::-1]  # 30 of the 80 queries, any order
+    views = {"d": T.DatasetView("d", pd.DataFrame(), {}, {"bm25": _pq(base), "lethe_iter2": _pq(base),
+                                                          "lethe_iter2_llm": sample})}
+    assert "lethe_iter2_llm" not in set(T.table2(views, cfg)["method"])  # undeclared: not in the main family
+    row = T.table_ablations(views, cfg).set_index("method").loc["lethe_iter2_llm"]
+    assert row["reference"] == "lethe_iter2" and row["n"] == 30
+    assert row["reference_mean"] == pytest.approx(base[:30].mean()) and "30-query subset" in row["notes"]
