@@ -21,6 +21,15 @@ def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _describe_filter(key: str, value: object) -> str:
+    """'test' for a split, '2 scopes' for a list, 'sample 150' for a sample size."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return f"{key} {value}"
+    return f"{len(value)} {key}"  # type: ignore[arg-type]
+
+
 def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     """Plain-text table: dataset, method, hash, counts, mean metrics, latency P50/P95."""
     rows = list(rows)
@@ -32,7 +41,7 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         fail = sum(v for k, v in q["status"].items() if k != "ok")
         lat = r.get("latency_ms") or {}
         f = r.get("filters")
-        subset = "?" if f is None else (",".join(v if isinstance(v, str) else f"{len(v)} {k}" for k, v in f.items() if v) or "all")
+        subset = "?" if f is None else (",".join(_describe_filter(k, v) for k, v in f.items() if v) or "all")
         body.append([r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
                     + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
                     + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")])
