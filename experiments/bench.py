@@ -11,7 +11,10 @@ Measures on LoCoMo (sections selectable with --only):
    (target: warm < 1/4 of cold);
 7. Lethe iterations 1-3 on full LoCoMo: warm P50/P95 per query (target P95 < 50 ms) and the
    share of the mean latency spent per stage (iteration 3 needs its fusion model:
-   ``make fusion-models``).
+   ``make fusion-models``);
+8. LLM backends (in-process llama.cpp): prompt and generation tokens/s per model, cache-hit
+   latency, and the share of ``lethe_iter2_llm``'s per-query latency spent in the LLM (from its
+   finished runs).
 Writes ``results/bench/bench.json`` and prints a summary.
 """
 
@@ -96,6 +99,54 @@ def bench_lethe(methods: list[str], scratch: Path) -> dict[str, Any]:
                   "stage_share": {c: float(stages[c].mean()) / total for c in stages.columns},
                   "unattributed_share": 1.0 - float(stages.sum(axis=1).mean()) / total,
                   "load_average": json.loads((folder / "manifest.json").read_text())["load_average"]}
+    return out
+
+
+LLM_BENCH_PROMPT = ("Summarize in two sentences why per-session term statistics can help retrieval over a long "
+                    "conversation between a developer and a coding assistant. ") * 6
+
+
+def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
+    """Tokens/s (prompt, generation) per model, median of ``reps`` uncached calls; cache-hit latency;
+    LLM share of lethe_iter2_llm latency per dataset from finished runs."""
+    import pandas as pd
+
+    from analysis.results import load_runs, reference_runs
+    from lethe.llm.backends import make_llm
+    from lethe.llm.base import Decoding, Message
+
+    out: dict[str, Any] = {"models": {}, "iter2_llm_share": {}}
+    msgs = [Message("user", LLM_BENCH_PROMPT)]
+    for name in models:
+        cfg = load_config([f"llm={name}"])
+        with tempfile.TemporaryDirectory() as tmp:
+            llm = make_llm(to_dict(cfg.llm), cache_dir=tmp)
+            calls = [llm.chat(msgs, Decoding(max_tokens=64, seed=i)) for i in range(reps)]  # a seed each: uncached
+            t0 = time.perf_counter()
+            hit = llm.chat(msgs, Decoding(max_tokens=64, seed=0))
+            hit_ms = (time.perf_counter() - t0) * 1e3
+            llm.close()
+
+        def rate(tokens: int | None, ms: float | None) -> float | None:
+            return tokens / (ms / 1e3) if tokens and ms else None
+
+        def med(xs: list[float | None]) -> float | None:
+            xs = [x for x in xs if x is not None]
+            return statistics.median(xs) if xs else None
+
+        out["models"][name] = {
+            "prompt_tokens_per_s": med([rate(c.prompt_tokens, c.timings_ms.get("prompt")) for c in calls]),
+            "generation_tokens_per_s": med([rate(c.completion_tokens, c.timings_ms.get("generation")) for c in calls]),
+            "uncached_call_ms": med([c.timings_ms["total"] for c in calls]), "prompt_tokens": calls[0].prompt_tokens,
+            "completion_tokens": calls[0].completion_tokens, "cache_hit_ms": hit_ms, "cache_hit": hit.cached}
+    runs = [r for r in load_runs(project_path("results/runs")) if r.method == "lethe_iter2_llm"]
+    for (ds, _), r in reference_runs(runs).items():
+        t = pd.DataFrame([json.loads(x) for x in r.per_query["timings_ms"]]).fillna(0.0)
+        lat = float(r.per_query["latency_ms"].mean())
+        out["iter2_llm_share"][ds] = {"queries": len(r.per_query), "mean_latency_ms": lat,
+                                      "mean_llm_ms": float(t["llm"].mean()) if "llm" in t else 0.0,
+                                      "llm_share": float(t["llm"].mean()) / lat if "llm" in t and lat else 0.0,
+                                      "llm": r.manifest.get("config", {}).get("llm", {}).get("name")}
     return out
 
 
@@ -218,9 +269,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--methods", default="window,bm25,bm25_memory,vector,hybrid,faiss_ivf,mmr,cross_encoder")
     ap.add_argument("--skip-reproduce", action="store_true", help="skip the cold/warm make reproduce timing")
     ap.add_argument("--lethe", default="lethe_iter1,lethe_iter2,lethe_iter3", help="Lethe iterations for the lethe section")
-    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe")
+    ap.add_argument("--llms", default="smollm2,qwen_coder_0_5b,qwen_coder_1_5b", help="conf/llm configs for the llm section")
+    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe,llm")
     args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe"}
+    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe", "llm"}
     if args.skip_reproduce:
         only.discard("reproduce")
     out_dir = project_path("results/bench")
@@ -256,6 +308,16 @@ def main(argv: list[str] | None = None) -> None:
             shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted(r["stage_share"].items(), key=lambda x: -x[1]))
             print(f"{m} on LoCoMo ({r['queries']} queries): P50 {r['p50_ms']:.2f} ms, P95 {r['p95_ms']:.2f} ms "
                   f"(target < 50), nDCG@10 {r['ndcg@10']:.4f}; stages: {shares}, other {r['unattributed_share']:.0%}")
+    if "llm" in only:
+        report["llm"] = bench_llm(args.llms.split(","), args.reps)
+        for m, r in report["llm"]["models"].items():
+            print(f"LLM {m}: prompt {r['prompt_tokens_per_s'] or float('nan'):.1f} tok/s, generation "
+                  f"{r['generation_tokens_per_s'] or float('nan'):.1f} tok/s ({r['prompt_tokens']} prompt tokens, "
+                  f"{r['completion_tokens']} generated), uncached call {r['uncached_call_ms']:.0f} ms, "
+                  f"cache hit {r['cache_hit_ms']:.2f} ms (hit={r['cache_hit']})")
+        for ds, r in report["llm"]["iter2_llm_share"].items():
+            print(f"lethe_iter2_llm on {ds} ({r['queries']} queries, {r['llm']}): mean {r['mean_latency_ms']:.0f} ms per query, "
+                  f"LLM {r['mean_llm_ms']:.0f} ms = {r['llm_share']:.0%}")
     if "analysis" in only:
         a = report["analysis"] = bench_analysis()
         print(f"analysis of all finished runs: {a['seconds']:.1f} s (target < 60 s)")
