@@ -220,7 +220,7 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
             folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]),
                               frozenset(meta.loc[held, "query_id"]), scopes))
             reports.append(rep)
-        scheme = f"{k}-fold over {group}s: fold f held out, fold f+1 dev, the rest train; refit on train+dev"
+        scheme = f"{k}-fold over {'scopes' if group == 'scope' else 'queries'}: fold f held out, fold f+1 dev, the rest train; refit on train+dev"
     card = {**info, "feature_version": FEATURE_VERSION, "features": list(FEATURES),
             "target": "per-query oracle (alpha, lambda) on the grid by nDCG@10 (ranx); ties -> nearest the static choice",
             "scheme": scheme, "folds": reports, "n_queries": int(len(meta)), "n_informative": int(informative.sum()),

@@ -101,7 +101,7 @@ def _cli(cfg_for, *overrides: str) -> list[str]:
 def test_kfold_fusion_fold_ignores_its_heldout_labels(cfg_for, monkeypatch):
     cfg = cfg_for("dataset=locomo", "dataset.scopes=[conv-30]", *FAST, "method.learned_fusion.folds=3")
     a = train_fusion.train(cfg, progress=False)
-    assert len(a.folds) == 3 and "query" in a.card["scheme"]  # one conversation: folds over queries
+    assert len(a.folds) == 3 and "over queries" in a.card["scheme"]  # one conversation: folds over queries
     held = [f.heldout_ids for f in a.folds]
     assert set().union(*held) == {q for f in a.folds for q in f.train_ids | f.dev_ids}
     for f in a.folds:
