@@ -324,7 +324,8 @@ def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = 
 
     if spec.get("hub_id"):
         offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
-        if _truthy(spec.get("allow_hub", False)) and not offline:
+        allowed = _truthy(spec.get("allow_hub", False))
+        if allowed and not offline:
             try:
                 return done(_from_hub(str(spec["hub_id"]), spec.get("hub_file")), "hub")
             except GGUFChecksumError:
@@ -332,7 +333,7 @@ def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = 
             except Exception as exc:  # noqa: BLE001 - reported with the other attempts
                 tried.append(f"hub_id '{spec['hub_id']}' ({type(exc).__name__}: {exc})")
         else:
-            why = "HF_HUB_OFFLINE is set" if offline else "allow_hub is false"
+            why = "allow_hub is false" if not allowed else "HF_HUB_OFFLINE is set"
             tried.append(f"hub_id '{spec['hub_id']}' (not tried: {why})")
 
     raise GGUFNotFoundError(
