@@ -27,13 +27,14 @@ from lethe.llm.understanding import LLMQueryUnderstanding
 from lethe.method import Doc, Query
 from lethe.query_understanding import BACKENDS, QueryUnderstandingBackend, RuleBasedBackend, understand
 
-PROMPTS = ["decompose", "exact_terms", "hyde", "keywords", "rewrite"]
+PROMPTS = ["decompose", "exact_terms", "hyde", "keywords", "rerank_pointwise", "rewrite"]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
 PINNED_SHA256 = {
     "decompose": "2eb60e5120f1",
     "exact_terms": "559b73a692cd",
     "hyde": "0990c6552911",
     "keywords": "7ba8db3732ad",
+    "rerank_pointwise": "840f847fd5da",
     "rewrite": "be6e0d12160f",
 }
 SYSTEMS = {load_prompt(n).system: n for n in PROMPTS}
@@ -107,7 +108,8 @@ def test_every_prompt_loads_with_a_stable_pinned_sha256():
 def test_prompt_placeholders():
     got = {n: sorted(load_prompt(n).placeholders) for n in PROMPTS}
     assert got == {"decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"],
-                   "keywords": ["query"], "rewrite": ["history", "query"]}
+                   "keywords": ["query"], "rerank_pointwise": ["passage", "query"],
+                   "rewrite": ["history", "query"]}
 
 
 def test_render_fills_placeholders_once_and_keeps_json_examples():
