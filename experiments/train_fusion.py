@@ -78,14 +78,13 @@ def base_method(cfg: DictConfig, progress: bool = True) -> Any:
     return instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
 
 
-def grid_table(cfg: DictConfig, query_ids: Sequence[str] | None = None, progress: bool = True
+def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequence[str] | None = None,
+               progress: bool = True
                ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[tuple[float, float]], dict[str, Any]]:
     """Per query: meta (query_id, scope_id, split, static cell), features (n, F) and nDCG@10 (n, cells).
 
     Only the queries in ``query_ids`` (default: all with qrels) are prepared and only their qrels read.
     """
-    ds_folder = prepare_dataset(cfg)
-    ds = read_dataset(ds_folder, cfg.dataset.name)
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
     method = base_method(cfg, progress)
     alphas = [float(a) for a in method.lf_cfg.alpha_grid]
@@ -184,14 +183,12 @@ def assign_folds(meta: pd.DataFrame, k: int, seed: int) -> tuple[np.ndarray, str
 
 def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
     """Build the grid table, fit the folds and return the model (not yet saved)."""
-    ds_splits = _splits(cfg)
-    use_splits = {"train", "dev"} <= ds_splits
-    ids = None
-    if use_splits:
-        ds = read_dataset(prepare_dataset(cfg), cfg.dataset.name)
-        sp = ds.queries["meta"].map(lambda m: json.loads(m).get("split"))
-        ids = ds.queries.loc[sp.isin(["train", "dev"]), "query_id"].tolist()  # test queries never prepared
-    meta, X, ndcg, cells, info = grid_table(cfg, ids, progress)
+    ds_folder = prepare_dataset(cfg)
+    ds = read_dataset(ds_folder, cfg.dataset.name)
+    sp = ds.queries["meta"].map(lambda m: json.loads(m).get("split"))
+    use_splits = {"train", "dev"} <= set(sp.dropna())
+    ids = ds.queries.loc[sp.isin(["train", "dev"]), "query_id"].tolist() if use_splits else None  # test never prepared
+    meta, X, ndcg, cells, info = grid_table(cfg, ds_folder, ds, ids, progress)
     static = meta[["static_alpha", "static_lambda"]].to_numpy(dtype=np.float64)
     y, informative = oracle(ndcg, cells, static)
     lf = info["training"]
@@ -242,11 +239,6 @@ def _static(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarr
         if j is not None:
             out[i] = ndcg[i, j]
     return out
-
-
-def _splits(cfg: DictConfig) -> set[str]:
-    ds = read_dataset(prepare_dataset(cfg), cfg.dataset.name)
-    return set(ds.queries["meta"].map(lambda m: json.loads(m).get("split")).dropna())
 
 
 def main(argv: Sequence[str]) -> int:

@@ -72,6 +72,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from lethe.bm25 import BM25Index
+from lethe.boost import BoostConfig, QuerySignals, boost_scores
 from lethe.dense import DenseIndex, make_embedder, top_k
 from lethe.embedder import Embedder
 from lethe.entities import exact_terms
@@ -87,6 +88,9 @@ __all__ = ["HyDESearch", "KeywordSearch", "KeywordBoostSearch", "DEFAULT_DECODIN
 DEFAULT_DECODING = Decoding(max_tokens=160)
 _ROLES = ("query", "doc")
 _STAGES = ("llm", "encode_query", "retrieval", "fusion")
+
+
+_MATCH_SHARE = BoostConfig(exact=1.0, kind=0.0)
 
 
 def _ms(t0: float) -> float:
@@ -379,9 +383,9 @@ class KeywordBoostSearch(_ExpansionMethod):
         if self.keyword_score == "bm25":
             best = float(lex[cand].max()) if cand.size else 0.0
             kw = lex[cand].astype(np.float64) / best if best > 0 else np.zeros(cand.size)
-        else:
-            low = [t.lower() for t in terms]
-            kw = np.array([sum(t in self.texts_lower[i] for t in low) / len(low) for i in cand], dtype=np.float64)
+        else:  # share of the terms found in the doc: the exact-match part of Lethe's metadata boost
+            sig = QuerySignals(tuple(t.lower() for t in terms), frozenset())
+            kw = boost_scores(sig, [self.texts_lower[i] for i in cand], [""] * cand.size, _MATCH_SHARE)
         fused = (1.0 - self.weight) * cos.astype(np.float64)
         fused[cand] += self.weight * kw
         idx = top_k(fused, k)

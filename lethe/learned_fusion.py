@@ -62,7 +62,7 @@ def features(p: "Prepared") -> np.ndarray:
     agree = lambda n: len(set(lt[:n]) & set(dt[:n])) / n  # noqa: E731
     kinds = p.signals.kinds
     return np.array([
-        p.inputs.query_terms, len(set(_analyze(c.text))), len(p.query_entities), p.inputs.overlap, p.inputs.novelty,
+        p.inputs.query_terms, p.n_analyzed, len(p.query_entities), p.inputs.overlap, p.inputs.novelty,
         p.plan == "verify", p.plan == "explore", p.plan == "exploit",
         len(p.signals.terms), bool(kinds & _CODE), bool(kinds & _ERROR), "version" in kinds, "kebab_case" in kinds,
         np.log1p(p.n_docs), len(p.subs),
@@ -71,12 +71,6 @@ def features(p: "Prepared") -> np.ndarray:
         cos1, cos1 - cos2, float(top(cos, 10).mean()), float(top(cos, 10).std()),
         agree(10), agree(50),
     ], dtype=np.float64)
-
-
-def _analyze(text: str) -> list[str]:
-    from lethe.bm25 import analyze
-
-    return analyze(text)
 
 
 def config_key(base: Mapping[str, Any], training: Mapping[str, Any]) -> str:

@@ -135,6 +135,7 @@ class Prepared:
     subs: list[SubCandidates]
     timings_ms: dict[str, float]
     n_docs: int
+    n_analyzed: int  # distinct analyzed terms of the (rewritten) query
 
 
 class LethePipeline:
@@ -273,12 +274,14 @@ class LethePipeline:
         hist_vocab: Any = self.bm25.vocab if self.plan_cfg.history_docs else {}
         if query.history:
             hist_vocab = set(hist_vocab) | {t for h in query.history for t in analyze(h)}
-        inputs = plan_inputs(text, q_ents, hist_ents, analyze(text), hist_vocab)
+        q_terms = analyze(text)
+        inputs = plan_inputs(text, q_ents, hist_ents, q_terms, hist_vocab)
         plan = choose_plan(inputs, self.plan_cfg) if self.plan_cfg.enabled else None
         t2 = time.perf_counter()
-        subs, bm25_ms, enc_ms = [], 0.0, 0.0
-        for s in (u.subqueries if u else (text,)):
-            c, b, e = self._candidates(s, query_signals(s))
+        subs, signals, bm25_ms, enc_ms = [], [], 0.0, 0.0
+        for s in (u.subqueries if u else (text,)):  # subqueries[0] is the rewritten query itself
+            signals.append(query_signals(s))
+            c, b, e = self._candidates(s, signals[-1])
             subs.append(c)
             bm25_ms += b
             enc_ms += e
@@ -286,7 +289,7 @@ class LethePipeline:
         if llm_ms is not None:  # the LLM's share of query understanding, reported as its own stage
             timings["understand"] -= llm_ms
             timings["llm"] = llm_ms
-        return Prepared(u, plan, inputs, query_signals(text), q_ents, subs, timings, len(self.docs))
+        return Prepared(u, plan, inputs, signals[0], q_ents, subs, timings, len(self.docs), len(set(q_terms)))
 
     def rank(self, p: Prepared, alpha: float, lam: float, k: int) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """The final ranking for given alpha and lambda, plus the fusion/diversify timings (ms)."""

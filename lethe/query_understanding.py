@@ -440,7 +440,6 @@ def make_backend(name: str = "rule", **options: Any) -> QueryUnderstandingBacken
         return LLMQueryUnderstanding(**options)
     if name not in BACKENDS:
         raise ValueError(f"unknown query-understanding backend {name!r}; known: {', '.join(sorted([*BACKENDS, 'llm']))}")
-    options.pop("cache_dir", None)  # only the LLM backend caches
     return BACKENDS[name](**options)
 
 

@@ -114,16 +114,10 @@ def _model_params(use_extra_bufts: bool) -> Iterator[None]:
 
 
 _SERVER_BOOTSTRAP = """\
-import runpy
-if {disable}:
-    import llama_cpp.llama_cpp as C
-    _default = C.llama_model_default_params
-    def _params():
-        p = _default()
-        p.use_extra_bufts = False
-        return p
-    C.llama_model_default_params = _params
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+import contextlib, runpy
+from lethe.llm.backends import _model_params
+with _model_params(False) if {disable} else contextlib.nullcontext():
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
 
