@@ -18,8 +18,12 @@ Rules (``BudgetedReranker.rerank``):
   backend: ``LLMTimeout`` is counted in ``timeouts`` and the candidate is unjudged; then the budget
   is spent and the loop stops. Other ``LLMError`` s are counted in ``errors`` (candidate unjudged,
   the loop goes on). With ``predictive_stop=True`` (off by default) the loop also stops before a
-  call when the remaining budget is below the mean duration of this query's completed calls, so a
-  call that would most likely time out is not started (``predicted_stops`` = 1); this matters for
+  call when the remaining budget is below the call's *predicted* duration, so a call that would
+  most likely time out is not started (``predicted_stops`` = 1). The prediction is
+  ``len(prompt characters) * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
+  milliseconds-per-prompt-character of the last 64 completed, non-cached calls of this reranker
+  (across queries, so the first call of a query is predicted too); before any such call, the mean
+  duration of this query's completed calls, and before that no prediction (the call starts). This matters for
   backends whose cancellation is late (in-process llama.cpp cannot interrupt prompt evaluation, so
   a cancelled call overruns the budget by up to one prompt evaluation). The rerank stage therefore takes at most ``budget_ms`` plus the backend's
   cancellation latency (for in-process llama.cpp: up to one uninterruptible prompt evaluation, see
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -108,6 +113,10 @@ def p_yes_from_response(resp: LLMResponse) -> float | None:
     return 1.0 if answer == "yes" else 0.0
 
 
+def _chars(messages: Sequence[Any]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # numerically stable logistic
 
@@ -118,7 +127,7 @@ class BudgetedReranker:
     def __init__(self, llm: LLMBackend, budget_ms: float = 1200, top_n: int = 20, weight: float = 0.5,
                  prompt_version: str = "v1", max_passage_chars: int = 1200,
                  fallback: Fallback | None = None, *, fallback_is_probability: bool = False,
-                 predictive_stop: bool = False):
+                 predictive_stop: bool = False, predict_quantile: float = 0.9):
         if budget_ms <= 0:
             raise ValueError(f"budget_ms must be > 0, got {budget_ms}")
         if top_n < 0:
@@ -135,6 +144,10 @@ class BudgetedReranker:
         self.fallback = fallback
         self.fallback_is_probability = fallback_is_probability
         self.predictive_stop = predictive_stop
+        if not 0.0 < predict_quantile <= 1.0:
+            raise ValueError(f"predict_quantile must be in (0, 1], got {predict_quantile}")
+        self.predict_quantile = float(predict_quantile)
+        self._ms_per_char: deque[float] = deque(maxlen=64)  # completed non-cached calls, across queries
         self.prompt: Prompt = load_prompt(PROMPT_NAME, prompt_version)
 
     def describe(self) -> dict[str, Any]:
@@ -142,8 +155,18 @@ class BudgetedReranker:
         return {"budget_ms": self.budget_ms, "top_n": self.top_n, "weight": self.weight,
                 "max_passage_chars": self.max_passage_chars, "fallback": self.fallback is not None,
                 "fallback_is_probability": self.fallback_is_probability, "predictive_stop": self.predictive_stop,
+                "predict_quantile": self.predict_quantile,
                 "prompt": self.prompt.describe(), "decoding": DECODING.as_dict(),
                 "llm": getattr(self.llm, "name", type(self.llm).__name__)}
+
+    def predict_s(self, messages: Sequence[Any], durations: Sequence[float] = ()) -> float | None:
+        """Predicted duration (s) of one call with ``messages`` (module docstring), None if unknown."""
+        if self._ms_per_char:
+            rate = float(np.quantile(np.fromiter(self._ms_per_char, dtype=np.float64), self.predict_quantile))
+            return rate * _chars(messages) / 1000.0
+        if durations:
+            return sum(durations) / len(durations)
+        return None
 
     def _passage(self, text: str) -> str:
         text = " ".join((text or "").split())
@@ -169,13 +192,15 @@ class BudgetedReranker:
             messages = self.prompt.render(query=query, passage=self._passage(text))
             now = time.perf_counter()
             if t0 is None:
-                t0 = now
+                t0 = t_last = now
             remaining = budget_s - (now - t0)
             if remaining <= 0:
                 break
-            if self.predictive_stop and durations and remaining < sum(durations) / len(durations):
-                predicted_stops += 1
-                break
+            if self.predictive_stop:
+                predicted = self.predict_s(messages, durations)
+                if predicted is not None and remaining < predicted:
+                    predicted_stops += 1
+                    break
             try:
                 resp = self.llm.chat(messages, DECODING, timeout_s=remaining)
             except LLMTimeout:
@@ -188,6 +213,8 @@ class BudgetedReranker:
                 continue
             t_last = time.perf_counter()
             durations.append(t_last - now)
+            if not resp.cached:
+                self._ms_per_char.append((t_last - now) * 1000.0 / max(1, _chars(messages)))
             p = p_yes_from_response(resp)
             if p is None:
                 parse_failures += 1

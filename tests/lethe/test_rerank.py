@@ -326,3 +326,19 @@ def test_smollm2_end_to_end(tmp_path):
               f"p_yes={ {d: round(v['p_yes'], 3) for d, v in res.scores.items()} }, order={order(res)}")
     finally:
         llm.close()
+
+
+def test_predictive_stop_calibrates_across_queries():
+    """After one query has measured the backend, the first call of the next query is predicted too."""
+    llm = ScriptedLLM(default=("yes", None), delay_s=0.060)
+    rr = BudgetedReranker(llm, budget_ms=1000, top_n=3, predictive_stop=True)
+    assert rr.predict_s(rr.prompt.render(query=Q, passage="p")) is None  # nothing measured yet
+    rr.rerank(Q, cands(3))
+    predicted = rr.predict_s(rr.prompt.render(query=Q, passage="passage 0"))
+    assert predicted == pytest.approx(0.060, rel=0.5)
+    rr.budget_ms = 40.0  # now shorter than one call: the call is not even started
+    n_calls = len(llm.calls)
+    res = rr.rerank(Q, cands(3))
+    assert (res.judged, res.timeouts, res.predicted_stops, len(llm.calls)) == (0, 0, 1, n_calls)
+    with pytest.raises(ValueError):
+        BudgetedReranker(llm, predict_quantile=0.0)
