@@ -19,10 +19,12 @@ calls before it; pass ``reuse_prompt_cache=True`` to trade that for llama.cpp's 
 timeout is enforced by a ``StoppingCriteriaList`` entry that returns True once the deadline has
 passed, checked after every sampled token, so generation really stops there (llama-cpp-python's
 ``create_chat_completion`` takes no ``stopping_criteria``; the backend injects it into the inner
-``create_completion`` call for the duration of one call). **Prompt evaluation is not
-interruptible**: the prompt is decoded in batches of ``n_batch`` tokens by one blocking C call, so a
-call can overrun its deadline by the prompt's evaluation time (plus one token); the timeout bounds
-generation. ``token_logprobs`` are the model's raw log-probabilities (log-softmax of the logits,
+``create_completion`` call for the duration of one call). **Prompt evaluation** is one blocking C
+call per batch; when a call has a deadline, the prompt is fed to llama.cpp in chunks of
+``interrupt_tokens`` tokens (default 32) and the deadline is checked between chunks, so a call
+overruns its deadline by at most one chunk's evaluation (plus one token); without a deadline the
+prompt goes in batches of ``n_batch`` as usual. (Chunking only splits the same computation into
+smaller batches; logits can differ from the unchunked ones in the last floating-point bits.) ``token_logprobs`` are the model's raw log-probabilities (log-softmax of the logits,
 before temperature or penalties) of each generated token, read from the context's logits right after
 each token is sampled (so no ``logits_all`` n_ctx x vocab buffer is needed).
 ``timings_ms``: ``total`` (wall clock), ``prompt`` and ``generation`` (llama.cpp's own counters:
@@ -140,6 +142,10 @@ def llama_server_command(model_path: str | os.PathLike, host: str = "127.0.0.1",
 # ----------------------------------------------------------------------------- in-process llama.cpp
 
 
+class _DeadlinePassed(Exception):
+    """Raised between prompt chunks once a call's deadline has passed (becomes LLMTimeout)."""
+
+
 class LlamaCppBackend:
     """llama.cpp in this process (see module docstring); thread-safe (one call at a time)."""
 
@@ -148,7 +154,7 @@ class LlamaCppBackend:
     def __init__(self, model: ResolvedGGUF | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, cache_dir: str | os.PathLike | None = None, chat_format: str | None = None, *,
                  name: str | None = None, use_extra_bufts: bool | None = None, timeout_s: float | None = None,
-                 n_batch: int = 512, reuse_prompt_cache: bool = False):
+                 n_batch: int = 512, reuse_prompt_cache: bool = False, interrupt_tokens: int = 32):
         self.model = model if isinstance(model, ResolvedGGUF) else resolve_gguf(model, cache_dir=cache_dir)
         self.name = name or self.model.name
         self.n_ctx = int(n_ctx)
@@ -158,6 +164,9 @@ class LlamaCppBackend:
         self.use_extra_bufts = use_extra_bufts
         self.timeout_s = timeout_s
         self.n_batch = int(n_batch)
+        if int(interrupt_tokens) < 1:
+            raise ValueError(f"interrupt_tokens must be >= 1, got {interrupt_tokens}")
+        self.interrupt_tokens = int(interrupt_tokens)
         self.reuse_prompt_cache = reuse_prompt_cache
         self.cache = ResponseCache(cache_dir) if cache_dir else None
         self.model_calls = 0  # generations actually run (cache hits excluded)
@@ -227,7 +236,14 @@ class LlamaCppBackend:
                 return True
             return False
 
-        orig_completion, orig_sample = llm.create_completion, llm.sample
+        orig_completion, orig_sample, orig_eval = llm.create_completion, llm.sample, llm.eval
+        chunk = self.interrupt_tokens
+
+        def eval_chunked(tokens: Any) -> None:  # the deadline is checked between prompt chunks
+            for i in range(0, len(tokens), chunk):
+                if past_deadline(None, None):
+                    raise _DeadlinePassed()
+                orig_eval(tokens[i:i + chunk])
 
         def create_completion(*args: Any, **kw: Any) -> Any:
             kw["stopping_criteria"] = llama_cpp.StoppingCriteriaList([*(kw.get("stopping_criteria") or []),
@@ -254,16 +270,22 @@ class LlamaCppBackend:
         with contextlib.suppress(Exception):
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
         llm.create_completion, llm.sample = create_completion, sample  # instance attributes, this call only
+        if deadline is not None:
+            llm.eval = eval_chunked
         try:
             out = llm.create_chat_completion(
                 messages=msgs, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
                 max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True)
+        except _DeadlinePassed:
+            llm.reset()
+            raise LLMTimeout(f"{self.name}: prompt evaluation stopped at the {timeout:g}s deadline after "
+                             f"{time.monotonic() - t0:.2f}s") from None
         except Exception as exc:
             llm.reset()
             raise LLMError(f"llama.cpp generation failed ({type(exc).__name__}: {exc})") from exc
         finally:
-            vars(llm).pop("create_completion", None)
-            vars(llm).pop("sample", None)
+            for attr in ("create_completion", "sample", "eval"):
+                vars(llm).pop(attr, None)
         elapsed = time.monotonic() - t0
         self.model_calls += 1
         timings = {"total": elapsed * 1000}
@@ -298,7 +320,8 @@ class LlamaCppBackend:
         import llama_cpp
 
         d = {"name": self.name, "kind": self.kind, "model": self.model.describe(), "model_sha256": self.model.sha256,
-             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch, "seed": self.seed,
+             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch,
+             "interrupt_tokens": self.interrupt_tokens, "seed": self.seed,
              "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
              "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
              "reuse_prompt_cache": self.reuse_prompt_cache, "timeout_s": self.timeout_s,
@@ -575,7 +598,8 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
                                seed=c.get("seed") or 0, cache_dir=resp_cache, chat_format=c.get("chat_format"),
                                name=c.get("name"), use_extra_bufts=c.get("use_extra_bufts"),
                                timeout_s=c.get("timeout_s"), n_batch=c.get("n_batch") or 512,
-                               reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)))
+                               reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)),
+                               interrupt_tokens=int(c.get("interrupt_tokens") or 32))
     if kind == "openai_compatible":
         if not c.get("base_url"):
             raise ValueError("llm config of kind 'openai_compatible' needs `base_url`")

@@ -154,6 +154,25 @@ def test_inprocess_timeout_stops_generation_and_is_not_cached(model, tmp_path):
         b.close()
 
 
+def test_inprocess_timeout_interrupts_prompt_evaluation(llm):
+    """A long prompt with a deadline is fed in chunks: the call stops near the deadline instead of
+    evaluating the whole prompt first; and chunking does not change the greedy answer."""
+    long_prompt = [Message("user", "Summarize in one word: " + " ".join(f"ledger{i} stores rows in postgres." for i in range(90)))]
+    d = Decoding(max_tokens=4)
+    t0 = time.monotonic()
+    plain = llm.chat(long_prompt, d)  # no deadline: one batch of n_batch tokens
+    t_full = time.monotonic() - t0
+    assert plain.prompt_tokens > 500
+    assert llm.chat(long_prompt, d, timeout_s=600).text == plain.text  # chunked, same greedy answer
+    t0 = time.monotonic()
+    with pytest.raises(LLMTimeout, match="prompt evaluation"):
+        llm.chat(long_prompt, d, timeout_s=t_full / 10)
+    elapsed = time.monotonic() - t0
+    assert elapsed < t_full / 2, (elapsed, t_full)  # stopped after at most one 32-token chunk past the deadline
+    with pytest.raises(ValueError):
+        LlamaCppBackend(llm.model, interrupt_tokens=0)
+
+
 # ----------------------------------------------------------------------------- OpenAI-compatible server
 
 
