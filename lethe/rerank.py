@@ -18,12 +18,15 @@ Rules (``BudgetedReranker.rerank``):
   backend: ``LLMTimeout`` is counted in ``timeouts`` and the candidate is unjudged; then the budget
   is spent and the loop stops. Other ``LLMError`` s are counted in ``errors`` (candidate unjudged,
   the loop goes on). With ``predictive_stop=True`` (off by default) the loop also stops before a
-  call when the remaining budget is below the call's *predicted* duration, so a call that would
-  most likely time out is not started (``predicted_stops`` = 1). The prediction is
+  call when the remaining budget is below the call's *predicted* duration, so a call that would most
+  likely time out is not started (``predicted_stops`` = 1). The prediction is
   ``len(prompt characters) * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
   milliseconds-per-prompt-character of the last 64 completed, non-cached calls of this reranker
-  (across queries, so the first call of a query is predicted too); before any such call, the mean
-  duration of this query's completed calls, and before that no prediction (the call starts). This matters for
+  (across queries); before any such call, the mean duration of this query's completed calls; before
+  that, none (the call starts). **Probe**: a skipped first call yields no new measurement, so an
+  estimate made while the machine was busy could stop every later query; therefore, after
+  ``probe_every`` consecutive queries whose first call was predicted not to fit, the next query's
+  first call starts anyway (``probes`` = 1; its timeout still applies). This matters for
   backends whose cancellation is late (in-process llama.cpp cannot interrupt prompt evaluation, so
   a cancelled call overruns the budget by up to one prompt evaluation). The rerank stage therefore takes at most ``budget_ms`` plus the backend's
   cancellation latency (for in-process llama.cpp: up to one uninterruptible prompt evaluation, see
@@ -47,7 +50,7 @@ Rules (``BudgetedReranker.rerank``):
   scores are non-increasing and the tail always ranks below every considered candidate.
 - **Result**: ``judged`` (LLM judgments), ``considered``, ``share_judged = judged / considered``
   (0.0 when nothing was considered), ``llm_ms`` (wall clock from the first call to the end of the
-  last), ``timeouts``, ``parse_failures``, ``errors``, ``predicted_stops``, ``fallback_used``/``fallback_ms``,
+  last), ``timeouts``, ``parse_failures``, ``errors``, ``predicted_stops``, ``probes``, ``fallback_used``/``fallback_ms``,
   ``total_ms``, and ``scores``: per considered doc id ``{"prior", "prior_norm", "p_yes" (None if
   unjudged), "source" ("llm" | "fallback" | "neutral"), "final"}``.
 """
@@ -91,6 +94,7 @@ class RerankResult:
     scores: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: int = 0
     predicted_stops: int = 0
+    probes: int = 0
     fallback_ms: float = 0.0
     total_ms: float = 0.0
 
@@ -127,7 +131,7 @@ class BudgetedReranker:
     def __init__(self, llm: LLMBackend, budget_ms: float = 1200, top_n: int = 20, weight: float = 0.5,
                  prompt_version: str = "v1", max_passage_chars: int = 1200,
                  fallback: Fallback | None = None, *, fallback_is_probability: bool = False,
-                 predictive_stop: bool = False, predict_quantile: float = 0.9):
+                 predictive_stop: bool = False, predict_quantile: float = 0.9, probe_every: int = 25):
         if budget_ms <= 0:
             raise ValueError(f"budget_ms must be > 0, got {budget_ms}")
         if top_n < 0:
@@ -148,6 +152,10 @@ class BudgetedReranker:
             raise ValueError(f"predict_quantile must be in (0, 1], got {predict_quantile}")
         self.predict_quantile = float(predict_quantile)
         self._ms_per_char: deque[float] = deque(maxlen=64)  # completed non-cached calls, across queries
+        if probe_every < 1:
+            raise ValueError(f"probe_every must be >= 1, got {probe_every}")
+        self.probe_every = int(probe_every)
+        self._skipped_first = 0  # consecutive queries whose first call was predicted not to fit
         self.prompt: Prompt = load_prompt(PROMPT_NAME, prompt_version)
 
     def describe(self) -> dict[str, Any]:
@@ -155,7 +163,7 @@ class BudgetedReranker:
         return {"budget_ms": self.budget_ms, "top_n": self.top_n, "weight": self.weight,
                 "max_passage_chars": self.max_passage_chars, "fallback": self.fallback is not None,
                 "fallback_is_probability": self.fallback_is_probability, "predictive_stop": self.predictive_stop,
-                "predict_quantile": self.predict_quantile,
+                "predict_quantile": self.predict_quantile, "probe_every": self.probe_every,
                 "prompt": self.prompt.describe(), "decoding": DECODING.as_dict(),
                 "llm": getattr(self.llm, "name", type(self.llm).__name__)}
 
@@ -183,7 +191,7 @@ class BudgetedReranker:
 
         # ---- LLM judgments under the wall-clock budget
         p_yes: list[float | None] = [None] * n
-        timeouts = parse_failures = errors = predicted_stops = 0
+        timeouts = parse_failures = errors = predicted_stops = probes = 0
         durations: list[float] = []  # seconds, completed calls of this query
         budget_s = self.budget_ms / 1000.0
         t0: float | None = None
@@ -199,8 +207,13 @@ class BudgetedReranker:
             if self.predictive_stop:
                 predicted = self.predict_s(messages, durations)
                 if predicted is not None and remaining < predicted:
-                    predicted_stops += 1
-                    break
+                    if i > 0 or self._skipped_first < self.probe_every:
+                        predicted_stops += 1
+                        self._skipped_first += i == 0
+                        break
+                    probes += 1
+                if i == 0:
+                    self._skipped_first = 0
             try:
                 resp = self.llm.chat(messages, DECODING, timeout_s=remaining)
             except LLMTimeout:
@@ -252,5 +265,5 @@ class BudgetedReranker:
         return RerankResult(ranking=ranking, judged=judged, considered=n, share_judged=judged / n if n else 0.0,
                             llm_ms=llm_ms, timeouts=timeouts, parse_failures=parse_failures,
                             fallback_used=fallback_used, scores=scores, errors=errors,
-                            predicted_stops=predicted_stops, fallback_ms=fallback_ms,
+                            predicted_stops=predicted_stops, probes=probes, fallback_ms=fallback_ms,
                             total_ms=(time.perf_counter() - t_start) * 1000.0)

@@ -336,9 +336,19 @@ def test_predictive_stop_calibrates_across_queries():
     rr.rerank(Q, cands(3))
     predicted = rr.predict_s(rr.prompt.render(query=Q, passage="passage 0"))
     assert predicted == pytest.approx(0.060, rel=0.5)
-    rr.budget_ms = 40.0  # now shorter than one call: the call is not even started
-    n_calls = len(llm.calls)
+    rr.budget_ms = 100.0  # room for one call: the second is predicted not to fit and is not started
     res = rr.rerank(Q, cands(3))
-    assert (res.judged, res.timeouts, res.predicted_stops, len(llm.calls)) == (0, 0, 1, n_calls)
+    assert (res.judged, res.timeouts, res.predicted_stops) == (1, 0, 1)
+    rr.budget_ms, rr.probe_every = 40.0, 2  # shorter than one call: the first call is not started...
+    n_calls = len(llm.calls)
+    for _ in range(2):
+        res = rr.rerank(Q, cands(3))
+        assert (res.judged, res.timeouts, res.predicted_stops, res.probes, len(llm.calls)) == (0, 0, 1, 0, n_calls)
+    res = rr.rerank(Q, cands(3))  # ...until probe_every queries were skipped: one probe call (it times out)
+    assert (res.judged, res.timeouts, res.predicted_stops, res.probes, len(llm.calls)) == (0, 1, 0, 1, n_calls + 1)
+    res = rr.rerank(Q, cands(3))  # and the count starts again
+    assert (res.predicted_stops, res.probes) == (1, 0)
+    with pytest.raises(ValueError):
+        BudgetedReranker(llm, probe_every=0)
     with pytest.raises(ValueError):
         BudgetedReranker(llm, predict_quantile=0.0)
