@@ -168,7 +168,7 @@ def test_inprocess_timeout_interrupts_prompt_evaluation(llm):
     with pytest.raises(LLMTimeout, match="prompt evaluation"):
         llm.chat(long_prompt, d, timeout_s=t_full / 10)
     elapsed = time.monotonic() - t0
-    assert elapsed < t_full / 2, (elapsed, t_full)  # stopped after at most one 32-token chunk past the deadline
+    assert elapsed < t_full / 2, (elapsed, t_full)  # stopped after at most one prompt chunk past the deadline
     with pytest.raises(ValueError):
         LlamaCppBackend(llm.model, interrupt_tokens=0)
 
