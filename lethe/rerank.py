@@ -21,8 +21,9 @@ Rules (``BudgetedReranker.rerank``):
   call when the remaining budget is below the call's *predicted* duration, so a call that would most
   likely time out is not started (``predicted_stops`` = 1). The prediction is
   ``len(prompt characters) * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
-  milliseconds-per-prompt-character of the last 64 completed, non-cached calls of this reranker
-  (across queries); before any such call, the mean duration of this query's completed calls; before
+  milliseconds-per-prompt-character of the last 64 non-cached calls of this reranker (across
+  queries; a call that timed out counts with its elapsed time, a lower bound of its true cost, so
+  a backend too slow to ever finish a call inside the budget is still measured); before any such call, the mean duration of this query's completed calls; before
   that, none (the call starts). **Probe**: a skipped first call yields no new measurement, so an
   estimate made while the machine was busy could stop every later query; therefore, after
   ``probe_every`` consecutive queries whose first call was predicted not to fit, the next query's
@@ -219,6 +220,7 @@ class BudgetedReranker:
             except LLMTimeout:
                 timeouts += 1
                 t_last = time.perf_counter()
+                self._ms_per_char.append((t_last - now) * 1000.0 / max(1, _chars(messages)))  # a lower bound
                 break  # the budget is spent
             except LLMError:
                 errors += 1

@@ -352,3 +352,16 @@ def test_predictive_stop_calibrates_across_queries():
         BudgetedReranker(llm, probe_every=0)
     with pytest.raises(ValueError):
         BudgetedReranker(llm, predict_quantile=0.0)
+
+
+def test_timeouts_feed_the_estimate_so_a_too_slow_backend_stops_being_called():
+    """No call ever finishes inside the budget: the first query times out, the next ones are
+    predicted not to fit (no call, no overrun) until a probe."""
+    llm = ScriptedLLM(default=("yes", None), delay_s=0.2)
+    rr = BudgetedReranker(llm, budget_ms=50, top_n=3, predictive_stop=True, probe_every=3)
+    res = rr.rerank(Q, cands(3))
+    assert (res.timeouts, res.predicted_stops, len(llm.calls)) == (1, 0, 1)
+    for _ in range(3):
+        res = rr.rerank(Q, cands(3))
+        assert (res.timeouts, res.predicted_stops, len(llm.calls)) == (0, 1, 1)
+    assert rr.rerank(Q, cands(3)).probes == 1 and len(llm.calls) == 2
