@@ -1,26 +1,55 @@
-"""How well the ``rules`` contradiction detector (``lethe.contradiction.detect``) finds labelled conflicts.
+"""How well the contradiction detectors (``rules``, ``llm``; lethe/contradiction_llm.py) find labelled conflicts.
 
 - :func:`detection_scores`: precision, recall and F1 over *sets* of (stale_doc_id, current_doc_id)
   pairs (duplicates collapse). tp = |pred & gold|, fp = |pred - gold|, fn = |gold - pred|;
   precision = tp / (tp + fp) (0.0 when nothing is predicted), recall = tp / (tp + fn) (0.0 when
   there is no gold), F1 = harmonic mean (0.0 when both are 0).
-- :func:`evaluate_rules_on_dataset`: runs ``detect`` once per scope on *every* doc of the scope
-  (not the prefix a query sees), predicts the (stale, current) pairs of all its conflicts, and
-  scores them against the deduplicated pairs of ``contradictions.parquet``. Because LetheBench
-  labels only the updates its ``updated_fact`` queries ask about, a correct detection of an
-  unlabelled update counts as a false positive; the precision is a lower bound in that sense.
+- :func:`evaluate_detector`: runs a detector once per scope on *every* doc of the scope (not the
+  prefix a query sees), predicts the (stale, current) pairs of all its conflicts, and scores them
+  against the deduplicated pairs of ``contradictions.parquet`` whose stale doc lies in the evaluated
+  scopes. **Precision is a lower bound**: LetheBench labels only the updates its ``updated_fact``
+  queries ask about, so a correct detection of an unlabelled update counts as a false positive.
   Scores are reported overall and per split (the scope-id prefix before the first ``-``, e.g.
-  ``dev``/``train``/``test``).
+  ``dev``/``train``/``test``), with the detector's counters summed over scopes (pairs considered,
+  judged, parse failures, timeouts, errors, not judged, cached responses, LLM time) and the wall
+  time. For the ``llm`` backend the per-pair log also yields :func:`threshold_sweep` (the same
+  judgments scored at other p(yes) thresholds, no extra calls) and the mean p(yes) of labelled vs
+  other considered pairs.
+- :func:`evaluate_rules_on_dataset`: ``rules`` on all scopes (kept for existing callers).
+- :func:`sample_scopes`: a seeded sample of scope ids (optionally of one split), sorted.
+- :func:`blocking_stats`: recall of the ``llm`` backend's candidate pairs on the labelled pairs
+  (uncapped and capped at ``max_pairs``) and candidates per scope; no model involved.
+- :func:`write_tables`: ``contradiction_detection.md`` and ``.json`` (one row per backend).
+
+CLI (writes ``results/tables/contradiction_detection.{md,json}``)::
+
+    python -m analysis.contradiction_detection --backends rules,llm --llm qwen_coder_0_5b \\
+        --scopes 20 --split test --seed 0 [--dataset data/processed/lethebench/<key>] [--max-pairs 30]
+
+``rules`` is evaluated on the sample and (unless ``--no-rules-all``) on all scopes; each ``--llm``
+config (``conf/llm/<name>.yaml``, comma-separated) is one ``llm`` row on the sample.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import random
+import sys
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
-from lethe.contradiction import detect
+from lethe.contradiction_llm import RulesDetector, candidate_pairs
 from lethe.method import Doc
 from lethebench.schema import read_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+COUNTERS = ("candidates", "pairs_considered", "judged", "parse_failures", "timeouts", "errors", "not_judged", "cached")
+PRECISION_NOTE = ("LetheBench labels only the updates its updated_fact queries ask about, so a correct detection of an "
+                  "unlabelled update counts as a false positive: precision is a lower bound.")
 
 
 def detection_scores(predicted: Iterable[tuple[str, str]], gold: Iterable[tuple[str, str]]) -> dict[str, float | int]:
@@ -37,39 +66,317 @@ def _split_of(scope_id: str) -> str:
     return scope_id.split("-", 1)[0]
 
 
-def evaluate_rules_on_dataset(folder: Path) -> dict[str, Any]:
-    """Scores of ``detect`` on a processed LetheBench folder, overall and per split, plus counts.
-
-    Keys: the :func:`detection_scores` keys, ``n_scopes``, ``n_docs``, ``n_gold``, ``n_predicted``,
-    ``build_key`` and ``by_split`` ({split: scores with n_gold / n_predicted}).
-    """
+def load_scopes(folder: Path) -> tuple[dict[str, list[Doc]], set[tuple[str, str]], str | None]:
+    """({scope_id: docs sorted by position}, deduplicated gold pairs, build key) of a processed folder."""
     ds = read_dataset(Path(folder))
     gold: set[tuple[str, str]] = set()
     if ds.contradictions is not None:
         gold = set(zip(ds.contradictions["stale_doc_id"], ds.contradictions["current_doc_id"]))
-    doc_scope = dict(zip(ds.corpus["doc_id"], ds.corpus["scope_id"]))
-    pred: set[tuple[str, str]] = set()
+    scopes: dict[str, list[Doc]] = {}
     corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
-    for _, grp in corpus.groupby("scope_id", sort=True):
-        docs = [Doc(r.doc_id, r.text, int(r.position), r.kind,
-                    r.speaker if isinstance(r.speaker, str) else None,
-                    r.timestamp if isinstance(r.timestamp, str) else None) for r in grp.itertuples(index=False)]
-        pred.update((c.stale_doc_id, c.current_doc_id) for c in detect(docs))
+    for sid, grp in corpus.groupby("scope_id", sort=True):
+        scopes[str(sid)] = [Doc(r.doc_id, r.text, int(r.position), r.kind,
+                                r.speaker if isinstance(r.speaker, str) else None,
+                                r.timestamp if isinstance(r.timestamp, str) else None)
+                            for r in grp.itertuples(index=False)]
+    return scopes, gold, (ds.card.get("build") or {}).get("key")
+
+
+def sample_scopes(scope_ids: Iterable[str], n: int | None = None, split: str | None = None, seed: int = 0) -> list[str]:
+    """Sorted ids: those of ``split`` (all when None), then ``n`` of them drawn with ``random.Random(seed)``
+    (all when None). ``n`` larger than the pool raises ValueError."""
+    pool = sorted(s for s in set(scope_ids) if split is None or _split_of(s) == split)
+    if not pool:
+        raise ValueError(f"no scopes of split {split!r}")
+    if n is None:
+        return pool
+    if n <= 0 or n > len(pool):
+        raise ValueError(f"cannot sample {n} of {len(pool)} scopes (split {split!r})")
+    return sorted(random.Random(seed).sample(pool, n))
+
+
+def _gold_of(gold: set[tuple[str, str]], doc_scope: dict[str, str], chosen: set[str]) -> set[tuple[str, str]]:
+    return {g for g in gold if doc_scope.get(g[0]) in chosen}
+
+
+def threshold_sweep(log: Sequence[dict[str, Any]], gold: Iterable[tuple[str, str]],
+                    thresholds: Sequence[float] = SWEEP_THRESHOLDS) -> list[dict[str, Any]]:
+    """Scores of the logged judgments if a conflict were declared for every ``yes`` with p(yes) >= t."""
+    yes = [e for e in log if e["decision"] in ("conflict", "yes_below_threshold") and e["p_yes"] is not None]
+    out = []
+    for t in thresholds:
+        pred = {(e["stale"], e["current"]) for e in yes if e["p_yes"] >= t}
+        out.append({"threshold": t, **detection_scores(pred, gold), "n_predicted": len(pred)})
+    return out
+
+
+def _auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
+    if not pos or not neg:
+        return None
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
+
+
+def evaluate_detector(detector: Any, folder: Path | None = None, scope_ids: Sequence[str] | None = None, *,
+                      loaded: tuple[dict[str, list[Doc]], set[tuple[str, str]], str | None] | None = None,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Scores and counters of ``detector`` (``.detect(docs) -> DetectionResult``) on ``scope_ids``
+    (all scopes when None) of a processed LetheBench folder (or ``loaded`` = :func:`load_scopes`' output)."""
+    scopes, gold_all, build_key = loaded if loaded is not None else load_scopes(Path(folder))
+    chosen = sorted(scopes) if scope_ids is None else list(scope_ids)
+    unknown = [s for s in chosen if s not in scopes]
+    if unknown:
+        raise ValueError(f"unknown scope ids {unknown[:5]}")
+    doc_scope = {d.doc_id: sid for sid, docs in scopes.items() for d in docs}
+    gold = _gold_of(gold_all, doc_scope, set(chosen))
+    pred: set[tuple[str, str]] = set()
+    counters = dict.fromkeys(COUNTERS, 0)
+    llm_ms, budget_exhausted, log = 0.0, 0, []
+    t0 = time.perf_counter()
+    for k, sid in enumerate(chosen, 1):
+        res = detector.detect(scopes[sid])
+        pred.update((c.stale_doc_id, c.current_doc_id) for c in res.conflicts)
+        for name in COUNTERS:
+            counters[name] += int(getattr(res, name))
+        llm_ms += res.llm_ms
+        budget_exhausted += bool(res.budget_exhausted)
+        log.extend(res.log)
+        if progress is not None:
+            progress(f"[{k}/{len(chosen)}] {sid}: {len(res.conflicts)} conflicts, {res.judged}/{res.pairs_considered} "
+                     f"judged, {res.llm_ms / 1000:.1f}s LLM, {time.perf_counter() - t0:.0f}s so far")
+    wall_s = time.perf_counter() - t0
     out: dict[str, Any] = dict(detection_scores(pred, gold))
-    out.update(n_scopes=int(ds.corpus["scope_id"].nunique()), n_docs=int(len(ds.corpus)), n_gold=len(gold),
-               n_predicted=len(pred), build_key=(ds.card.get("build") or {}).get("key"))
+    out.update(n_scopes=len(chosen), n_docs=sum(len(scopes[s]) for s in chosen), n_gold=len(gold),
+               n_predicted=len(pred), build_key=build_key, **counters, llm_ms=llm_ms,
+               budget_exhausted_scopes=budget_exhausted, wall_s=wall_s,
+               detector=detector.describe() if callable(getattr(detector, "describe", None)) else {})
     by_split: dict[str, dict[str, Any]] = {}
-    for split in sorted({_split_of(s) for s in doc_scope.values()}):
+    for split in sorted({_split_of(s) for s in chosen}):
         ps = {p for p in pred if _split_of(doc_scope[p[0]]) == split}
         gs = {g for g in gold if _split_of(doc_scope[g[0]]) == split}
         by_split[split] = {**detection_scores(ps, gs), "n_gold": len(gs), "n_predicted": len(ps)}
     out["by_split"] = by_split
+    if log:
+        judged = [e for e in log if e["p_yes"] is not None]
+        pos = [e["p_yes"] for e in judged if (e["stale"], e["current"]) in gold]
+        neg = [e["p_yes"] for e in judged if (e["stale"], e["current"]) not in gold]
+        considered = {(e["stale"], e["current"]) for e in log}
+        out["pair_log_summary"] = {
+            "gold_pairs_considered": len(considered & gold),
+            "answers": {d: sum(e["decision"] == d for e in log) for d in sorted({e["decision"] for e in log})},
+            "mean_p_yes_gold": sum(pos) / len(pos) if pos else None,
+            "mean_p_yes_other": sum(neg) / len(neg) if neg else None,
+            "auc_p_yes_gold_vs_other": _auc(pos, neg),
+            "threshold_sweep": threshold_sweep(log, gold),
+        }
     return out
 
 
-if __name__ == "__main__":  # pragma: no cover
-    import json
-    import sys
+def evaluate_rules_on_dataset(folder: Path) -> dict[str, Any]:
+    """Scores of ``rules`` (``lethe.contradiction.detect``) on a processed LetheBench folder, all scopes.
 
-    for arg in sys.argv[1:]:
-        print(json.dumps(evaluate_rules_on_dataset(Path(arg)), indent=2))
+    Keys: the :func:`detection_scores` keys, ``n_scopes``, ``n_docs``, ``n_gold``, ``n_predicted``,
+    ``build_key`` and ``by_split`` ({split: scores with n_gold / n_predicted}), plus the counters of
+    :func:`evaluate_detector`.
+    """
+    return evaluate_detector(RulesDetector(), Path(folder))
+
+
+def blocking_stats(scopes: dict[str, list[Doc]], gold: set[tuple[str, str]], scope_ids: Sequence[str] | None = None,
+                   max_pairs: int | None = None, blocking: str = "entity_value", max_df_share: float = 0.5) -> dict[str, Any]:
+    """Recall of the candidate pairs on the labelled pairs of ``scope_ids`` (all when None) and pairs per scope."""
+    chosen = sorted(scopes) if scope_ids is None else list(scope_ids)
+    doc_scope = {d.doc_id: sid for sid in chosen for d in scopes[sid]}
+    g = {p for p in gold if p[0] in doc_scope}
+    cand: set[tuple[str, str]] = set()
+    capped: set[tuple[str, str]] = set()
+    n_cand, n_capped = [], []
+    for sid in chosen:
+        pairs = [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(scopes[sid], blocking, max_df_share)]
+        top = pairs if max_pairs is None else pairs[:max_pairs]
+        cand.update(pairs)
+        capped.update(top)
+        n_cand.append(len(pairs))
+        n_capped.append(len(top))
+    n = max(1, len(chosen))
+    return {"n_scopes": len(chosen), "n_gold": len(g), "blocking": blocking, "max_df_share": max_df_share,
+            "max_pairs": max_pairs,
+            "gold_recall_uncapped": len(g & cand) / len(g) if g else None,
+            "gold_recall_capped": len(g & capped) / len(g) if g else None,
+            "mean_candidates_per_scope": sum(n_cand) / n, "max_candidates_per_scope": max(n_cand, default=0),
+            "mean_considered_per_scope": sum(n_capped) / n}
+
+
+# ---------------------------------------------------------------- tables
+_MD_COLS = [("backend", "backend"), ("model", "model"), ("scopes", "scopes"), ("n_gold", "gold"),
+            ("n_predicted", "predicted"), ("tp", "tp"), ("fp", "fp"), ("fn", "fn"), ("precision", "P"),
+            ("recall", "R"), ("f1", "F1"), ("pairs_considered", "pairs considered"), ("judged", "judged"),
+            ("failed", "parse fail / timeout / error"), ("not_judged", "not judged"), ("llm_s", "LLM s"),
+            ("wall_s", "wall s")]
+
+
+def table_row(label: str, model: str | None, scopes_desc: str, res: dict[str, Any]) -> dict[str, Any]:
+    """One table row from an :func:`evaluate_detector` result."""
+    row = {"backend": label, "model": model or "-", "scopes": scopes_desc}
+    for k in ("n_scopes", "n_docs", "n_gold", "n_predicted", "tp", "fp", "fn", "precision", "recall", "f1",
+              *COUNTERS, "budget_exhausted_scopes", "build_key", "by_split", "detector"):
+        row[k] = res.get(k)
+    row["failed"] = f"{res['parse_failures']} / {res['timeouts']} / {res['errors']}"
+    row["llm_s"] = res["llm_ms"] / 1000.0
+    row["wall_s"] = res["wall_s"]
+    if "pair_log_summary" in res:
+        row["pair_log_summary"] = res["pair_log_summary"]
+    return row
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if not math.isnan(v) else "nan"
+    return str(v)
+
+
+def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, Any] | None = None,
+                 stem: str = "contradiction_detection") -> tuple[Path, Path]:
+    """Write ``<stem>.md`` (one line per row, plus blocking and sweep notes) and ``<stem>.json`` (rows + meta)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = dict(meta or {})
+    lines = ["# Contradiction detection: precision / recall per backend", ""]
+    if meta.get("dataset"):
+        lines.append(f"Dataset: LetheBench build `{meta['dataset'].get('build_key')}`; pairs = labelled "
+                     f"(stale_doc_id, current_doc_id) of `contradictions.parquet` in the evaluated scopes.")
+    if meta.get("sample"):
+        s = meta["sample"]
+        lines.append(f"Sample: {s.get('n_scopes')} scopes of split `{s.get('split')}`, seed {s.get('seed')}.")
+    lines += ["", f"Note: {PRECISION_NOTE} P is n/a when nothing is predicted (0.0 in the JSON).", "",
+              "| " + " | ".join(h for _, h in _MD_COLS) + " |", "|" + "---|" * len(_MD_COLS)]
+    for r in rows:
+        cells = [_fmt(r.get(k, "")) for k, _ in _MD_COLS]
+        if not r.get("n_predicted"):  # precision is 0/0: shown as n/a (0.0 in the JSON, see detection_scores)
+            cells[[k for k, _ in _MD_COLS].index("precision")] = "n/a"
+        lines.append("| " + " | ".join(cells) + " |")
+    if meta.get("blocking"):
+        b = meta["blocking"]
+        lines += ["", "Blocking of the `llm` backend (candidate pairs; no model): "]
+        for name, st in b.items():
+            cap = (f"{_fmt(st['gold_recall_capped'])} with max_pairs={st['max_pairs']}" if st["max_pairs"] is not None
+                   else "no cap")
+            lines.append(f"- {name}: gold recall {_fmt(st['gold_recall_uncapped'])} uncapped, {cap}; "
+                         f"{st['mean_candidates_per_scope']:.1f} candidates/scope (max {st['max_candidates_per_scope']}), "
+                         f"{st['mean_considered_per_scope']:.1f} considered/scope; {st['n_gold']} gold pairs, "
+                         f"{st['n_scopes']} scopes.")
+    for r in rows:
+        s = r.get("pair_log_summary")
+        if not s:
+            continue
+        lines += ["", f"`{r['backend']}` ({r['model']}): answers {s['answers']}; labelled pairs considered "
+                  f"{s['gold_pairs_considered']}; mean p(yes) labelled {_fmt(s['mean_p_yes_gold'])} vs other "
+                  f"{_fmt(s['mean_p_yes_other'])} (AUC {_fmt(s['auc_p_yes_gold_vs_other'])}). Same judgments at other "
+                  f"thresholds (answer yes and p(yes) >= t):", "",
+                  "| t | predicted | tp | P | R | F1 |", "|---|---|---|---|---|---|"]
+        for sw in s["threshold_sweep"]:
+            lines.append(f"| {sw['threshold']} | {sw['n_predicted']} | {sw['tp']} | {_fmt(sw['precision'])} | "
+                         f"{_fmt(sw['recall'])} | {_fmt(sw['f1'])} |")
+    if meta.get("command"):
+        lines += ["", f"Command: `{meta['command']}`"]
+    md = out_dir / f"{stem}.md"
+    md.write_text("\n".join(lines) + "\n")
+    js = out_dir / f"{stem}.json"
+    js.write_text(json.dumps({"meta": {**meta, "precision_note": PRECISION_NOTE}, "rows": list(rows)}, indent=2,
+                             default=str) + "\n")
+    return md, js
+
+
+# ---------------------------------------------------------------- CLI
+def _default_dataset() -> Path:
+    base = ROOT / "data" / "processed" / "lethebench"
+    found = sorted(p for p in base.glob("*") if (p / "card.json").is_file()) if base.is_dir() else []
+    if len(found) != 1:
+        raise SystemExit(f"pass --dataset: {len(found)} processed LetheBench folders under {base}: "
+                         f"{[p.name for p in found]}")
+    return found[0]
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(prog="python -m analysis.contradiction_detection", description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", type=Path, default=None, help="processed LetheBench folder (default: the only one)")
+    ap.add_argument("--backends", default="rules", help="comma-separated: rules,llm")
+    ap.add_argument("--llm", default="qwen_coder_0_5b", help="comma-separated conf/llm/<name>.yaml for the llm backend")
+    ap.add_argument("--scopes", type=int, default=None, help="sample size (default: all scopes of --split)")
+    ap.add_argument("--split", default=None, help="train | dev | test (default: all)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-rules-all", action="store_true", help="skip the extra rules row on all scopes")
+    ap.add_argument("--threshold", type=float, default=0.8)
+    ap.add_argument("--max-pairs", type=int, default=40)
+    ap.add_argument("--max-doc-chars", type=int, default=600)
+    ap.add_argument("--budget-ms", type=float, default=None, help="per-scope LLM budget (default: none)")
+    ap.add_argument("--prompt-version", default="v1")
+    ap.add_argument("--n-threads", type=int, default=1)
+    ap.add_argument("--cache-dir", type=Path, default=ROOT / ".cache" / "lethe")
+    ap.add_argument("--no-llm-cache", action="store_true", help="no response cache (fresh calls, honest timings)")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "tables")
+    ap.add_argument("--blocking-only", action="store_true", help="print the blocking statistics only (no detector runs, no files)")
+    a = ap.parse_args(argv)
+
+    backends = [b.strip() for b in a.backends.split(",") if b.strip()]
+    bad = [b for b in backends if b not in ("rules", "llm")]
+    if bad:
+        raise SystemExit(f"unknown backends {bad}; known: rules, llm")
+    folder = a.dataset or _default_dataset()
+    loaded = load_scopes(folder)
+    scopes, gold, build_key = loaded
+    sample = sample_scopes(scopes, a.scopes, a.split, a.seed)
+    all_scopes = len(sample) == len(scopes)
+    sample_desc = "all" if all_scopes else f"{a.split or 'any'} n={len(sample)} seed={a.seed}"
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    meta: dict[str, Any] = {
+        "dataset": {"folder": str(folder), "build_key": build_key, "n_scopes": len(scopes), "n_gold": len(gold)},
+        "sample": {"split": a.split, "n_scopes": len(sample), "seed": a.seed, "scope_ids": sample},
+        "command": "python -m analysis.contradiction_detection " + " ".join(sys.argv[1:] if argv is None else argv),
+        "blocking": {
+            "all scopes, uncapped": blocking_stats(scopes, gold, None, None),
+            f"all scopes, max_pairs={a.max_pairs}": blocking_stats(scopes, gold, None, a.max_pairs),
+            f"sample ({sample_desc}), max_pairs={a.max_pairs}": blocking_stats(scopes, gold, sample, a.max_pairs),
+        },
+    }
+    rows: list[dict[str, Any]] = []
+    if a.blocking_only:
+        print(json.dumps(meta["blocking"], indent=2))
+        return {"meta": meta, "rows": rows}
+    if "rules" in backends:
+        if not all_scopes and not a.no_rules_all:
+            rows.append(table_row("rules", None, f"all ({len(scopes)})", evaluate_detector(RulesDetector(), loaded=loaded)))
+        rows.append(table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded)))
+    if "llm" in backends:
+        from omegaconf import OmegaConf
+
+        from lethe.contradiction_llm import make_detector
+        from lethe.llm.backends import make_llm
+        from lethe.llm.base import Decoding, Message
+
+        for name in [n.strip() for n in a.llm.split(",") if n.strip()]:
+            cfg = OmegaConf.load(ROOT / "conf" / "llm" / f"{name}.yaml")
+            cfg.n_threads = a.n_threads
+            if a.no_llm_cache:
+                cfg.cache = False
+            llm = make_llm(cfg, cache_dir=a.cache_dir)
+            try:
+                t_load = time.perf_counter()
+                llm.chat([Message("user", "hi")], Decoding(max_tokens=1))  # load the model outside the timing
+                log(f"{name}: loaded in {time.perf_counter() - t_load:.1f}s")
+                det = make_detector("llm", llm, prompt_version=a.prompt_version, threshold=a.threshold,
+                                    max_pairs=a.max_pairs, max_doc_chars=a.max_doc_chars, budget_ms=a.budget_ms)
+                res = evaluate_detector(det, scope_ids=sample, loaded=loaded, progress=log)
+                row = table_row("llm", str(cfg.get("name") or name), sample_desc, res)
+                row["llm_config"] = name
+                row["n_threads"] = a.n_threads
+                row["response_cache"] = not a.no_llm_cache
+                rows.append(row)
+            finally:
+                llm.close()
+    md, js = write_tables(rows, a.out, meta)
+    log(f"wrote {md} and {js}")
+    return {"meta": meta, "rows": rows}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -16,40 +16,24 @@ import pytest
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
 from lethe.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
+from tests.support.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 Q = "Who maintains the billing-api service?"
 
 
-class ScriptedLLM:
-    """Implements the LLMBackend protocol. Call ``k`` returns ``script[k]`` (a ``(text, logprobs)``
-    pair, or an exception instance to raise) after sleeping ``delay_s``; when ``timeout_s`` is
-    shorter than the delay it sleeps ``timeout_s`` and raises LLMTimeout (as a real backend cancels)."""
+class ScriptedLLM(FakeLLM):
+    """Call ``k`` returns ``script[k]`` (a ``(text, logprobs)`` pair, or an exception instance to raise),
+    else ``default``, after ``delay_s`` (tests.support.fake_llm.FakeLLM)."""
 
     name = "scripted"
 
     def __init__(self, script: Sequence[Any] = (), delay_s: float = 0.0, default: Any = ("yes", None)):
-        self.script, self.delay_s, self.default = list(script), delay_s, default
-        self.calls: list[dict[str, Any]] = []
+        super().__init__(delay_s)
+        self.script, self.default = list(script), default
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None) -> LLMResponse:
-        k = len(self.calls)
-        self.calls.append({"messages": list(messages), "decoding": decoding, "timeout_s": timeout_s})
-        if timeout_s is not None and timeout_s < self.delay_s:
-            time.sleep(max(0.0, timeout_s))
-            raise LLMTimeout(f"scripted call {k} exceeded {timeout_s:.3f}s")
-        time.sleep(self.delay_s)
-        item = self.script[k] if k < len(self.script) else self.default
-        if isinstance(item, BaseException):
-            raise item
-        text, lps = item
-        return LLMResponse(text=text, token_logprobs=lps, timings_ms={"total": self.delay_s * 1000})
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name}
-
-    def close(self) -> None:
-        pass
+    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
+        return self.script[k] if k < len(self.script) else self.default
 
 
 def cands(n: int, start: float = 10.0, step: float = 1.0) -> list[tuple[str, str, float]]:
