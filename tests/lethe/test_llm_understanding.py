@@ -27,15 +27,18 @@ from lethe.llm.understanding import LLMQueryUnderstanding
 from lethe.method import Doc, Query
 from lethe.query_understanding import BACKENDS, QueryUnderstandingBackend, RuleBasedBackend, understand
 
-PROMPTS = ["decompose", "exact_terms", "hyde", "keywords", "rerank_pointwise", "rewrite"]
+PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_support", "keywords", "rerank_pointwise", "rewrite"]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
 PINNED_SHA256 = {
+    "contradiction_pairwise": "86ffc3d0d30e",
     "decompose": "2eb60e5120f1",
     "exact_terms": "559b73a692cd",
     "hyde": "0990c6552911",
     "keywords": "7ba8db3732ad",
     "rerank_pointwise": "840f847fd5da",
     "rewrite": "be6e0d12160f",
+    "answer": "a7db297e6400",
+    "judge_support": "c10f2a55a601",
 }
 SYSTEMS = {load_prompt(n).system: n for n in PROMPTS}
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]
@@ -107,9 +110,10 @@ def test_every_prompt_loads_with_a_stable_pinned_sha256():
 
 def test_prompt_placeholders():
     got = {n: sorted(load_prompt(n).placeholders) for n in PROMPTS}
-    assert got == {"decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"],
-                   "keywords": ["query"], "rerank_pointwise": ["passage", "query"],
-                   "rewrite": ["history", "query"]}
+    assert got == {"answer": ["context", "query"], "contradiction_pairwise": ["earlier", "later"],
+                   "decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"],
+                   "judge_support": ["answer", "context", "query"], "keywords": ["query"],
+                   "rerank_pointwise": ["passage", "query"], "rewrite": ["history", "query"]}
 
 
 def test_render_fills_placeholders_once_and_keeps_json_examples():
@@ -130,7 +134,7 @@ def test_render_rejects_missing_and_unknown_values():
 
 
 def test_unknown_or_malformed_prompts_are_refused():
-    with pytest.raises(FileNotFoundError, match="known: decompose.v1"):
+    with pytest.raises(FileNotFoundError, match="known: .*decompose.v1"):
         load_prompt("rewrite", "v99")
     with pytest.raises(ValueError):
         load_prompt("../etc/passwd")
