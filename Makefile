@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models llm-models fusion-models ablations reproduce test bench summary clean-results
+.PHONY: install data models llm-models fusion-models ablations iteration4 reproduce test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,17 @@ ablations: fusion-models
 	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter1 +ablation=no_plan,no_boost,no_diversify,corpus_idf run.progress=false
 	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter2 +ablation=rewrite_only,decompose_only run.progress=false
 	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter3 +ablation=alpha_only run.progress=false
+
+# Lethe iteration 4 (LLM reranking ~1.2 s, generation + judging ~15 s per sampled query on this 2-core CPU),
+# on seeded query samples (dataset=size below; run.seed picks them), then Figure 4's sweeps on LetheBench:
+# the LLM budget (Qwen2.5-Coder-0.5B) and the model-choice frontier (SmolLM2-135M, Qwen2.5-Coder-1.5B).
+ITER4_SAMPLES ?= lethebench=150 locomo=150 techqa=120 ultradomain_cs=100 ultradomain_mix=100
+ITER4_SWEEP = dataset=lethebench dataset.sample=100 method=lethe_iter4 method.generation.enabled=false run.progress=false
+iteration4: fusion-models llm-models
+	for ds in $(ITER4_SAMPLES); do $(PY) -m experiments.run dataset=$${ds%%=*} dataset.sample=$${ds#*=} method=lethe_iter4 run.progress=false || exit 1; done
+	$(PY) -m experiments.run -m dataset=lethebench method=lethe_iter4 +ablation=contradiction_only run.progress=false
+	$(PY) -m experiments.run -m $(ITER4_SWEEP) method.llm_rerank.budget_ms=300,600,1200,2400,4800 '+method.variant=budget$${method.llm_rerank.budget_ms}ms'
+	for m in smollm2 qwen_coder_1_5b; do $(PY) -m experiments.run -m $(ITER4_SWEEP) llm@method.llm_rerank.llm=$$m method.llm_rerank.budget_ms=1200,4800 "+method.variant=budget\$${method.llm_rerank.budget_ms}ms_$$m" || exit 1; done
 
 # Build data and models, run the baselines on every dataset (resumable: finished jobs are skipped),
 # fill the dataset cards' difficulty tables, print results, write the report, tables and figures.

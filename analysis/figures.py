@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.iteration4 import budget_points  # noqa: E402
 from analysis.tables import DatasetView, best_baseline, cached_mean_ci, method_order  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO"]
@@ -110,10 +111,45 @@ def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, metric:
     ax.legend(fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: never over bars
 
 
-def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any]) -> None:
+def budget_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
+    """nDCG@10 (95% BCa CI) against the rerank budget, one line per reranker model; the share of
+    candidates judged is printed at each point; iteration 3 on the same queries is the dashed line."""
+    for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
+        g = g.sort_values("budget_ms")
+        ax.errorbar(g["budget_ms"], g["ndcg"], yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
+                    marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)], capsize=2, label=model, lw=1)
+        for _, r in g.iterrows():
+            ax.annotate(f"{r['share_judged']:.0%}", (r["budget_ms"], r["ndcg"]), fontsize=6,
+                        textcoords="offset points", xytext=(3, 3))
+    base = pts["iter3_same"].dropna()
+    if len(base):
+        ax.axhline(float(base.iloc[0]), ls="--", color="0.4", lw=0.8, label="lethe_iter3 (same queries)")
+    ax.set_xscale("log")
+    ax.set_xlabel("LLM rerank budget per query (ms, log)")
+    ax.set_ylabel("nDCG@10 (mean, 95% BCa CI)")
+    ax.set_title(f"{dataset}: quality vs budget (labels: share judged)")
+    ax.legend(fontsize=6)
+
+
+def frontier(ax, pts: pd.DataFrame, dataset: str) -> None:
+    """Model choice: nDCG@10 against the rerank stage's P95 latency, one point per (model, budget)."""
+    for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
+        g = g.sort_values("budget_ms")
+        ax.plot(g["rerank_p95"], g["ndcg"], marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)],
+                lw=0.8, label=model)
+        for _, r in g.iterrows():
+            ax.annotate(f"{r['budget_ms']:.0f} ms", (r["rerank_p95"], r["ndcg"]), fontsize=6,
+                        textcoords="offset points", xytext=(3, -8))
+    ax.set_xlabel("rerank stage P95 latency (ms)")
+    ax.set_ylabel("nDCG@10 (mean)")
+    ax.set_title(f"{dataset}: model-choice frontier")
+    ax.legend(fontsize=6)
+
+
+def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str] | None = None) -> None:
     """Stacked mean per-stage latency (ms) per method."""
     groups = {g: list(s) for g, s in cfg["stage_groups"].items()}
-    methods = method_order(list(v.per_query), cfg)
+    methods = methods or method_order(list(v.per_query), cfg)
     bottoms = np.zeros(len(methods))
     for gi, (g, names) in enumerate(groups.items()):
         vals = []
@@ -222,20 +258,24 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
             bars(ax[1], v, "ndcg@10", cfg, methods=([base] if base else []) + its, title="Progression over iterations")
 
     def f4(ax):
-        budget = [m for m in (v.per_query if v else {}) if m.startswith("lethe_iter4")]
-        if len(budget) < 2:
+        pts = budget_points(v, cfg) if v is not None else pd.DataFrame()
+        if pts.empty or pts["budget_ms"].nunique() < 2:
             not_yet(ax[0], "iteration-4 LLM budget sweep")
         else:
-            bars(ax[0], v, "ndcg@10", cfg, methods=sorted(budget), title="Quality vs LLM budget")
-        if v is None:
-            not_yet(ax[1], f"runs on {main}")
+            budget_curve(ax[0], pts, main)
+        its = [m for m in ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4") if has(m)]
+        if not its:
+            not_yet(ax[1], f"iteration 3/4 runs on {main}")
         else:
-            bars(ax[1], v, f"contradiction@{k}", cfg, title=f"{main}: contradiction rate (stale doc in top {k})")
-        not_yet(ax[2], "LLM model-choice frontier (iteration 4)")
-        if v is None:
-            not_yet(ax[3], f"runs on {main}")
+            bars(ax[1], v, f"contradiction@{k}", cfg, methods=its, title=f"{main}: stale doc in top {k} (lower is better)")
+        if pts.empty or pts["model"].nunique() < 2:
+            not_yet(ax[2], "LLM model-choice frontier (iteration 4)")
         else:
-            latency_stack(ax[3], v, cfg)
+            frontier(ax[2], pts, main)
+        if not its:
+            not_yet(ax[3], f"iteration 3/4 runs on {main}")
+        else:
+            latency_stack(ax[3], v, cfg, methods=its)
 
     def f5(ax):
         effect_sizes(ax[0], t2, "ndcg@10")

@@ -106,9 +106,15 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
             f"Coverage@{n}": _f(float(cov.mean())) if len(cov) else NM,
             "P95 latency (ms)": _f(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
             f"Contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
-            "Hallucination": NM,
+            "Hallucination": hallucination_cell(pq),
         })
     return pd.DataFrame(rows)
+
+
+def hallucination_cell(pq: pd.DataFrame) -> str:
+    from analysis.iteration4 import hallucination_cell as cell  # iteration 4's own module owns the rule
+
+    return cell(pq)
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:

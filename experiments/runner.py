@@ -25,6 +25,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from analysis.answers import score_answer
 from analysis.metrics import evaluate_run
 from experiments.config import project_path, to_dict
 from experiments.datasets import prepare_dataset
@@ -148,6 +149,40 @@ def walk_eligible(queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
             yield scope_id, row, int(ne), (docs[:ne] if changed else None)
 
 
+def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> dict[str, Any]:
+    """Per-query answer columns from a method's ``generation`` flag, scored against the gold answer
+    with LoCoMo's protocol (analysis.answers.score_answer; ``category`` is a LoCoMo category name for
+    LoCoMo, else None: plain token F1); {} when no answer was generated."""
+    if not gen:
+        return {}
+    rec: dict[str, Any] = {"answer": gen.get("answer"), "answer_status": gen.get("status"),
+                           "answer_supported": gen.get("supported"), "answer_judge_status": gen.get("judge_status"),
+                           "answer_f1": None, "answer_rouge_l": None, "answer_em": None}
+    if gen.get("answer") is not None and isinstance(gold, str) and gold.strip():
+        s = score_answer(gen["answer"], gold, category if isinstance(category, str) else None)
+        rec.update(answer_f1=s["f1"], answer_rouge_l=s["rouge_l"], answer_em=s["em"])
+    return rec
+
+
+def answer_summary(per_query: pd.DataFrame) -> dict[str, Any]:
+    """Means of the answer metrics and the hallucination rate (unsupported / judged: answers the judge
+    model judged; abstentions and judge failures are counted in ``judge_status``, not in the rate)."""
+    if "answer_status" not in per_query:
+        return {}
+    gen = per_query[per_query["answer_status"].notna()]
+    sup = gen["answer_supported"].dropna().astype(bool) if "answer_supported" in gen else pd.Series(dtype=bool)
+    scored = gen["answer_f1"].dropna()
+    return {"answers": {
+        "generated": int(len(gen)), "status": {k: int(v) for k, v in gen["answer_status"].value_counts().items()},
+        "scored": int(len(scored)), "f1": float(scored.mean()) if len(scored) else None,
+        "rouge_l": float(gen["answer_rouge_l"].dropna().mean()) if len(scored) else None,
+        "exact_match": float(gen["answer_em"].dropna().mean()) if len(scored) else None,
+        "judged": int(len(sup)),
+        "judge_status": {k: int(v) for k, v in gen["answer_judge_status"].value_counts().items()}
+        if "answer_judge_status" in gen else {},
+        "hallucination_rate": float((~sup).mean()) if len(sup) else None}}
+
+
 def run_experiment(cfg: DictConfig) -> Path:
     """Run one (dataset, method) job; return its results folder (skipped if already DONE)."""
     progress = bool(cfg.run.progress)
@@ -179,6 +214,9 @@ def run_experiment(cfg: DictConfig) -> Path:
         method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
     if hasattr(method, "set_collection"):
         method.set_collection([d for docs in docs_by_scope.values() for d in docs])
+    if hasattr(method, "set_queries"):
+        method.set_queries(list(queries["query_id"]))
+    answers = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
     k = int(cfg.run.k)
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
@@ -225,11 +263,18 @@ def run_experiment(cfg: DictConfig) -> Path:
                     f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
             if len(set(ids)) != len(ids):
                 raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
+            if hasattr(method, "annotate"):  # answer generation and judging: not part of the query's latency
+                try:
+                    method.annotate(query, res)
+                except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
+                    rec.update(status="annotate_error", error=f"{type(exc).__name__}: {exc}")
             ranking = canonical_order(res.ranking, k)
             run[row.query_id] = ranking
             rec["n_results"] = len(ranking)
             if not ranking:
                 rec["status"] = "no_results"
+            rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
+                                     row.category if cfg.dataset.name == "locomo" else None))
             rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
             rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
             records.append(rec)
@@ -265,6 +310,8 @@ def run_experiment(cfg: DictConfig) -> Path:
         "stage_latency_ms": stages,
         "qps": (len(lat) / (sum(lat) / 1e3)) if lat and sum(lat) > 0 else None,
     }
+    metrics.update(answer_summary(per_query))
+
     ended = dt.datetime.now(dt.timezone.utc)
     manifest = {
         "config": to_dict(cfg),

@@ -88,6 +88,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from lethe.method import Doc
@@ -561,11 +562,16 @@ def extract_facts(doc: Doc) -> list[Fact]:
     return sorted(f for f in out if len(by_key[(f.entity, f.attribute, f.env)]) == 1)
 
 
+@lru_cache(maxsize=200_000)
+def _facts(doc: Doc) -> tuple[Fact, ...]:
+    return tuple(extract_facts(doc))  # docs are immutable; a conversation prefix is re-detected per query
+
+
 def detect(docs: Sequence[Doc]) -> list[Conflict]:
     """Conflicts among ``docs``: same (entity, attribute, env), different values, different positions."""
     groups: dict[tuple[str, str, str], list[Fact]] = {}
     for d in docs:
-        for f in extract_facts(d):
+        for f in _facts(d):
             groups.setdefault((f.entity, f.attribute, f.env), []).append(f)
     found: dict[tuple[str, str, str, str], tuple[tuple, Conflict]] = {}
     for (ent, attr, _env), facts in sorted(groups.items()):

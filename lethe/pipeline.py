@@ -15,7 +15,10 @@ and an ablation is an override):
 5. learned fusion (iteration 3, ``learned_fusion``): alpha and the diversification trade-off are
    predicted per query from features instead of taken from the plan;
 6. entity diversification (iteration 1, ``diversify``, Eq. 4) over the top ``pool`` candidates;
-   the rest follow in fused order.
+   the rest follow in fused order;
+7. iteration 4 (``llm_rerank``, ``contradiction``, ``generation``; ``lethe.iteration4``): budgeted
+   LLM reranking of the top candidates, demotion of contradicted (stale) docs, and answer
+   generation with a hallucination judge on a seeded sample of queries.
 
 Scores returned are the fused scores, except after diversification, where the ranking is the
 greedy order and scores are ``1 / rank`` (only the order carries meaning).
@@ -39,6 +42,7 @@ from lethe.diversify import entity_matrix, entity_weights, greedy_diversify
 from lethe.embedder import Embedder
 from lethe.entities import entities
 from lethe.fusion import minmax, rrf
+from lethe.iteration4 import Iteration4
 from lethe.learned_fusion import FusionModel
 from lethe.method import Doc, Query, SearchResult
 from lethe.planning import PlanInputs, PlanningConfig, as_dict, choose_plan, plan_alpha, plan_inputs
@@ -146,6 +150,8 @@ class LethePipeline:
                  boost: Mapping[str, Any] | None = None, diversify: Mapping[str, Any] | None = None,
                  query_understanding: Mapping[str, Any] | None = None,
                  learned_fusion: Mapping[str, Any] | None = None,
+                 llm_rerank: Mapping[str, Any] | None = None, contradiction: Mapping[str, Any] | None = None,
+                 generation: Mapping[str, Any] | None = None,
                  cache_dir: str | Path | None = None, progress: bool = True):
         self.name, self.depth = name, int(depth)
         self.bm25_cfg: BM25Config = _build(BM25Config, bm25, "bm25")
@@ -167,6 +173,7 @@ class LethePipeline:
         self.fusion_model: FusionModel | None = None
         if self.lf_cfg.enabled:
             self.fusion_model = FusionModel.load(self.fusion_dir(), self.base_config(), self.training_config())
+        self.it4 = Iteration4(llm_rerank, contradiction, generation, cache_dir)
         self._terms: dict[str, list[str]] = {}
         self._vecs: dict[str, np.ndarray] = {}
         self._collection_df: dict[str, int] | None = None
@@ -204,6 +211,7 @@ class LethePipeline:
                "embedder": self.embedder.stats()}
         if self.fusion_model is not None:
             out["fusion_model"] = self.fusion_model.card
+        out["iteration4"] = self.it4.describe()
         return out
 
     def set_collection(self, docs: Sequence[Doc]) -> None:
@@ -242,6 +250,8 @@ class LethePipeline:
         self.history_entities = frozenset().union(*self.doc_entities) if self.plan_cfg.history_docs else frozenset()
         self.texts_lower = [d.text.lower() for d in self.docs]
         self.kinds = [d.kind for d in self.docs]
+        self.docs_by_id = {d.doc_id: d for d in self.docs}
+        self.it4.on_index(self.docs)
 
     # -- search ---------------------------------------------------------------------------------
     def _candidates(self, text: str, signals: QuerySignals) -> tuple[SubCandidates, float, float]:
@@ -342,7 +352,18 @@ class LethePipeline:
                           "subqueries": list(u.subqueries[1:]), "qu_rules": list(u.rules)})
         flags.update({"alpha": round(float(alpha), 4), "lambda": round(float(lam), 4),
                       "candidates": int(sum(len(c.idx) for c in p.subs))})
+        if self.it4.active:
+            ranking = self.it4.apply(query, ranking, self.docs_by_id, timings, flags)
         return SearchResult(ranking, timings, flags)
+
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Runner hook: the run's query ids (iteration 4 draws its generation sample from them)."""
+        self.it4.set_queries(query_ids)
+
+    def annotate(self, query: Query, result: SearchResult) -> None:
+        """Runner hook, outside the timed search: answer generation and judging (iteration 4)."""
+        self.it4.annotate(query, result, self.docs_by_id)
 
     def close(self) -> None:
         self.embedder.flush()
+        self.it4.close()

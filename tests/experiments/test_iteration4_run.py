@@ -1,0 +1,53 @@
+"""Lethe iteration 4 end to end through the runner with the real SmolLM2-135M: budgeted reranking,
+rules contradiction handling, answer generation and hallucination judging on a small real LetheBench
+build; the answers are scored against the gold answers with LoCoMo's protocol."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from analysis.answers import score_answer
+from experiments.runner import run_experiment
+
+SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}",
+            "dataset.params.session_turns=[20,30]"]
+SMOL = ["llm@method.llm_rerank.llm=smollm2", "llm@method.generation.llm=smollm2",
+        "llm@method.generation.judge.llm=smollm2"]
+
+
+def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
+    cfg = cfg_for("method=lethe_iter4", *SMALL_LB, *SMOL, "method.learned_fusion.enabled=false",
+                  "dataset.sample=4", "method.generation.sample=2", "method.llm_rerank.budget_ms=2500",
+                  "method.llm_rerank.top_n=3", "method.generation.options.max_tokens=16")
+    folder = run_experiment(cfg)
+    pq = pd.read_parquet(folder / "per_query.parquet")
+    assert len(pq) == 4 and set(pq["status"]) == {"ok"}
+    flags = [json.loads(f) for f in pq["flags"]]
+    for f, t in zip(flags, pq["timings_ms"].map(json.loads)):
+        r = f["rerank"]
+        assert r["considered"] == 3 and r["judged"] + r["parse_failures"] + r["timeouts"] + r["errors"] <= 3
+        assert "llm_rerank" in t and "contradiction" in t and f["contradiction"]["scope"] == "eligible"
+    assert sum(f["rerank"]["judged"] for f in flags) > 0  # the real model did judge candidates
+    gen = pq[pq["answer_status"].notna()]
+    assert len(gen) == 2  # the seeded generation sample
+    man_all = json.loads((folder / "manifest.json").read_text())
+    queries = pd.read_parquet(f"{man_all['dataset']['folder']}/queries.parquet").set_index("query_id")
+    metrics = json.loads((folder / "metrics.json").read_text())
+    a = metrics["answers"]
+    assert a["generated"] == 2 and sum(a["judge_status"].values()) == 2
+    assert a["judged"] == a["judge_status"].get("ok", 0)
+    for row in gen.itertuples():
+        if row.answer_status == "ok":
+            assert isinstance(row.answer, str)
+            assert 0.0 <= row.answer_f1 <= 1.0 and 0.0 <= row.answer_rouge_l <= 1.0
+            gold = queries.loc[row.query_id, "answer"]
+            assert row.answer_f1 == score_answer(row.answer, gold, None)["f1"]  # not LoCoMo: plain token F1
+    if a["judged"]:
+        assert 0.0 <= a["hallucination_rate"] <= 1.0
+    man = json.loads((folder / "manifest.json").read_text())["method"]["iteration4"]
+    assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
+    judge = man["generation"]["judge_model"]
+    assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)
+    assert "generation" in metrics["stage_latency_ms"] and "llm_rerank" in metrics["stage_latency_ms"]
