@@ -96,12 +96,20 @@ def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -
 
 def budget_points(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
     """One row per reranking ``lethe_iter4`` run of ``v``: model, budget, n, nDCG@10 mean and 95% BCa
-    CI, iter3's mean on the same queries, share judged, rerank-stage P50/P95 (ms)."""
+    CI, iter3's mean on the same queries, share judged, rerank-stage P50/P95 (ms). Only runs on one
+    query set are compared: the set shared by most reranking runs (the sweep's sample)."""
     ref = v.per_query.get("lethe_iter3")
+    runs = {m: rerank_model(v.runs[m]) for m in sorted(x for x in v.per_query if x.startswith("lethe_iter4"))}
+    runs = {m: mb for m, mb in runs.items() if mb[0] is not None}
+    if not runs:
+        return pd.DataFrame()
+    sets: dict[frozenset, list[str]] = {}
+    for m in runs:
+        sets.setdefault(frozenset(v.per_query[m].index), []).append(m)
+    keep = set(max(sets.values(), key=lambda ms: (len(ms), len(v.per_query[ms[0]]))))
     rows = []
-    for m in sorted(x for x in v.per_query if x.startswith("lethe_iter4")):
-        model, budget = rerank_model(v.runs[m])
-        if model is None:
+    for m, (model, budget) in runs.items():
+        if m not in keep:
             continue
         pq = v.per_query[m]
         ci = cached_mean_ci(pq["ndcg@10"].to_numpy(float), cfg)

@@ -153,9 +153,17 @@ def _paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Ma
         return None
     subset_note = ""
     ia, ib = set(frames["a"].index), set(frames["b"].index)
-    if ia < ib:  # a method run on a sample: compare on exactly its queries (per-query scores do not depend on others)
-        frames["b"] = frames["b"].loc[frames["a"].index]
-        subset_note = f"paired on the method's {len(ia)}-query subset; "
+    if ia != ib:  # runs on (different) samples: compare on the queries both scored (per-query scores do not depend on others)
+        common = sorted(ia & ib)
+        if not common:
+            return None
+        if ia < ib:
+            subset_note = f"paired on the method's {len(ia)}-query subset; "
+        elif ib < ia:
+            subset_note = f"paired on the reference's {len(ib)}-query subset; "
+        else:
+            subset_note = f"paired on the {len(common)} queries both runs scored; "
+        frames = {k: f.loc[common] for k, f in frames.items()}
     pair = stats.align(frames, metric)
     t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
                           resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),

@@ -49,3 +49,17 @@ def test_a_sampled_method_is_paired_on_its_own_queries():
     row = T.table_ablations(views, cfg).set_index("method").loc["lethe_iter2_llm"]
     assert row["reference"] == "lethe_iter2" and row["n"] == 30
     assert row["reference_mean"] == pytest.approx(base[:30].mean()) and "30-query subset" in row["notes"]
+
+
+def test_runs_on_different_samples_are_paired_on_their_common_queries():
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0, 1, 80)
+    a, b = _pq(base + 0.1).iloc[10:60], _pq(base).iloc[30:80]  # queries 10-59 and 30-79: 30 in common
+    views = {"d": T.DatasetView("d", pd.DataFrame(), {}, {"lethe_iter4": b, "lethe_iter4+x": a})}
+    row = T.table_ablations(views, CFG).set_index("method").loc["lethe_iter4+x"]
+    assert row["n"] == 30 and "30 queries both runs scored" in row["notes"]
+    assert row["mean_diff"] == pytest.approx(0.1) and row["reference_mean"] == pytest.approx(base[30:60].mean())
+    full = _pq(base)  # a variant on every query against a sampled reference: the reference's queries
+    views = {"d": T.DatasetView("d", pd.DataFrame(), {}, {"lethe_iter4": b, "lethe_iter4+y": full})}
+    row = T.table_ablations(views, CFG).set_index("method").loc["lethe_iter4+y"]
+    assert row["n"] == 50 and "reference's 50-query subset" in row["notes"]

@@ -74,3 +74,11 @@ def test_budget_points_read_model_and_budget_from_manifests():
     assert p.loc["lethe_iter4+b", "model"] == "big" and p.loc["lethe_iter4+b", "budget_ms"] == 4800
     assert abs(p.loc["lethe_iter4+a", "ndcg"] - 0.2) < 1e-12 and abs(p.loc["lethe_iter4+b", "share_judged"] - 0.6) < 1e-12
     assert p.loc["lethe_iter4+a", "ci_low"] <= 0.2 <= p.loc["lethe_iter4+a", "ci_high"]
+
+
+def test_budget_points_keep_the_query_set_most_runs_share():
+    sweep = {f"lethe_iter4+b{b}": pq([0.1 * (i + 1), 0.2]) for i, b in enumerate((300, 600))}
+    other = pq([0.9, 0.9, 0.9])  # the main run on a bigger sample: not a point of the sweep's curve
+    runs = {m: run(float(m.split("+b")[1])) for m in sweep} | {"lethe_iter4": run(1200)}
+    v = DatasetView("lb", pd.DataFrame(), runs, {**sweep, "lethe_iter4": other})
+    assert list(budget_points(v, CFG)["method"]) == sorted(sweep)
