@@ -587,14 +587,21 @@ def detect(docs: Sequence[Doc]) -> list[Conflict]:
     return [c for _, c in sorted(found.values(), key=lambda t: t[0])]
 
 
-def demote(ranking: list[tuple[str, float]], conflicts: Iterable[Conflict], penalty: float) -> list[tuple[str, float]]:
-    """Min-max normalize scores to [0, 1], multiply stale docs' scores by ``1 - penalty``, re-sort (stable)."""
+def demote(ranking: list[tuple[str, float]], conflicts: Iterable[Conflict], penalty: float,
+           on: str = "score") -> list[tuple[str, float]]:
+    """Min-max normalize scores to [0, 1], multiply stale docs' scores by ``1 - penalty``, re-sort (stable).
+
+    ``on="rank"`` first replaces the scores by ranks (n, n-1, ..., 1 for n docs), so the demotion does
+    not depend on the scale of the incoming scores (with ``1/rank`` scores a penalty of 0.5 moves a doc
+    at rank 2 only to rank 4; on ranks it moves it to about rank n/2)."""
     if not 0.0 <= penalty <= 1.0:
         raise ValueError(f"penalty must lie in [0, 1], got {penalty}")
+    if on not in ("score", "rank"):
+        raise ValueError(f"demote on must be 'score' or 'rank', got {on!r}")
     if not ranking:
         return []
     stale = {c.stale_doc_id for c in conflicts}
-    scores = [float(s) for _, s in ranking]
+    scores = [float(s) for _, s in ranking] if on == "score" else [float(len(ranking) - i) for i in range(len(ranking))]
     lo, hi = min(scores), max(scores)
     norm = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
     new = [(d, n * (1.0 - penalty) if d in stale else n) for (d, _), n in zip(ranking, norm)]

@@ -69,13 +69,16 @@ class RerankConfig:
 class ContradictionConfig:
     """``backend``: rules | llm; ``penalty`` in [0, 1] on the stale doc's normalized score;
     ``check_depth``: null = all docs the query may see, else the ranking's top N; ``log_depth``: pairs
-    touching this many top docs are logged; ``options``: detector settings (lethe.contradiction_llm)."""
+    touching this many top docs are logged; ``demote_on``: 'score' (the incoming scores, min-max
+    normalized: strong after LLM reranking, weak on iteration 3's 1/rank scores) or 'rank' (scale-free,
+    see lethe.contradiction.demote); ``options``: detector settings (lethe.contradiction_llm)."""
 
     enabled: bool = False
     backend: str = "rules"
     penalty: float = 0.5
     check_depth: int | None = None
     log_depth: int = 10
+    demote_on: str = "score"
     options: Mapping[str, Any] = field(default_factory=dict)
     llm: Mapping[str, Any] | None = None
 
@@ -236,7 +239,7 @@ class Iteration4:
             in_ranking = {d for d, _ in ranking}
             hit = [c for c in conflicts if c.stale_doc_id in in_ranking]
             if hit and self.ct_cfg.penalty > 0:
-                ranking = demote(ranking, hit, self.ct_cfg.penalty)
+                ranking = demote(ranking, hit, self.ct_cfg.penalty, on=self.ct_cfg.demote_on)
             timings["contradiction"] = (time.perf_counter() - t0) * 1e3
             top_ids = {d for d, _ in ranking[: self.ct_cfg.log_depth]}
             det["demoted"] = len({c.stale_doc_id for c in hit})

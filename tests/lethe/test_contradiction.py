@@ -144,6 +144,20 @@ def test_demote_reorders_as_documented():
         demote(ranking, conflicts, penalty=1.5)
 
 
+def test_demote_on_ranks_ignores_the_score_scale():
+    conflicts = [Conflict("b", "z", "x", "owner", "p", "q")]
+    inv = [(d, 1.0 / (i + 1)) for i, d in enumerate("abcdefghij")]  # 1/rank scores, as after diversification
+    # on scores: b's normalized (0.5 - 0.1) / 0.9 = 0.444 halves to 0.222, below c (0.259) only: rank 2 -> 3
+    assert [d for d, _ in demote(inv, conflicts, 0.5)].index("b") == 2
+    # on ranks (10..1 normalized: b = 8/9) halved to 4/9: below c, d, e (7/9..5/9), tied with f and
+    # kept before it: rank 2 -> 5
+    out = demote(inv, conflicts, 0.5, on="rank")
+    assert [d for d, _ in out].index("b") == 4 and out[4][1] == pytest.approx(4 / 9)
+    assert demote(inv, conflicts, 0.5, on="rank") == demote([(d, 100.0 - i) for i, (d, _) in enumerate(inv)], conflicts, 0.5)
+    with pytest.raises(ValueError):
+        demote(inv, conflicts, 0.5, on="position")
+
+
 # ---------------------------------------------------------------- scores
 def test_detection_scores_exact_numbers():
     pred = [("a", "b"), ("c", "d"), ("e", "f"), ("a", "b")]
