@@ -57,7 +57,7 @@ ITER4_SAMPLES ?= lethebench=150 locomo=150 techqa=120 ultradomain_cs=100 ultrado
 ITER4_SWEEP = dataset=lethebench dataset.sample=100 method=lethe_iter4 method.generation.enabled=false run.progress=false
 iteration4: fusion-models llm-models
 	for ds in $(ITER4_SAMPLES); do $(PY) -m experiments.run dataset=$${ds%%=*} dataset.sample=$${ds#*=} method=lethe_iter4 run.progress=false || exit 1; done
-	$(PY) -m experiments.run -m dataset=lethebench method=lethe_iter4 +ablation=contradiction_only run.progress=false
+	$(PY) -m experiments.run -m dataset=lethebench method=lethe_iter4 +ablation=contradiction_only,contradiction_only_rank run.progress=false
 	$(PY) -m experiments.run -m $(ITER4_SWEEP) method.llm_rerank.budget_ms=300,600,1200,2400,4800 '+method.variant=budget$${method.llm_rerank.budget_ms}ms'
 	for m in smollm2 qwen_coder_1_5b; do $(PY) -m experiments.run -m $(ITER4_SWEEP) llm@method.llm_rerank.llm=$$m method.llm_rerank.budget_ms=1200,4800 "+method.variant=budget\$${method.llm_rerank.budget_ms}ms_$$m" || exit 1; done
 
