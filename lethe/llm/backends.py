@@ -146,7 +146,44 @@ class _DeadlinePassed(Exception):
     """Raised between prompt chunks once a call's deadline has passed (becomes LLMTimeout)."""
 
 
-class LlamaCppBackend:
+class _CachedChat:
+    """``chat`` for both backends: the response cache around the backend's own ``_call``."""
+
+    kind: str
+    cache: Any
+    timeout_s: float | None
+
+    def _key_extra(self) -> dict[str, Any] | None:
+        return None
+
+    def _cache_model_id(self) -> str:
+        raise NotImplementedError
+
+    def _cache_request(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _call(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
+        raise NotImplementedError
+
+    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
+             timeout_s: float | None = None) -> LLMResponse:
+        """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
+        msgs = messages_as_dicts(messages)
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self._cache_model_id(), msgs, decoding, self.kind, self._key_extra())
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        resp = self._call(msgs, decoding, timeout)
+        if key is not None:
+            self.cache.put(key, resp, request={"backend": self._cache_request(), "messages": msgs,
+                                               "decoding": decoding.as_dict()})
+        return resp
+
+
+class LlamaCppBackend(_CachedChat):
     """llama.cpp in this process (see module docstring); thread-safe (one call at a time)."""
 
     kind = "llamacpp"
@@ -201,23 +238,15 @@ class LlamaCppBackend:
     def _key_extra(self) -> dict[str, Any] | None:
         return {"chat_format": self.chat_format} if self.chat_format else None
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
-             timeout_s: float | None = None) -> LLMResponse:
-        """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
-        msgs = messages_as_dicts(messages)
-        timeout = self.timeout_s if timeout_s is None else timeout_s
-        key = None
-        if self.cache is not None:
-            key = self.cache.key(self.model.sha256, msgs, decoding, self.kind, self._key_extra())
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
+    def _cache_model_id(self) -> str:
+        return self.model.sha256
+
+    def _cache_request(self) -> dict[str, Any]:
+        return self.describe_model()
+
+    def _call(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
         with self._lock:
-            resp = self._generate(msgs, decoding, timeout)
-        if self.cache is not None and key is not None:
-            self.cache.put(key, resp, request={"backend": self.describe_model(), "messages": msgs,
-                                               "decoding": decoding.as_dict()})
-        return resp
+            return self._generate(msgs, decoding, timeout)
 
     def _generate(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
         import llama_cpp
@@ -343,7 +372,7 @@ class LlamaCppBackend:
 # ----------------------------------------------------------------------------- OpenAI-compatible server
 
 
-class OpenAICompatibleBackend:
+class OpenAICompatibleBackend(_CachedChat):
     """A ``/v1/chat/completions`` server (llama.cpp, llama-cpp-python, vLLM, ...); see module docstring."""
 
     kind = "openai_compatible"
@@ -376,23 +405,14 @@ class OpenAICompatibleBackend:
     def _key_extra(self) -> dict[str, Any] | None:
         return None if self.model_sha256 else {"base_url": self.base_url, "model": self.model}
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
-             timeout_s: float | None = None) -> LLMResponse:
-        """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
-        msgs = messages_as_dicts(messages)
-        timeout = self.timeout_s if timeout_s is None else timeout_s
-        key = None
-        if self.cache is not None:
-            key = self.cache.key(self.model_sha256 or "unknown", msgs, decoding, self.kind, self._key_extra())
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
-        resp = self._request(msgs, decoding, timeout)
-        if self.cache is not None and key is not None:
-            self.cache.put(key, resp, request={"backend": {"kind": self.kind, "base_url": self.base_url,
-                                                           "model": self.model, "model_sha256": self.model_sha256},
-                                               "messages": msgs, "decoding": decoding.as_dict()})
-        return resp
+    def _cache_model_id(self) -> str:
+        return self.model_sha256 or "unknown"
+
+    def _cache_request(self) -> dict[str, Any]:
+        return {"kind": self.kind, "base_url": self.base_url, "model": self.model, "model_sha256": self.model_sha256}
+
+    def _call(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
+        return self._request(msgs, decoding, timeout)
 
     def _payload(self, msgs: list[dict[str, str]], decoding: Decoding) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": decoding.max_tokens,
