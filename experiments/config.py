@@ -11,14 +11,23 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
 
 
-def load_config(overrides: Sequence[str] = ()) -> DictConfig:
-    """Compose ``conf/config.yaml`` with Hydra overrides (for tools and tests, not the CLI)."""
+def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """Compose ``conf/<config_name>.yaml`` (the run config by default) with Hydra overrides (for tools
+    and tests, not the CLI).
+
+    Inside a ``@hydra.main`` entry point of this project (already initialized on ``conf/``), Hydra's
+    compose API is used as it is, so the entry point's own Hydra state is left intact.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    GlobalHydra.instance().clear()
+    gh = GlobalHydra.instance()
+    if gh.is_initialized() and any(s.scheme() == "file" and Path(s.path.removeprefix("file://")).resolve() == CONF_DIR
+                                   for s in gh.config_loader().get_sources()):
+        return compose(config_name=config_name, overrides=list(overrides))
+    gh.clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+        return compose(config_name=config_name, overrides=list(overrides))
 
 
 def project_path(p: str | Path) -> Path:

@@ -1,15 +1,18 @@
-"""Fill each dataset card's difficulty table from real runs of window, BM25 and vector.
+"""Each dataset card's difficulty table, from real runs of window, BM25 and vector.
 
 ``python -m experiments.difficulty [dataset ...] [key=value overrides]`` runs (or reuses) the three
-baselines on each dataset, then writes ``difficulty`` (nDCG@10 overall and per category) into
-the processed folder's card.json / card.md and copies the card to ``results/cards/<name>.md``.
+baselines on each dataset; ``experiments.reproduce`` calls :func:`write_difficulty` with the core
+tier's declared runs instead. The table (nDCG@10 overall and per category) is written beside the
+processed dataset's card as ``difficulty.json`` (the card itself, which runs record by hash, is never
+rewritten) and, with the card, to ``results/cards/<name>.md``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -21,15 +24,11 @@ from lethebench.card import render_card_md
 METHODS = ("window", "bm25", "vector")
 
 
-def difficulty_table(name: str, overrides: list[str]) -> tuple[dict[str, Any], str]:
-    """Run/reuse the baselines on ``name``; return the card section and the processed folder."""
-    per_query, folders = {}, {}
-    for m in METHODS:
-        cfg = load_config([f"dataset={name}", f"method={m}", "run.print_summary=false", *overrides])
-        folder = run_experiment(cfg)
-        folders[m] = folder
-        per_query[m] = pd.read_parquet(folder / "per_query.parquet")
-    manifest = json.loads((folders[METHODS[0]] / "manifest.json").read_text())
+def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Path]:
+    """(difficulty section, processed dataset folder) from finished runs (method -> results folder)."""
+    per_query = {m: pd.read_parquet(f / "per_query.parquet") for m, f in folders.items()}
+    first = next(iter(folders.values()))
+    manifest = json.loads((first / "manifest.json").read_text())
     overall = {m: round(float(df["ndcg@10"].mean()), 4) for m, df in per_query.items()}
     by_cat: dict[str, dict[str, float]] = {}
     for m, df in per_query.items():
@@ -38,29 +37,32 @@ def difficulty_table(name: str, overrides: list[str]) -> tuple[dict[str, Any], s
     section = {
         "metric": "nDCG@10 (mean over evaluated queries; failures score 0)",
         "split": manifest["config"]["dataset"].get("split"),
-        "queries": int(len(per_query[METHODS[0]])),
+        "queries": int(len(per_query[next(iter(per_query))])),
         "overall": overall,
         "by_category": dict(sorted(by_cat.items())),
-        "runs": {m: str(f.relative_to(project_path(manifest["config"]["results_dir"]))) for m, f in folders.items()},
+        "runs": {m: "/".join(f.parts[-3:]) for m, f in folders.items()},
     }
-    return section, manifest["dataset"]["folder"]
+    return section, project_path(manifest["dataset"]["folder"])
+
+
+def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path = "results/cards") -> dict[str, Any]:
+    """Write ``difficulty.json`` beside the dataset's card and ``<cards_dir>/<name>.md``; return the section."""
+    section, ds_folder = difficulty_section(folders)
+    atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
+    card = json.loads((ds_folder / "card.json").read_text())
+    atomic_write_text(project_path(cards_dir) / f"{name}.md", render_card_md({**card, "difficulty": section}))
+    print(f"{name}: nDCG@10 " + ", ".join(f"{m} {v:.4f}" for m, v in section["overall"].items()))
+    return section
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     names = [a for a in argv if "=" not in a] or all_dataset_names()
     overrides = [a for a in argv if "=" in a]
-    out_dir = project_path("results/cards")
     for name in names:
-        section, folder = difficulty_table(name, overrides)
-        card_path = project_path(folder) / "card.json"
-        card = json.loads(card_path.read_text())
-        card["difficulty"] = section
-        atomic_write_text(card_path, json.dumps(card, indent=2, sort_keys=True) + "\n")
-        md = render_card_md(card)
-        atomic_write_text(card_path.with_name("card.md"), md)
-        atomic_write_text(out_dir / f"{name}.md", md)
-        print(f"{name}: nDCG@10 " + ", ".join(f"{m} {v:.4f}" for m, v in section["overall"].items()))
+        folders = {m: run_experiment(load_config([f"dataset={name}", f"method={m}", "run.print_summary=false", *overrides]))
+                   for m in METHODS}
+        write_difficulty(name, folders)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
+from omegaconf import DictConfig
 
+from experiments.config import project_path, to_dict
 from lethe.atomic import atomic_dir
 from lethebench.trec import Qrels, write_qrels, write_run
 
@@ -27,6 +30,43 @@ def config_hash(hashed: Mapping[str, Any]) -> str:
 
 def run_folder(results_dir: Path, dataset: str, method: str, chash: str) -> Path:
     return Path(results_dir) / dataset / method / chash
+
+
+def method_label(method_cfg: Any) -> str:
+    """The name results are filed and reported under: ``name``, or ``name+variant`` for a variant
+    (an ablation or sweep point of the same method, e.g. ``lethe_iter1+no_boost``)."""
+    variant = method_cfg.get("variant")
+    return f"{method_cfg.name}+{variant}" if variant else str(method_cfg.name)
+
+
+def hashed_config(cfg: DictConfig, build_key: str) -> dict[str, Any]:
+    """The part of the config that determines results (paths and display options excluded)."""
+    run = to_dict(cfg.run)
+    return {
+        "dataset": to_dict(cfg.dataset),
+        "dataset_build_key": build_key,
+        "method": to_dict(cfg.method),
+        "chunking": to_dict(cfg.chunking),
+        "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
+    }
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Where a run's results live and what identifies them."""
+
+    label: str                 # method label (name or name+variant)
+    hashed: dict[str, Any]     # the hashed part of the config
+    config_hash: str
+    folder: Path               # <results_dir>/<dataset>/<label>/<config_hash>
+
+
+def run_identity(cfg: DictConfig, build_key: str) -> RunIdentity:
+    """The identity of the run ``cfg`` describes on the dataset build ``build_key``."""
+    hashed = hashed_config(cfg, build_key)
+    chash = config_hash(hashed)
+    label = method_label(cfg.method)
+    return RunIdentity(label, hashed, chash, run_folder(project_path(cfg.results_dir), cfg.dataset.name, label, chash))
 
 
 def is_done(folder: Path) -> bool:

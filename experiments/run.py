@@ -12,13 +12,14 @@ import logging
 import hydra
 from omegaconf import DictConfig
 
-from experiments.runner import run_experiment
+from experiments.runner import run_job
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> str:
+def main(cfg: DictConfig) -> dict[str, object]:
     logging.getLogger("experiments").setLevel(logging.INFO)
-    return str(run_experiment(cfg))
+    out = run_job(cfg)
+    return {"folder": str(out.folder), "skipped": out.skipped}  # the sweep's progress line reads "skipped"
 
 
 if __name__ == "__main__":

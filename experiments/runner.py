@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -30,7 +31,7 @@ from analysis.metrics import evaluate_run
 from experiments.config import project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
-from experiments.results import config_hash, is_done, run_folder, write_results
+from experiments.results import is_done, run_identity, write_results
 from lethe.method import Doc, Query, SearchResult
 from lethebench.card import sha256_file
 from lethebench.schema import Dataset, read_dataset
@@ -50,25 +51,6 @@ def canonical_order(ranking: list[tuple[str, float]], k: int) -> list[tuple[str,
     """Top ``k`` by score descending, ties by doc id descending (trec_eval's tie rule)."""
     by_id = sorted(ranking, key=lambda x: x[0], reverse=True)
     return sorted(by_id, key=lambda x: -x[1])[:k]  # stable: equal scores keep doc id descending
-
-
-def method_label(method_cfg: Any) -> str:
-    """The name results are filed and reported under: ``name``, or ``name+variant`` for a variant
-    (an ablation or sweep point of the same method, e.g. ``lethe_iter1+no_boost``)."""
-    variant = method_cfg.get("variant")
-    return f"{method_cfg.name}+{variant}" if variant else str(method_cfg.name)
-
-
-def hashed_config(cfg: DictConfig, build_key: str) -> dict[str, Any]:
-    """The part of the config that determines results (paths and display options excluded)."""
-    run = to_dict(cfg.run)
-    return {
-        "dataset": to_dict(cfg.dataset),
-        "dataset_build_key": build_key,
-        "method": to_dict(cfg.method),
-        "chunking": to_dict(cfg.chunking),
-        "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
-    }
 
 
 def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -183,20 +165,31 @@ def answer_summary(per_query: pd.DataFrame) -> dict[str, Any]:
         "hallucination_rate": float((~sup).mean()) if len(sup) else None}}
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one job did: its results folder, and whether it was skipped because it was already done."""
+
+    folder: Path
+    skipped: bool
+
+
 def run_experiment(cfg: DictConfig) -> Path:
     """Run one (dataset, method) job; return its results folder (skipped if already DONE)."""
+    return run_job(cfg).folder
+
+
+def run_job(cfg: DictConfig) -> RunOutcome:
+    """Run one (dataset, method) job unless its results folder is done (``run.overwrite`` forces it)."""
     progress = bool(cfg.run.progress)
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
-    hashed = hashed_config(cfg, build_key)
-    chash = config_hash(hashed)
-    method_name = method_label(cfg.method)
-    folder = run_folder(project_path(cfg.results_dir), cfg.dataset.name, method_name, chash)
+    ident = run_identity(cfg, build_key)
+    hashed, chash, method_name, folder = ident.hashed, ident.config_hash, ident.label, ident.folder
     if is_done(folder) and not cfg.run.overwrite:
         log.info("skip: %s is done", folder)
         print(f"[skip] {cfg.dataset.name}/{method_name}/{chash}: already done")
-        return folder
+        return RunOutcome(folder, True)
 
     started = dt.datetime.now(dt.timezone.utc)
     rss_start = peak_rss_mb()
@@ -342,4 +335,4 @@ def run_experiment(cfg: DictConfig) -> Path:
 
         print(format_table([metrics]))
         print(f"results: {folder}")
-    return folder
+    return RunOutcome(folder, False)

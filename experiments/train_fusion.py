@@ -241,25 +241,35 @@ def _static(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarr
     return out
 
 
-def main(argv: Sequence[str]) -> int:
-    force = "--force" in argv
-    overrides = [a for a in argv if a != "--force"]
-    if not any(o.startswith("method=") for o in overrides):
-        overrides.append("method=lethe_iter3")
-    cfg = load_config(overrides)
+def model_folder(cfg: DictConfig) -> Path:
+    """Where the learned-fusion model of the run config ``cfg`` is (or will be) saved."""
     if not OmegaConf.select(cfg, "method.learned_fusion.model_dir"):
-        raise SystemExit(f"method {cfg.method.name} has no learned_fusion.model_dir; use a learned-fusion method")
+        raise ValueError(f"method {cfg.method.name} has no learned_fusion.model_dir; use a learned-fusion method")
     method = base_method(cfg, progress=False)
-    folder = method.fusion_dir() / config_key(method.base_config(), method.training_config())
+    return method.fusion_dir() / config_key(method.base_config(), method.training_config())
+
+
+def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
+    """(model folder, trained now): train and save the model of ``cfg`` unless it exists (or ``force``)."""
+    folder = model_folder(cfg)
     if (folder / "card.json").is_file() and not force:
         print(f"[keep] {folder} exists (use --force to retrain)")
-        return 0
+        return folder, False
     model = train(cfg, progress=bool(cfg.run.progress))
     if config_key(model.card["base"], model.card["training"]) != folder.name:
         raise RuntimeError("the trained model's configuration key differs from the method's; this is a bug")
     model.save(folder)
     print(json.dumps({k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1))
     print(f"saved: {folder}")
+    return folder, True
+
+
+def main(argv: Sequence[str]) -> int:
+    force = "--force" in argv
+    overrides = [a for a in argv if a != "--force"]
+    if not any(o.startswith("method=") for o in overrides):
+        overrides.append("method=lethe_iter3")
+    ensure_model(load_config(overrides), force=force)
     return 0
 
 
