@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models llm-models fusion-models ablations iteration4 reproduce test bench summary clean-results
+.PHONY: install data models llm-models fusion-models reproduce reproduce-all ablations iteration4 llm expected report test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,9 +23,8 @@ $(STAMP): pyproject.toml requirements.lock
 install: $(STAMP)
 
 DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
-# the seven baselines (bm25_memory, the in-memory twin of bm25, and hybrid_rrf are extra configs)
-METHODS ?= window,bm25,vector,hybrid,cross_encoder,faiss_ivf,mmr,lethe_iter1,lethe_iter2,lethe_iter3
 
+# Build processed datasets only (make reproduce builds what its runs need by itself).
 data: install
 	$(PY) -m experiments.build_data $(subst $(,), ,$(DATASETS))
 
@@ -43,31 +42,32 @@ llm-models: install
 fusion-models: data
 	for d in $(subst $(,), ,$(DATASETS)); do $(PY) -m experiments.train_fusion dataset=$$d run.progress=$${LETHE_PROGRESS:-true} || exit 1; done
 
-# Lethe ablations (conf/ablation/) on LetheBench and LoCoMo, filed as <method>+<ablation>.
-ABLATION_DATASETS ?= lethebench,locomo
-ablations: fusion-models
-	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter1 +ablation=no_plan,no_boost,no_diversify,corpus_idf run.progress=false
-	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter2 +ablation=rewrite_only,decompose_only run.progress=false
-	$(PY) -m experiments.run -m dataset=$(ABLATION_DATASETS) method=lethe_iter3 +ablation=alpha_only run.progress=false
+# The reproduction contract (conf/reference/<tier>.yaml, results/expected/<tier>.yaml): run the tier's
+# declared runs that are not done (prerequisites first), write the report from exactly the declared
+# runs, print the verification table (OK / OKish / FAIL / MISSING) and fail on FAIL or MISSING.
+# TIER: core (default) | ablations | llm | all (= core, ablations, llm) | smoke. Extra settings go in
+# REPRODUCE_ARGS, e.g. REPRODUCE_ARGS='overrides=[run.progress=false]' or 'action=verify'.
+TIER ?= core
+REPRODUCE_ARGS ?=
+reproduce: install $(if $(filter llm all,$(TIER)),llm-models,)
+	$(PY) -m experiments.reproduce tier=$(TIER) $(REPRODUCE_ARGS)
 
-# Lethe iteration 4 (LLM reranking ~1.2 s, generation + judging ~15 s per sampled query on this 2-core CPU),
-# on seeded query samples (dataset=size below; run.seed picks them), then Figure 4's sweeps on LetheBench:
-# the LLM budget (Qwen2.5-Coder-0.5B) and the model-choice frontier (SmolLM2-135M, Qwen2.5-Coder-1.5B).
-ITER4_SAMPLES ?= lethebench=150 locomo=150 techqa=120 ultradomain_cs=100 ultradomain_mix=100
-ITER4_SWEEP = dataset=lethebench dataset.sample=100 method=lethe_iter4 method.generation.enabled=false run.progress=false
-iteration4: fusion-models llm-models
-	for ds in $(ITER4_SAMPLES); do $(PY) -m experiments.run dataset=$${ds%%=*} dataset.sample=$${ds#*=} method=lethe_iter4 run.progress=false || exit 1; done
-	$(PY) -m experiments.run -m dataset=lethebench method=lethe_iter4 +ablation=contradiction_only,contradiction_only_rank run.progress=false
-	$(PY) -m experiments.run -m $(ITER4_SWEEP) method.llm_rerank.budget_ms=300,600,1200,2400,4800 '+method.variant=budget$${method.llm_rerank.budget_ms}ms'
-	for m in smollm2 qwen_coder_1_5b; do $(PY) -m experiments.run -m $(ITER4_SWEEP) llm@method.llm_rerank.llm=$$m method.llm_rerank.budget_ms=1200,4800 "+method.variant=budget\$${method.llm_rerank.budget_ms}ms_$$m" || exit 1; done
+reproduce-all:
+	$(MAKE) reproduce TIER=all
 
-# Build data and models, run the baselines on every dataset (resumable: finished jobs are skipped),
-# fill the dataset cards' difficulty tables, print results, write the report, tables and figures.
-reproduce: $(if $(findstring cross_encoder,$(METHODS)),models,data) $(if $(findstring lethe_iter3,$(METHODS)),fusion-models,)
-	$(PY) -m experiments.run -m dataset=$(DATASETS) method=$(METHODS) run.progress=$${LETHE_PROGRESS:-true}
-	$(PY) -m experiments.difficulty $(subst $(,), ,$(DATASETS)) run.progress=false
-	$(PY) -m experiments.summary
-	$(PY) -m analysis.report
+ablations:
+	$(MAKE) reproduce TIER=ablations
+
+iteration4 llm:
+	$(MAKE) reproduce TIER=llm
+
+# Regenerate a tier's expected scores from its finished runs (never edit results/expected/ by hand).
+expected: install
+	$(PY) -m experiments.reproduce tier=$(TIER) action=write_expected
+
+# The report alone, from the finished declared runs.
+report: install
+	$(PY) -m experiments.reproduce tier=all action=report
 
 test: install
 	$(PY) -m pytest -q
@@ -76,7 +76,7 @@ bench: install
 	$(PY) -m experiments.bench
 
 clean-results:  # finished runs and Hydra logs (caches and processed data stay)
-	rm -rf results/runs results/.hydra
+	rm -rf results/runs results/smoke results/.hydra
 
 summary: install
 	$(PY) -m experiments.summary

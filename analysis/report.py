@@ -1,13 +1,15 @@
-"""``python -m analysis.report [key=value ...]``: tables, figures and ``results/report.md`` from results folders.
+"""Tables, figures and ``report.md`` from exactly the declared runs (:class:`analysis.results.RunRef`).
 
-Reads only finished results folders and the processed datasets they name; never re-runs retrieval.
-Settings: ``conf/analysis/default.yaml`` (overrides as dotlist, e.g. ``seed=1 out_dir=/tmp/x``).
-The paper's printed numbers (``../shared/paper/claims.yaml``) appear only as claims beside measurements.
+The command is ``python -m experiments.reproduce action=report`` (it locates the declared runs of the
+reproduction contract by config hash and calls :func:`build_report`). Reads only finished results
+folders and the processed datasets they name; never re-runs retrieval. A declared run that is not
+finished shows n/m†; a finished run that is not declared never enters. Settings:
+``conf/analysis/default.yaml``. The paper's printed numbers (``../shared/paper/claims.yaml``) appear only
+as claims beside measurements.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -20,10 +22,11 @@ from analysis import plans as P
 from analysis import tables as T
 from analysis.figures import draw_all
 from analysis.iteration4 import iteration4_table
+from analysis.results import RunRef
 from experiments.config import CONF_DIR, PROJECT_ROOT, project_path
 
 CLAIM_COLUMNS = {"ndcg_at_10": "nDCG@10", "recall_at_50": "Recall@50", "coverage_at_n": "Coverage@10",
-                 "latency_ms": "P95 latency (ms)", "contradiction_rate": "Contradiction@10",
+                 "latency_ms": "P95 latency (ms, this machine)", "contradiction_rate": "Contradiction@10",
                  "hallucination_rate": "Hallucination"}
 CAPTIONS = {
     "fig1": "Figure 1: entity Coverage@10 per method with 95% BCa CIs (left); nDCG@10 against P95 latency with the Pareto front (right).",
@@ -35,11 +38,12 @@ CAPTIONS = {
 }
 
 
-def load_cfg(overrides: list[str] | None = None) -> dict[str, Any]:
-    base = OmegaConf.load(CONF_DIR / "analysis" / "default.yaml")
+def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, Any]:
+    """Report settings: ``base`` (default: ``conf/analysis/default.yaml``) with dotlist overrides
+    (e.g. ``out_dir=/tmp/x``), paths made absolute."""
+    base = OmegaConf.load(CONF_DIR / "analysis" / "default.yaml") if base is None else base
     cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides or [])))
     out = OmegaConf.to_container(cfg, resolve=True)
-    out["results_dir"] = str(project_path(out["results_dir"]))
     out["out_dir"] = str(project_path(out["out_dir"]))
     out.setdefault("claims", str(PROJECT_ROOT.parent / "shared" / "paper" / "claims.yaml"))
     return out  # type: ignore[return-value]
@@ -66,7 +70,7 @@ def claims_vs_measured(views: Mapping[str, T.DatasetView], t1: Mapping[str, pd.D
             c = claim.get(key)
             m = mrow[label] if mrow is not None and label in mrow else T.NM
             diff = T.NM
-            if m != T.NM and c is not None:
+            if not str(m).startswith(T.NM) and c is not None:
                 mv = float(str(m).split()[0])  # the hallucination cell carries its judged count: "0.1667 (n=30)"
                 diff = f"{mv - float(c):+.4f}" if key != "latency_ms" else f"{mv - float(c):+.1f}"
             lines.append(f"| {method} | {label} | {c} | {m} | {diff} |")
@@ -76,24 +80,33 @@ def claims_vs_measured(views: Mapping[str, T.DatasetView], t1: Mapping[str, pd.D
     return "\n".join(lines) + "\n"
 
 
-def setup_section(views: Mapping[str, T.DatasetView]) -> str:
-    """Hardware, versions, seeds and config hashes of every reference run."""
+def setup_section(views: Mapping[str, T.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
+    """Hardware, versions, and every declared run: tier, subset, config hash, seed, commit, dirty flag."""
     runs = [r for v in views.values() for r in v.runs.values()]
     if not runs:
-        return "No finished runs were found.\n"
+        return "No declared run has finished yet.\n"
     man = runs[0].manifest
     hw = man.get("hardware", {})
     pk = man.get("packages", {})
     lines = [f"- Hardware: {hw.get('cpu')}, {hw.get('cores')} cores, {hw.get('ram_gib')} GiB RAM; Python {hw.get('python')}",
              "- Packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items()) if v),
-             "", "| dataset | method | subset | config hash | seed | git commit | dirty | ended |", "|---|---|---|---|---|---|---|---|"]
-    for v in sorted(views.values(), key=lambda v: v.name):
-        for m in T.method_order(list(v.runs), {"baselines": [], "lethe": []}):
-            r = v.runs[m]
-            g = r.manifest.get("git", {})
-            subset = ", ".join(f"{k}={v}" for k, v in sorted(r.filters.items()) if v) or "default"
-            lines.append(f"| {v.name} | {m} | {subset} | {r.config_hash} | {r.manifest.get('seed')} | {str(g.get('commit'))[:10]} | "
-                         f"{g.get('dirty')} | {r.manifest.get('ended', '')[:19]} |")
+             f"- {len(runs)} of {len(refs)} declared runs are finished; the tiers are declared in `conf/reference/` and "
+             "their expected scores are in `results/expected/`.",
+             "", "| dataset | method | tier | declared | config hash | seed | git commit | dirty | ended |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    by_key = {(r.dataset, r.label): r for r in refs}
+    for ds in sorted({r.dataset for r in refs}):
+        v = views.get(ds)
+        labels = T.method_order([r.label for r in refs if r.dataset == ds], cfg)
+        for m in labels:
+            ref = by_key[(ds, m)]
+            run = v.runs.get(m) if v is not None else None
+            if run is None:
+                lines.append(f"| {ds} | {m} | {ref.tier} | {ref.declared} | {ref.folder.name} | - | - | - | not run (n/m†) |")
+                continue
+            g = run.manifest.get("git", {})
+            lines.append(f"| {ds} | {m} | {ref.tier} | {ref.declared} | {run.config_hash} | {run.manifest.get('seed')} | "
+                         f"{str(g.get('commit'))[:10]} | {g.get('dirty')} | {run.manifest.get('ended', '')[:19]} |")
     lines += ["", "Datasets (from their cards):", "", "| dataset | build key | docs | queries evaluated | card |", "|---|---|---|---|---|"]
     for v in sorted(views.values(), key=lambda v: v.name):
         r = next(iter(v.runs.values()))
@@ -138,31 +151,36 @@ def plan_section(views: Mapping[str, T.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any]) -> Path:
-    """Write tables (results/tables), figures (results/figures) and results/report.md."""
+def build_report(cfg: Mapping[str, Any], refs: list[RunRef]) -> Path:
+    """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs ``refs``."""
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     tdir, fdir = out / "tables", out / "figures"
-    views = T.collect(cfg)
+    views = T.collect(cfg, refs)
     md = ["# Lethe harness: measured results", "",
-          "Every number here was computed from results folders by `python -m analysis.report`; nothing is "
-          "simulated or copied from the paper. Statistics are paired per query on identical query sets: means with "
+          "Every number here was computed from the declared runs' results folders by `python -m experiments.reproduce` "
+          "(`make reproduce-all`); nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
+          "cores, load recorded per run) and are never verified; quality numbers are verified against "
+          "`results/expected/`. Statistics are paired per query on identical query sets: means with "
           f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "
           "Wilcoxon signed-rank (Pratt), a paired sign-flip randomization test "
           f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
-          "over the declared family.", "", "## Setup", "", setup_section(views)]
-    ov = T.overview(views, cfg)
-    T.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset")
-    md += ["## Overview: nDCG@10", "", T.to_markdown(ov, T.FOOTNOTE_NM)]
+          "over the declared family.", "", "## Setup", "", setup_section(views, refs, cfg)]
+    ov = T.overview(views, cfg, refs)
+    T.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=T.FOOTNOTE_MISSING)
+    md += ["## Overview: nDCG@10", "", T.to_markdown(ov, T.FOOTNOTE_MISSING)]
     t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
-        t1 = T.table1(v, cfg)
+        t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
         t1s[ds] = t1
-        T.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary")
+        T.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary",
+                      footnote=T.FOOTNOTE_NM + " " + T.FOOTNOTE_MISSING)
         t3 = T.table3(v, cfg)
         T.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
-        md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "", T.to_markdown(t1, T.FOOTNOTE_NM),
-               f"Table 3 ({ds}): latency by pipeline stage (mean ms per query; totals from per-query wall time)", "",
+        md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "",
+               T.to_markdown(t1, T.FOOTNOTE_NM + " " + T.FOOTNOTE_MISSING),
+               f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
+               "wall time)", "",
                T.to_markdown(t3, T.FOOTNOTE_NM)]
         t4 = T.table4(v, cfg)
         if t4 is not None:
@@ -213,11 +231,3 @@ def build_report(cfg: Mapping[str, Any]) -> Path:
     print(f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "
           f"({time.perf_counter() - t0:.1f} s)")
     return report
-
-
-def main(argv: list[str] | None = None) -> None:
-    build_report(load_cfg(list(sys.argv[1:] if argv is None else argv)))
-
-
-if __name__ == "__main__":
-    main()

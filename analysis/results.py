@@ -1,8 +1,9 @@
 """Read results folders (and the processed datasets they name) into tidy tables.
 
-Only finished folders (with ``DONE``) are read. For each (dataset, method name) the *reference
-run* is the most recent finished run whose dataset filters are the dataset's defaults (no scope or
-category subset), else the most recent subset run; all runs stay available through :func:`load_runs`.
+Only finished folders (with ``DONE``) are read. The report reads exactly the runs it is given as
+:class:`RunRef` (the declared runs of the reproduction contract, located by config hash):
+:func:`load_declared` returns the finished ones and the missing ones. :func:`load_runs` lists every
+finished folder under a results folder (for summaries and for telling undeclared runs apart).
 """
 
 from __future__ import annotations
@@ -60,6 +61,52 @@ class RunInfo:
         return Path(self.manifest["dataset"]["folder"])
 
 
+@dataclass(frozen=True)
+class RunRef:
+    """A declared run: the key it is reported under, its tier and where its results folder is."""
+
+    dataset: str
+    label: str                  # method label: name or name+variant
+    tier: str
+    folder: Path                # <results_dir>/<dataset>/<label>/<config hash>; may not exist yet
+    dataset_folder: Path        # the processed dataset the run reads; may not be built yet
+    declared: str = ""          # the declaration in one line (sample, overrides)
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.label}"
+
+
+def load_run(folder: Path) -> RunInfo | None:
+    """The finished run in ``folder``, or None when it has no ``DONE``."""
+    folder = Path(folder)
+    if not (folder / "DONE").is_file():
+        return None
+    return RunInfo(folder, json.loads((folder / "metrics.json").read_text()),
+                   json.loads((folder / "manifest.json").read_text()))
+
+
+def load_declared(refs: list[RunRef]) -> tuple[dict[tuple[str, str], RunInfo], list[RunRef]]:
+    """((dataset, label) -> finished run, declared runs without a finished folder)."""
+    found: dict[tuple[str, str], RunInfo] = {}
+    missing: list[RunRef] = []
+    for ref in refs:
+        run = load_run(ref.folder)
+        if run is None:
+            missing.append(ref)
+            continue
+        if (run.dataset, run.method) != (ref.dataset, ref.label):
+            raise ValueError(f"{ref.folder} holds {run.dataset}/{run.method}, not the declared {ref.key}")
+        found[(ref.dataset, ref.label)] = run
+    return found, missing
+
+
+def undeclared(results_dir: str | Path, refs: list[RunRef]) -> list[RunInfo]:
+    """Finished runs under ``results_dir`` that no ref points at (never reported; listed on the console)."""
+    declared = {Path(r.folder).resolve() for r in refs}
+    return [r for r in load_runs(results_dir) if r.folder.resolve() not in declared]
+
+
 def load_runs(results_dir: str | Path) -> list[RunInfo]:
     """Every finished run under ``results_dir``, sorted by (dataset, method, end time)."""
     out = []
@@ -67,17 +114,6 @@ def load_runs(results_dir: str | Path) -> list[RunInfo]:
         if (m.parent / "DONE").is_file():
             out.append(RunInfo(m.parent, json.loads(m.read_text()), json.loads((m.parent / "manifest.json").read_text())))
     return sorted(out, key=lambda r: (r.dataset, r.method, r.manifest.get("ended", "")))
-
-
-def reference_runs(runs: list[RunInfo]) -> dict[tuple[str, str], RunInfo]:
-    """(dataset, method) -> the most recent finished run on the default subset, or, when there is
-    none, the most recent run on a subset (its filters are shown wherever it is reported)."""
-    ref: dict[tuple[str, str], RunInfo] = {}
-    for r in runs:  # sorted by end time: later ones win
-        key = (r.dataset, r.method)
-        if r.is_default_subset or key not in ref or not ref[key].is_default_subset:
-            ref[key] = r
-    return ref
 
 
 def load_queries(dataset_folder: Path) -> pd.DataFrame:

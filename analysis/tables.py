@@ -16,10 +16,13 @@ import pandas as pd
 
 from analysis import stats
 from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
-from analysis.results import RunInfo, load_runs, reference_runs
+from analysis.results import RunInfo, RunRef, load_declared
 
 NM = "n/m"
+NOT_DECLARED = "-"
 FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
+FOOTNOTE_MISSING = ("n/m† = declared in the reproduction contract but not run here (`make reproduce TIER=<tier>`, the tier "
+                    "is named in the setup table); - = not declared for this dataset.")
 
 
 @dataclass
@@ -31,6 +34,7 @@ class DatasetView:
     runs: dict[str, RunInfo]
     per_query: dict[str, pd.DataFrame] = field(default_factory=dict)  # method -> indexed by query_id
     label_metrics: list[str] = field(default_factory=list)
+    missing: dict[str, RunRef] = field(default_factory=dict)  # declared labels without a finished run
 
 
 def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
@@ -38,11 +42,19 @@ def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
     return [m for m in known if m in methods] + sorted(m for m in methods if m not in known)
 
 
-def collect(cfg: Mapping[str, Any]) -> dict[str, DatasetView]:
-    """Reference run per (dataset, method), with Coverage@N / contradiction@k added where labelled."""
-    refs = reference_runs(load_runs(cfg["results_dir"]))
+def main_family(cfg: Mapping[str, Any]) -> list[str]:
+    """The paper's methods in their fixed order: the baselines, then the Lethe iterations."""
+    return list(cfg["baselines"]) + list(cfg["lethe"])
+
+
+def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView]:
+    """The declared runs per dataset, with Coverage@N / contradiction@k added where labelled.
+
+    Only ``refs`` are read; a declared run without a finished folder is kept in ``missing``. A
+    dataset with no finished run has no view (its missing runs are listed by the report)."""
+    found, missing = load_declared(refs)
     views: dict[str, DatasetView] = {}
-    for (ds, method), run in sorted(refs.items()):
+    for (ds, method), run in sorted(found.items()):
         if ds not in views:
             folder = run.dataset_folder
             q = pd.read_parquet(folder / "queries.parquet")
@@ -61,6 +73,9 @@ def collect(cfg: Mapping[str, Any]) -> dict[str, DatasetView]:
         if len(con):
             pq[f"contradiction@{k}"] = con.reindex(pq.index)
         v.per_query[method] = pq
+    for ref in missing:
+        if ref.dataset in views:
+            views[ref.dataset].missing[ref.label] = ref
     for v in views.values():
         v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns if c.startswith(("coverage@", "contradiction@"))})
     return views
@@ -104,7 +119,7 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
             "nDCG@10": _f(ci["mean"]), "nDCG@10 95% CI": f"[{_f(ci['ci_low'])}, {_f(ci['ci_high'])}]",
             "Recall@50": _f(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
             f"Coverage@{n}": _f(float(cov.mean())) if len(cov) else NM,
-            "P95 latency (ms)": _f(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
+            "P95 latency (ms, this machine)": _f(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
             f"Contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
             "Hallucination": hallucination_cell(pq),
         })
@@ -237,16 +252,35 @@ def table4(v: DatasetView, cfg: Mapping[str, Any], metric: str = "ndcg@10") -> p
     return pd.DataFrame(rows)
 
 
-def overview(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], metric: str = "ndcg@10") -> pd.DataFrame:
-    """``metric`` per method (rows) and dataset (columns)."""
-    methods = method_order(sorted({m for v in views.values() for m in v.per_query}), cfg)
+def overview(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], refs: list[RunRef],
+             metric: str = "ndcg@10") -> pd.DataFrame:
+    """``metric`` per declared method (rows) and dataset (columns): n/m† when declared but not run,
+    - when not declared for that dataset."""
+    declared = {(r.dataset, r.label) for r in refs}
+    methods = method_order(sorted({r.label for r in refs}), cfg)
+    datasets = sorted({r.dataset for r in refs})
     rows = []
     for m in methods:
         row: dict[str, Any] = {"method": m}
-        for ds, v in sorted(views.items()):
-            row[ds] = _f(float(v.per_query[m][metric].mean())) if m in v.per_query else NM
+        for ds in datasets:
+            v = views.get(ds)
+            if v is not None and m in v.per_query:
+                row[ds] = _f(float(v.per_query[m][metric].mean()))
+            else:
+                row[ds] = f"{NM}†" if (ds, m) in declared else NOT_DECLARED
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def with_missing_rows(df: pd.DataFrame, v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """``df`` (one row per method, column ``method``) plus an n/m† row per declared run of ``v`` that
+    was not run, in method order."""
+    if not v.missing:
+        return df
+    extra = pd.DataFrame([{c: (m if c == "method" else f"{NM}†") for c in df.columns} for m in v.missing])
+    out = pd.concat([df, extra], ignore_index=True)
+    order = {m: i for i, m in enumerate(method_order(list(out["method"]), cfg))}
+    return out.sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
 def _fmt_cell(x: Any) -> str:

@@ -6,15 +6,17 @@ Measures on LoCoMo (sections selectable with --only):
 2. queries/s and P50/P95 warm latency per baseline (full LoCoMo runs into a scratch folder);
 3. in-memory BM25 vs Pyserini: index time and queries/s;
 4. FAISS-IVF recall@10 against exact search and its speed-up (LoCoMo and UltraDomain cs);
-5. wall time of the analysis over all finished runs (target < 60 s);
-6. cold vs warm wall time of ``make reproduce`` with fresh data/cache/results folders
-   (target: warm < 1/4 of cold);
+5. wall time of the report over the finished declared runs (target < 60 s);
+6. cold vs warm wall time of ``make reproduce`` on three LoCoMo runs of the core tier, with fresh
+   data/cache/results folders (target: warm < 1/4 of cold);
 7. Lethe iterations 1-3 on full LoCoMo: warm P50/P95 per query (target P95 < 50 ms) and the
    share of the mean latency spent per stage (iteration 3 needs its fusion model:
    ``make fusion-models``);
 8. LLM backends (in-process llama.cpp): prompt and generation tokens/s per model, cache-hit
    latency, and the share of ``lethe_iter2_llm``'s per-query latency spent in the LLM (from its
-   finished runs).
+   finished runs);
+9. time per job of the reproduction tiers (``--tiers``), from the declared runs' manifests (wall,
+   method start-up and index build seconds) and the measured prerequisite times (datasets, models).
 Writes ``results/bench/bench.json`` and prints a summary.
 """
 
@@ -111,7 +113,8 @@ def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
     LLM share of lethe_iter2_llm latency per dataset from finished runs."""
     import pandas as pd
 
-    from analysis.results import load_runs, reference_runs
+    from analysis.results import load_run
+    from experiments import reproduce as R
     from lethe.llm.backends import make_llm
     from lethe.llm.base import Decoding, Message
 
@@ -139,8 +142,10 @@ def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
             "generation_tokens_per_s": med([rate(c.completion_tokens, c.timings_ms.get("generation")) for c in calls]),
             "uncached_call_ms": med([c.timings_ms["total"] for c in calls]), "prompt_tokens": calls[0].prompt_tokens,
             "completion_tokens": calls[0].completion_tokens, "cache_hit_ms": hit_ms, "cache_hit": hit.cached}
-    runs = [r for r in load_runs(project_path("results/runs")) if r.method == "lethe_iter2_llm"]
-    for (ds, _), r in reference_runs(runs).items():
+    refs = [ref for ref in R.refs_for("reference", R.load()) if ref.label == "lethe_iter2_llm"]
+    for ds, r in ((ref.dataset, load_run(ref.folder)) for ref in refs):
+        if r is None:
+            continue
         t = pd.DataFrame([json.loads(x) for x in r.per_query["timings_ms"]]).fillna(0.0)
         lat = float(r.per_query["latency_ms"].mean())
         out["iter2_llm_share"][ds] = {"queries": len(r.per_query), "mean_latency_ms": lat,
@@ -236,22 +241,49 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
 
 
 def bench_analysis() -> dict[str, Any]:
-    """Wall time of the whole analysis (tables, figures, report) over the finished runs."""
+    """Wall time of the whole report (tables, figures, report.md) over the finished declared runs."""
     from analysis.report import build_report, load_cfg
+    from experiments import reproduce as R
 
+    refs = R.refs_for("reference", R.load())
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        build_report(load_cfg([f"out_dir={out}"]))
-        return {"seconds": time.perf_counter() - t0, "target": "< 60"}
+        build_report(load_cfg([f"out_dir={out}"]), refs)
+        return {"seconds": time.perf_counter() - t0, "declared_runs": len(refs), "target": "< 60"}
+
+
+def bench_jobs(tiers: list[str], overrides: list[str]) -> dict[str, Any]:
+    """Per tier: each finished declared run's wall / start-up / index-build seconds (from its manifest)
+    and the measured prerequisite times (results dir's .reproduce/prepare_seconds.json)."""
+    from experiments import reproduce as R
+
+    out: dict[str, Any] = {}
+    for name in tiers:
+        rows = {}
+        for tier, runs in R.resolve_tiers(R.load([f"tier={name}", *overrides])):
+            for r in runs:
+                if not r.done:
+                    rows[r.key] = None
+                    continue
+                man = json.loads((r.folder / "manifest.json").read_text())
+                rows[r.key] = {"wall_s": man.get("wall_seconds"), "init_s": man.get("method_init_seconds"),
+                               "index_s": man.get("index_build_seconds"),
+                               "queries": man.get("dataset", {}).get("card_counts", {}).get("queries"),
+                               "load_average": man.get("load_average", {}).get("at_start")}
+            prep = R._read_json(R._prepare_file(runs))
+            out[name] = {"runs": rows, "prepare_s": prep,
+                         "total_run_s": sum(v["wall_s"] for v in rows.values() if v),
+                         "missing": [k for k, v in rows.items() if v is None]}
+    return out
 
 
 def bench_reproduce(scratch: Path) -> dict[str, Any]:
-    """Wall time of `make reproduce DATASETS=locomo METHODS=window,bm25,vector` from empty
-    data/cache/results folders, then again."""
-    env = {**os.environ, "LETHE_PROCESSED": str(scratch / "processed"), "LETHE_CACHE": str(scratch / "cache"),
-           "LETHE_RESULTS": str(scratch / "results"), "LETHE_PROGRESS": "false",
-           # the walking-skeleton scope: three baselines on LoCoMo (the full default trains a model first)
-           "DATASETS": "locomo", "METHODS": "window,bm25,vector"}
+    """Wall time of `make reproduce` restricted to three LoCoMo runs of the core tier (window, BM25,
+    vector) from empty data/cache/results folders, then again (warm: everything is skipped)."""
+    args = (f"select=[locomo/window,locomo/bm25,locomo/vector] data.processed={scratch / 'processed'} "
+            f"cache_dir={scratch / 'cache'} results_dir={scratch / 'results'} run.progress=false "
+            f"out_dir.reference={scratch / 'out'}")
+    env = {**os.environ, "REPRODUCE_ARGS": args}
     times = []
     for _ in ("cold", "warm"):
         t0 = time.perf_counter()
@@ -270,9 +302,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-reproduce", action="store_true", help="skip the cold/warm make reproduce timing")
     ap.add_argument("--lethe", default="lethe_iter1,lethe_iter2,lethe_iter3", help="Lethe iterations for the lethe section")
     ap.add_argument("--llms", default="smollm2,qwen_coder_0_5b,qwen_coder_1_5b", help="conf/llm configs for the llm section")
-    ap.add_argument("--only", default=None, help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe,llm")
+    ap.add_argument("--tiers", default="core,ablations,llm", help="reproduction tiers for the jobs section")
+    ap.add_argument("--run-overrides", default="", help="run-config overrides for the jobs section, e.g. 'results_dir=/x'")
+    ap.add_argument("--only", default=None,
+                    help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe,llm,jobs")
     args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe", "llm"}
+    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe", "llm",
+                                                                  "jobs"}
     if args.skip_reproduce:
         only.discard("reproduce")
     out_dir = project_path("results/bench")
@@ -318,6 +354,17 @@ def main(argv: list[str] | None = None) -> None:
         for ds, r in report["llm"]["iter2_llm_share"].items():
             print(f"lethe_iter2_llm on {ds} ({r['queries']} queries, {r['llm']}): mean {r['mean_latency_ms']:.0f} ms per query, "
                   f"LLM {r['mean_llm_ms']:.0f} ms = {r['llm_share']:.0%}")
+    if "jobs" in only:
+        report["jobs"] = bench_jobs(args.tiers.split(","), args.run_overrides.split())
+        for tier, j in report["jobs"].items():
+            print(f"tier {tier}: {len(j['runs']) - len(j['missing'])} finished runs, {j['total_run_s'] / 60:.1f} min of "
+                  f"runs; prerequisites: " + (", ".join(f"{k} {v:.0f} s" for k, v in j["prepare_s"].items()) or "none measured"))
+            for key, r in sorted(j["runs"].items(), key=lambda kv: -(kv[1] or {}).get("wall_s", 0)):
+                if r:
+                    print(f"  {key:45} {r['wall_s']:9.1f} s  (start-up {r['init_s']:.1f} s, index {r['index_s']:.1f} s, "
+                          f"load {r['load_average']})")
+            if j["missing"]:
+                print(f"  not run: {j['missing']}")
     if "analysis" in only:
         a = report["analysis"] = bench_analysis()
         print(f"analysis of all finished runs: {a['seconds']:.1f} s (target < 60 s)")

@@ -1,0 +1,205 @@
+"""Expected scores: measured from finished results folders, written to a file, and verified.
+
+The file (``results/expected/<tier>.yaml``) holds, per declared run key ``<dataset>/<method label>``:
+its config hash, its tolerance class, tolerance and why, the expected metrics (nDCG@10, R@50,
+MRR@10, the number of evaluated queries and, where answers were generated, the answer metrics) and
+the run's recorded wall time (used for ETAs, never verified). Verification compares a run's
+measured values with the file: OK (identical), OKish (within the run's tolerance), FAIL, or
+MISSING (no finished results folder). Latency and other machine-dependent figures are never compared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import yaml
+
+COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
+ANSWER_PREFIX = "answer_"            # answer metrics are stored as answer_<name>
+STATUSES = ("OK", "OKish", "FAIL", "MISSING")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An absolute tolerance on every verified metric of a run, with its class and reason."""
+
+    klass: str
+    value: float
+    why: str
+
+
+def tolerance_for(label: str, rules: Mapping[str, Any], answers: bool = False) -> Tolerance:
+    """The tolerance of a run filed as ``label`` under ``rules`` (``conf/reference/tolerances.yaml``):
+    the full label's class, else its method's (the part before ``+``), else exact (0).
+    ``answers`` picks the class of the run's answer metrics instead."""
+    classes = rules.get("classes") or {}
+    methods = rules.get("methods") or {}
+    name = rules.get("answer_metrics") if answers else methods.get(label, methods.get(label.split("+", 1)[0]))
+    if not name:
+        return Tolerance("exact", 0.0, "deterministic: the same code, data and settings give identical numbers")
+    if name not in classes:
+        raise ValueError(f"tolerance class {name!r} (for {label}) is not defined under classes:")
+    c = classes[name]
+    return Tolerance(str(name), float(c["tolerance"]), " ".join(str(c["why"]).split()))
+
+
+def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str]) -> dict[str, Any]:
+    """The verified values of one finished run: evaluated count, metric means, answer metric means."""
+    m = json.loads((Path(folder) / "metrics.json").read_text())
+    out: dict[str, Any] = {"evaluated": int(m["queries"]["evaluated"])}
+    for k in metrics:
+        if k in m.get("means", {}):
+            out[k] = float(m["means"][k])
+    answers = m.get("answers") or {}
+    for k in answer_metrics:
+        if answers.get(k) is not None:
+            out[ANSWER_PREFIX + k] = float(answers[k])
+    return out
+
+
+def provenance(folder: Path) -> dict[str, Any]:
+    """Config hash, git commit, dirty flag and wall seconds of a finished run (from its manifest)."""
+    man = json.loads((Path(folder) / "manifest.json").read_text())
+    git = man.get("git") or {}
+    return {"config_hash": man.get("config_hash"), "commit": git.get("commit"), "dirty": git.get("dirty"),
+            "seconds": man.get("wall_seconds")}
+
+
+HEADER = """\
+# Expected scores of tier `{tier}`: one entry per declared run (conf/reference/{tier}.yaml).
+# Written from finished results folders by
+#   python -m experiments.reproduce tier={tier} action=write_expected
+# Never edit by hand: if a change moves a number, find out why, then regenerate this file in the same
+# commit and say in the commit message what moved and why. A run's `tolerance` (from its class, whose
+# reason is given under tolerance_classes) is absolute, on every metric; the counts are always exact.
+# `seconds` is the run's wall time on the reference machine (for ETAs, never verified), as are the
+# prerequisites' prepare_seconds (datasets, models).
+"""
+
+
+def write_expected(path: Path, tier: str, entries: Mapping[str, Mapping[str, Any]],
+                   classes: Mapping[str, Tolerance], prepare_seconds: Mapping[str, float] | None = None) -> Path:
+    """Write the expected-scores file of ``tier`` (entries: run key -> record; classes: the tolerance
+    classes the entries name, written once with their reason)."""
+    used = {e.get(k) for e in entries.values() for k in ("class", "answer_class")} - {None}
+    doc: dict[str, Any] = {"tier": tier,
+                           "tolerance_classes": {c: {"tolerance": classes[c].value, "why": classes[c].why}
+                                                 for c in sorted(used)},
+                           "runs": {k: dict(v) for k, v in entries.items()}}
+    if prepare_seconds:
+        doc["prepare_seconds"] = {k: round(float(v), 1) for k, v in sorted(prepare_seconds.items())}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER.format(tier=tier) + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True))
+    return path
+
+
+def expected_record(folder: Path, tol: Tolerance, answer_tol: Tolerance, metrics: Sequence[str],
+                    answer_metrics: Sequence[str]) -> dict[str, Any]:
+    """One run's entry of the expected-scores file."""
+    vals = measure(folder, metrics, answer_metrics)
+    prov = provenance(folder)
+    rec: dict[str, Any] = {"config_hash": prov["config_hash"], "class": tol.klass, "tolerance": tol.value,
+                           "metrics": vals}
+    if any(k.startswith(ANSWER_PREFIX) for k in vals):
+        rec.update({"answer_class": answer_tol.klass, "answer_tolerance": answer_tol.value})
+    rec["seconds"] = prov["seconds"]
+    return rec
+
+
+def read_expected(path: Path) -> dict[str, Any]:
+    """The expected-scores file (an empty one when the file does not exist yet)."""
+    if not path.is_file():
+        return {"runs": {}}
+    doc = yaml.safe_load(path.read_text()) or {}
+    doc.setdefault("runs", {})
+    return doc
+
+
+def _status(exp: float | int, got: float | int, tol: float) -> str:
+    if exp == got:
+        return "OK"
+    if isinstance(exp, float) or isinstance(got, float):
+        if math.isfinite(float(exp)) and math.isfinite(float(got)) and abs(float(got) - float(exp)) <= tol:
+            return "OKish"
+    return "FAIL"
+
+
+def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any], metrics: Sequence[str],
+           answer_metrics: Sequence[str]) -> pd.DataFrame:
+    """One row per (run, metric): expected, measured, difference, tolerance, status and a note.
+
+    ``runs`` lists (key, finished folder or None). A run without an entry in ``expected`` is
+    MISSING on the expected side (its note says to write the file); a metric the file expects but
+    the run lacks is FAIL.
+    """
+    rows: list[dict[str, Any]] = []
+    exp_runs = expected.get("runs") or {}
+    for key, folder in runs:
+        exp = exp_runs.get(key)
+        names = list(exp["metrics"]) if exp else ["evaluated", *metrics]
+        if folder is None:
+            rows += [{"run": key, "metric": n, "expected": (exp or {}).get("metrics", {}).get(n), "measured": None,
+                      "diff": None, "tolerance": None, "status": "MISSING", "note": "not run (no finished results folder)"}
+                     for n in names]
+            continue
+        got = measure(folder, metrics, answer_metrics)
+        prov = provenance(folder)
+        notes = ["made from a dirty tree"] if prov["dirty"] else []
+        if exp is None:
+            rows += [{"run": key, "metric": n, "expected": None, "measured": got.get(n), "diff": None, "tolerance": None,
+                      "status": "MISSING", "note": "no expected value: write the expected-scores file"} for n in names]
+            continue
+        if exp.get("config_hash") and exp["config_hash"] != prov["config_hash"]:
+            notes.append(f"config changed: hash {prov['config_hash']}, expected {exp['config_hash']}")
+        for n in names:
+            e, g = exp["metrics"].get(n), got.get(n)
+            tol = 0.0 if n in COUNT_KEYS else float(exp.get("answer_tolerance" if n.startswith(ANSWER_PREFIX) else "tolerance", 0.0))
+            if g is None:
+                status, diff = "FAIL", None
+                note = notes + ["not measured by this run"]
+            else:
+                status = _status(e, g, tol)
+                diff = (g - e) if isinstance(g, (int, float)) and isinstance(e, (int, float)) else None
+                note = notes
+            rows.append({"run": key, "metric": n, "expected": e, "measured": g, "diff": diff, "tolerance": tol,
+                         "status": status, "note": "; ".join(note)})
+    return pd.DataFrame(rows, columns=["run", "metric", "expected", "measured", "diff", "tolerance", "status", "note"])
+
+
+def _cell(x: Any, metric: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if metric in COUNT_KEYS or isinstance(x, int):
+        return str(int(x))
+    return f"{float(x):.6f}"
+
+
+def format_verification(df: pd.DataFrame, title: str) -> str:
+    """Markdown table of :func:`verify`'s rows plus one summary line."""
+    lines = [f"### Verification: {title}", "",
+             "| run | metric | expected | measured | diff | tolerance | status | note |", "|---|---|---|---|---|---|---|---|"]
+    for r in df.itertuples(index=False):
+        diff = "-" if r.diff is None or (isinstance(r.diff, float) and math.isnan(r.diff)) else (
+            "0" if r.diff == 0 else f"{r.diff:+.2e}")
+        tol = "-" if r.tolerance is None or (isinstance(r.tolerance, float) and math.isnan(r.tolerance)) else f"{r.tolerance:g}"
+        lines.append(f"| {r.run} | {r.metric} | {_cell(r.expected, r.metric)} | {_cell(r.measured, r.metric)} | {diff} | "
+                     f"{tol} | {r.status} | {r.note or ''} |")
+    lines += ["", summary_line(df)]
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(df: pd.DataFrame) -> str:
+    """'N runs, M values: a OK, b OKish, c FAIL, d MISSING'."""
+    counts = {s: int((df["status"] == s).sum()) for s in STATUSES} if len(df) else {s: 0 for s in STATUSES}
+    runs = df["run"].nunique() if len(df) else 0
+    return f"{runs} runs, {len(df)} values: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+
+
+def passed(df: pd.DataFrame) -> bool:
+    """True when every value is OK or OKish (no FAIL, nothing MISSING)."""
+    return bool(len(df) == 0 or df["status"].isin(["OK", "OKish"]).all())

@@ -1,0 +1,190 @@
+"""The declared runs of the reproduction contract and where their results folders are.
+
+A tier (``conf/reference/<tier>.yaml``) lists runs as grids: every entry expands to one run per
+(dataset, method[, ablation]) with its ``sample``, ``variant`` and ``overrides``. A run's **key** is
+``<dataset>/<method label>`` (the label is ``method``, ``method+variant`` or ``method+ablation``, as
+results are filed). :func:`resolve` composes a run's Hydra config and finds its results folder by
+config hash without running or building anything, so the report and the verification read exactly
+the declared runs and nothing else.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+from omegaconf import DictConfig
+
+from experiments.config import load_config, project_path
+from experiments.datasets import dataset_build_key
+from experiments.results import is_done, run_identity
+
+REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
+ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
+TIER_KEYS = {"description", "report", "overrides", "models", "difficulty", "runs"}
+
+
+@dataclass(frozen=True)
+class DeclaredRun:
+    """One run of a tier, as declared (before its config is composed)."""
+
+    tier: str
+    dataset: str
+    method: str
+    ablation: str | None = None
+    variant: str | None = None
+    sample: int | None = None
+    overrides: tuple[str, ...] = ()   # the tier's and the entry's overrides, in that order
+
+    @property
+    def label(self) -> str:
+        """The method name results are filed under (an ablation's variant is its file name)."""
+        extra = self.variant or self.ablation
+        return f"{self.method}+{extra}" if extra else self.method
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.label}"
+
+    def hydra_overrides(self) -> list[str]:
+        out = [f"dataset={self.dataset}", f"method={self.method}"]
+        if self.ablation:
+            out.append(f"+ablation={self.ablation}")
+        if self.variant:
+            out.append(f"++method.variant={self.variant}")
+        if self.sample is not None:
+            out.append(f"dataset.sample={self.sample}")
+        return out + list(self.overrides)
+
+    def describe(self) -> str:
+        """The declaration in one line: sample and overrides (for tables and logs)."""
+        parts = [f"sample={self.sample}"] if self.sample is not None else []
+        return ", ".join(parts + list(self.overrides)) or "defaults"
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A tier file: its runs, the report they belong to and their prerequisites."""
+
+    name: str
+    description: str
+    report: str
+    runs: tuple[DeclaredRun, ...]
+    overrides: tuple[str, ...] = ()
+    models: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    difficulty: tuple[str, ...] = ()
+
+
+def _as_list(x: Any) -> list:
+    return [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
+    """Read and expand ``<reference_dir>/<name>.yaml``; errors name the file and the entry."""
+    path = project_path(reference_dir) / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.yaml") if p.stem != "tolerances")
+        raise FileNotFoundError(f"no tier '{name}': {path} does not exist; known tiers: {known} (or 'all')")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: a tier file is a mapping with keys {sorted(TIER_KEYS)}")
+    unknown = set(doc) - TIER_KEYS
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(TIER_KEYS)}")
+    tier_over = tuple(str(o) for o in _as_list(doc.get("overrides")))
+    runs: list[DeclaredRun] = []
+    if not isinstance(doc.get("runs") or [], list):
+        raise ValueError(f"{path}: runs must be a list of entries")
+    for i, entry in enumerate(doc.get("runs") or []):
+        where = f"{path}: runs[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: an entry is a mapping with keys {sorted(ENTRY_KEYS)}, got {entry!r}")
+        bad = set(entry) - ENTRY_KEYS
+        if bad:
+            raise ValueError(f"{where}: unknown key(s) {sorted(bad)}; allowed: {sorted(ENTRY_KEYS)}")
+        datasets = _as_list(entry.get("datasets")) + _as_list(entry.get("dataset"))
+        methods = _as_list(entry.get("methods")) + _as_list(entry.get("method"))
+        if not datasets or not methods:
+            raise ValueError(f"{where}: needs datasets and methods")
+        sample = entry.get("sample")
+        if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+            raise ValueError(f"{where}: sample must be a positive integer, got {sample!r}")
+        over = tier_over + tuple(str(o) for o in _as_list(entry.get("overrides")))
+        for d in datasets:
+            for m in methods:
+                for a in _as_list(entry.get("ablations")) or [None]:
+                    runs.append(DeclaredRun(name, str(d), str(m), a, entry.get("variant"), sample, over))
+    seen: dict[str, int] = {}
+    for r in runs:
+        seen[r.key] = seen.get(r.key, 0) + 1
+    dupes = sorted(k for k, n in seen.items() if n > 1)
+    if dupes:
+        raise ValueError(f"{path}: runs declared twice (a run is identified by dataset/method label): {dupes}")
+    return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,
+                {k: [str(o) for o in _as_list(v)] for k, v in (doc.get("models") or {}).items()},
+                tuple(_as_list(doc.get("difficulty"))))
+
+
+def tier_names(tier: str) -> list[str]:
+    """``all`` -> the reference tiers in order; anything else -> itself."""
+    return list(REFERENCE_TIERS) if tier == "all" else [tier]
+
+
+def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
+    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, llm)."""
+    names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem != "tolerances"]
+    order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
+    tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]
+    return [t for t in tiers if t.report == report]
+
+
+def select(runs: Iterable[DeclaredRun], patterns: Sequence[str] | None) -> list[DeclaredRun]:
+    """Runs whose key matches any fnmatch pattern (all when ``patterns`` is empty); an unmatched pattern is an error."""
+    runs = list(runs)
+    if not patterns:
+        return runs
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(r.key, p) for r in runs)]
+    if unmatched:
+        raise ValueError(f"select: {unmatched} match no declared run; keys look like {runs[0].key if runs else '?'}")
+    return [r for r in runs if any(fnmatch.fnmatchcase(r.key, p) for p in patterns)]
+
+
+@dataclass
+class ResolvedRun:
+    """A declared run with its composed config and results folder (which may not exist yet)."""
+
+    declared: DeclaredRun
+    cfg: DictConfig
+    config_hash: str
+    folder: Path                # the results folder
+    dataset_folder: Path        # the processed dataset (built or not)
+
+    @property
+    def key(self) -> str:
+        return self.declared.key
+
+    @property
+    def done(self) -> bool:
+        return is_done(self.folder)
+
+
+def resolve(run: DeclaredRun, extra: Sequence[str] = ()) -> ResolvedRun:
+    """Compose the run's config (``extra`` overrides last) and locate its results folder by config hash."""
+    try:
+        cfg = load_config([*run.hydra_overrides(), *extra])
+    except Exception as exc:  # noqa: BLE001 - Hydra's own errors, with the declaration named
+        raise ValueError(f"declared run {run.key} (tier {run.tier}) does not compose: {exc}") from exc
+    key = dataset_build_key(cfg)
+    ident = run_identity(cfg, key)
+    if ident.label != run.label:
+        raise ValueError(f"declared run {run.key} (tier {run.tier}) is filed as {ident.label}: an ablation's "
+                         f"method.variant must equal its file name")
+    ds_folder = (project_path(cfg.dataset.folder) if cfg.dataset.get("folder")
+                 else project_path(cfg.data.processed) / cfg.dataset.name / key)
+    return ResolvedRun(run, cfg, ident.config_hash, ident.folder, ds_folder)

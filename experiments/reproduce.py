@@ -1,0 +1,314 @@
+"""The reproduction contract: run declared tiers, write the report from them, verify expected scores.
+
+    python -m experiments.reproduce                          # tier core: run, report, verify (make reproduce)
+    python -m experiments.reproduce tier=all                 # core, ablations, llm (make reproduce-all)
+    python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
+    python -m experiments.reproduce action=report            # the report only (from finished runs)
+    python -m experiments.reproduce action=verify tier=all   # the verification table only
+    python -m experiments.reproduce tier=core action=write_expected   # expected scores from finished runs
+    python -m experiments.reproduce tier=core select=[locomo/bm25] overrides=[method.k1=0.9]
+
+Settings: ``conf/reproduce.yaml``; tiers: ``conf/reference/<tier>.yaml``. Runs go through the same
+runner as ``python -m experiments.run`` (resumable: a finished run is skipped), in the declared order,
+after their prerequisites (processed datasets, the cross-encoder, learned-fusion models). One line
+per finished job gives jobs done / total, elapsed time and an ETA from the recorded durations in
+``results/expected/<tier>.yaml``. The exit code is non-zero when a run failed, a value FAILs, or a
+declared run is MISSING.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import hydra
+import yaml
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from analysis import expected as E
+from analysis.report import build_report, load_cfg
+from analysis.results import RunRef, undeclared
+from experiments.config import load_config, project_path
+from experiments.progress import Progress
+from experiments.reference import ResolvedRun, Tier, load_tier, report_tiers, resolve, select, tier_names
+
+log = logging.getLogger(__name__)
+ACTIONS = ("all", "run", "report", "verify", "write_expected")
+PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: measured prerequisite times
+
+
+@dataclass
+class Step:
+    """A prerequisite: its name (a key of prepare_seconds), whether it is already there, and how to make it."""
+
+    name: str
+    done: bool
+    make: Callable[[], Any]
+
+
+def _base_overrides(cfg: DictConfig) -> list[str]:
+    return ["run.print_summary=false", *[str(o) for o in cfg.overrides]]
+
+
+def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
+    """The selected tiers with their (selected) declared runs, resolved to results folders."""
+    tiers = [load_tier(n, cfg.reference_dir) for n in tier_names(str(cfg.tier))]
+    patterns = list(cfg.select) if cfg.select else []
+    every = [r for t in tiers for r in t.runs]
+    chosen = {r.key + "@" + r.tier for r in select(every, patterns)}
+    extra = _base_overrides(cfg)
+    return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
+
+
+def prepare_steps(tier: Tier, runs: Sequence[ResolvedRun], extra: Sequence[str]) -> list[Step]:
+    """Prerequisites of ``runs`` in order: datasets, the cross-encoder model, learned-fusion models."""
+    from experiments import train_cross_encoder, train_fusion
+    from experiments.datasets import prepare_dataset
+
+    steps: list[Step] = []
+    seen: set[str] = set()
+    for r in runs:
+        name = f"data {r.cfg.dataset.name} {r.dataset_folder.name}"
+        if name not in seen and not r.cfg.dataset.get("folder"):
+            seen.add(name)
+            steps.append(Step(name, (r.dataset_folder / "card.json").is_file(), lambda c=r.cfg: prepare_dataset(c)))
+    if any(OmegaConf.select(r.cfg, "method.model.train") is not None for r in runs):
+        ce = train_cross_encoder.compose([*tier.overrides, *tier.models.get("cross_encoder", []), *extra])
+        steps.append(Step("model cross_encoder", project_path(str(ce.method.model.path)).exists(),
+                          lambda c=ce: train_cross_encoder.train_default(c)))
+    for r in runs:
+        if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
+            folder = train_fusion.model_folder(r.cfg)
+            name = f"fusion {r.cfg.dataset.name} {folder.name}"
+            if name not in seen:
+                seen.add(name)
+                steps.append(Step(name, (folder / "card.json").is_file(), lambda c=r.cfg: train_fusion.ensure_model(c)))
+    return steps
+
+
+def _prepare_file(runs: Sequence[ResolvedRun]) -> Path | None:
+    return project_path(runs[0].cfg.results_dir) / PREPARE_FILE if runs else None
+
+
+def _read_json(path: Path | None) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path is not None and path.is_file() else {}
+
+
+def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
+    """Prepare and run what is missing of ``tier``; return the keys of failed steps and runs."""
+    extra = _base_overrides(cfg)
+    exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
+    pending = [r for r in runs if not r.done]
+    steps = prepare_steps(tier, pending, extra) if pending else []
+    rec_prep = exp.get("prepare_seconds") or {}
+    names = [s.name for s in steps] + [r.key for r in runs]
+    estimates = ([0.0 if s.done else rec_prep.get(s.name) for s in steps]
+                 + [0.0 if r.done else (exp["runs"].get(r.key) or {}).get("seconds") for r in runs])
+    print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
+          f"{sum(not s.done for s in steps)} prerequisites to build ==", flush=True)
+    progress = Progress(names, estimates, out=lambda s: print(s, flush=True))
+    failed: list[str] = []
+    prep_file = _prepare_file(runs)
+    measured = _read_json(prep_file)
+    for i, s in enumerate(steps):
+        t0 = time.perf_counter()
+        if s.done:
+            progress.done(i, 0.0, "skipped")
+            continue
+        try:
+            s.make()
+            measured[s.name] = round(time.perf_counter() - t0, 1)
+            progress.done(i, time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - reported; runs that need it fail on their own
+            failed.append(s.name)
+            progress.done(i, time.perf_counter() - t0, "FAILED")
+            print(f"!! {s.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            traceback.print_exc()
+            if not cfg.keep_going:
+                raise
+    if prep_file is not None and measured:
+        prep_file.parent.mkdir(parents=True, exist_ok=True)
+        prep_file.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+    from experiments.runner import run_job
+
+    for j, r in enumerate(runs):
+        i = len(steps) + j
+        if r.done:
+            progress.done(i, 0.0, "skipped")
+            continue
+        t0 = time.perf_counter()
+        try:
+            run_job(r.cfg)
+            progress.done(i, time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - one failing run must not cost the others
+            failed.append(r.key)
+            progress.done(i, time.perf_counter() - t0, "FAILED")
+            print(f"!! {r.key} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            traceback.print_exc()
+            if not cfg.keep_going:
+                raise
+    if tier.difficulty and tier.report == "reference":
+        _difficulty(tier, runs)
+    return failed
+
+
+def _difficulty(tier: Tier, runs: Sequence[ResolvedRun]) -> None:
+    """Fill results/cards/<dataset>.md from the tier's declared window/bm25/vector runs."""
+    from experiments.difficulty import write_difficulty
+
+    for ds in dict.fromkeys(r.declared.dataset for r in runs):
+        folders = {r.declared.label: r.folder for r in runs
+                   if r.declared.dataset == ds and r.declared.label in tier.difficulty and r.done}
+        if len(folders) == len(tier.difficulty):
+            write_difficulty(ds, {m: folders[m] for m in tier.difficulty})
+
+
+def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
+    """Every declared run of the report group ``report``, located by config hash."""
+    extra = _base_overrides(cfg)
+    refs = []
+    for t in report_tiers(report, cfg.reference_dir):
+        for d in t.runs:
+            r = resolve(d, extra)
+            refs.append(RunRef(d.dataset, d.label, d.tier, r.folder, r.dataset_folder, d.describe()))
+    return refs
+
+
+def write_report(report: str, cfg: DictConfig) -> Path:
+    """The report of group ``report`` (reference or smoke) from exactly its declared runs."""
+    refs = refs_for(report, cfg)
+    out_dir = project_path(str(cfg.out_dir[report]))
+    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs)
+    if refs:
+        results_dir = refs[0].folder.parents[2]
+        extra = undeclared(results_dir, refs)
+        if extra:
+            print(f"{len(extra)} finished run(s) under {results_dir} are not declared and were left out of the report:")
+            for r in extra:
+                print(f"  {r.dataset}/{r.method}/{r.config_hash}")
+    return path
+
+
+def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tuple[bool, str]:
+    """(passed, markdown table) of ``tier``'s runs against its expected-scores file."""
+    path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
+    df = E.verify([(r.key, r.folder if r.done else None) for r in runs], E.read_expected(path),
+                  list(cfg.verify_metrics), list(cfg.answer_metrics))
+    text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
+                                 if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
+    out = project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return E.passed(df), text
+
+
+def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
+    """Write (or, with ``select``, update) ``tier``'s expected-scores file from its finished runs."""
+    missing = [r.key for r in runs if not r.done]
+    if missing:
+        raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) are not finished, e.g. {missing[:5]}; "
+                         f"run them first (python -m experiments.reproduce tier={tier.name} action=run)")
+    rules = yaml.safe_load((project_path(cfg.reference_dir) / "tolerances.yaml").read_text())
+    path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
+    old = E.read_expected(path)
+    entries = dict(old["runs"]) if cfg.select else {}
+    classes: dict[str, E.Tolerance] = {}
+    for name, c in (old.get("tolerance_classes") or {}).items() if cfg.select else ():
+        classes[name] = E.Tolerance(name, float(c["tolerance"]), str(c["why"]))
+    for r in runs:
+        tol = E.tolerance_for(r.declared.label, rules)
+        answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
+        classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
+        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, list(cfg.verify_metrics), list(cfg.answer_metrics))
+    dirty = [r.key for r in runs if E.provenance(r.folder)["dirty"]]
+    if dirty:
+        print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)
+    order = {r.key: i for i, r in enumerate(runs)}
+    entries = dict(sorted(entries.items(), key=lambda kv: order.get(kv[0], len(order))))
+    prep = dict(old.get("prepare_seconds") or {})
+    measured = _read_json(_prepare_file(list(runs)))
+    plan = prepare_steps(tier, runs, _base_overrides(cfg))
+    prep.update({s.name: measured[s.name] for s in plan if s.name in measured})
+    E.write_expected(path, tier.name, entries, classes, prep)
+    print(f"written: {path} ({len(runs)} runs)")
+    return path
+
+
+def reproduce(cfg: DictConfig) -> int:
+    """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
+    if cfg.action not in ACTIONS:
+        raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
+    t_start = time.perf_counter()
+    tiers = resolve_tiers(cfg)
+    code = 0
+    if cfg.action == "write_expected":
+        for tier, runs in tiers:
+            write_expected_tier(tier, runs, cfg)
+        return 0
+    if cfg.action in ("all", "run"):
+        failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
+        if failed:
+            print(f"{len(failed)} step(s) or run(s) failed: {failed}", file=sys.stderr)
+            code = 1
+        tiers = resolve_tiers(cfg)   # done flags after running
+    if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
+        for report in dict.fromkeys(t.report for t, _ in tiers):
+            write_report(report, cfg)
+    elif cfg.action == "all":
+        print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
+    if cfg.action in ("all", "verify"):
+        for tier, runs in tiers:
+            ok, text = verify_tier(tier, runs, cfg)
+            print(text, flush=True)
+            code = code or (0 if ok else 1)
+    print(f"reproduce tier={cfg.tier} action={cfg.action}: {'OK' if code == 0 else 'FAILED'} in "
+          f"{time.perf_counter() - t_start:.0f} s", flush=True)
+    return code
+
+
+OWN_KEYS = ("tier", "action", "select", "overrides", "keep_going", "reference_dir", "expected_dir", "out_dir",
+            "analysis", "verify_metrics", "answer_metrics")
+
+
+def forwarded(task_overrides: Sequence[str]) -> list[str]:
+    """The command-line overrides meant for the runs: every one whose key is not reproduce's own."""
+    out = []
+    for o in task_overrides:
+        key = o.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+        if key.split(".", 1)[0] not in OWN_KEYS:
+            out.append(o)
+    return out
+
+
+def load(overrides: Sequence[str] = ()) -> DictConfig:
+    """The reproduce config with command-line style overrides (for tests and tools): reproduce's own
+    keys set it, every other override is passed on to the declared runs."""
+    own = [o for o in overrides if o not in forwarded([o])]
+    cfg = load_config(own, config_name="reproduce")
+    with open_dict(cfg):
+        cfg.overrides = [*cfg.overrides, *forwarded(overrides)]
+    return cfg
+
+
+@hydra.main(config_path="../conf", config_name="reproduce", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    logging.getLogger("experiments").setLevel(logging.INFO)
+    for noisy in ("fontTools", "matplotlib", "faiss.loader", "sentence_transformers", "lethebench.build"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    with open_dict(cfg):
+        cfg.overrides = [*cfg.overrides, *forwarded(HydraConfig.get().overrides.task)]
+    code = reproduce(cfg)
+    if code:
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

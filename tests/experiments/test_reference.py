@@ -1,0 +1,202 @@
+"""Declared runs: tier files expand to unique runs, bad declarations name their file, and a run's
+results folder is found by config hash without building or running anything."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from experiments.config import CONF_DIR, PROJECT_ROOT, project_path
+from experiments.reference import DeclaredRun, load_tier, report_tiers, resolve, select, tier_names
+from tests.conftest import DATA_ROOT
+
+TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem != "tolerances")
+CORE_DATASETS = {"lethebench", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
+CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "faiss_ivf", "mmr",
+                "lethe_iter1", "lethe_iter2", "lethe_iter3"}
+
+
+def test_every_real_tier_loads_with_unique_keys():
+    assert {"core", "ablations", "llm", "smoke"} <= set(TIERS)
+    for name in TIERS:
+        tier = load_tier(name)
+        keys = [r.key for r in tier.runs]
+        assert keys and len(keys) == len(set(keys)), name
+        assert {r.tier for r in tier.runs} == {name}
+        assert all(r.key == f"{r.dataset}/{r.label}" for r in tier.runs)
+    # the reference report reads core, ablations and llm together: their keys do not collide either
+    keys = [r.key for t in tier_names("all") for r in load_tier(t).runs]
+    assert len(keys) == len(set(keys))
+
+
+def test_core_tier_is_five_datasets_by_ten_methods():
+    core = load_tier("core")
+    assert len(core.runs) == 50
+    assert {r.dataset for r in core.runs} == CORE_DATASETS and {r.method for r in core.runs} == CORE_METHODS
+    keys = {r.key for r in core.runs}
+    assert "techqa/cross_encoder" in keys and "locomo/bm25" in keys
+    assert core.report == "reference" and core.difficulty == ("window", "bm25", "vector")
+    assert dict(core.models) == {"cross_encoder": []}
+    bm25 = next(r for r in core.runs if r.key == "locomo/bm25")
+    assert bm25.hydra_overrides() == ["dataset=locomo", "method=bm25"] and bm25.describe() == "defaults"
+
+
+def test_ablation_and_variant_runs():
+    first = load_tier("ablations").runs[0]
+    assert (first.label, first.key) == ("lethe_iter1+no_plan", "lethebench/lethe_iter1+no_plan")
+    assert first.hydra_overrides() == ["dataset=lethebench", "method=lethe_iter1", "+ablation=no_plan"]
+    budget = next(r for r in load_tier("llm").runs if r.key == "lethebench/lethe_iter4+budget300ms")
+    assert budget.sample == 100 and budget.ablation is None
+    assert budget.hydra_overrides() == ["dataset=lethebench", "method=lethe_iter4", "++method.variant=budget300ms",
+                                        "dataset.sample=100", "method.generation.enabled=false",
+                                        "method.llm_rerank.budget_ms=300"]
+    assert budget.describe() == "sample=100, method.generation.enabled=false, method.llm_rerank.budget_ms=300"
+
+
+def test_tier_overrides_come_before_the_entry_overrides():
+    smoke = load_tier("smoke")
+    assert smoke.report == "smoke"
+    assert smoke.overrides == ("cache_dir=.cache/lethe-smoke", "results_dir=results/smoke/runs")
+    ce = next(r for r in smoke.runs if r.key == "locomo/cross_encoder")
+    assert ce.overrides == ("cache_dir=.cache/lethe-smoke", "results_dir=results/smoke/runs",
+                            "dataset.scopes=[conv-26,conv-30]", "method.candidates=10")
+
+
+def test_tier_names_and_report_tiers():
+    assert tier_names("all") == ["core", "ablations", "llm"]
+    assert tier_names("smoke") == ["smoke"]
+    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "llm"]
+    assert [t.name for t in report_tiers("smoke")] == ["smoke"]
+    assert report_tiers("nothing") == []
+
+
+def _tier(tmp_path: Path, text: str, name: str = "t") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_grid_expansion_of_a_tier_file(tmp_path):
+    _tier(tmp_path, """\
+description: d
+overrides: [run.k=5]
+runs:
+  - {dataset: a, method: m, sample: 3, overrides: [x=1]}
+  - {datasets: [a, b], methods: [m], ablations: [p, q]}
+""")
+    tier = load_tier("t", tmp_path)
+    assert [r.key for r in tier.runs] == ["a/m", "a/m+p", "a/m+q", "b/m+p", "b/m+q"]
+    assert tier.runs[0].hydra_overrides() == ["dataset=a", "method=m", "dataset.sample=3", "run.k=5", "x=1"]
+    assert tier.runs[-1].hydra_overrides() == ["dataset=b", "method=m", "+ablation=q", "run.k=5"]
+    assert tier.report == "reference" and tier.description == "d"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("runs:\n  - {datasets: [a], methods: [m]}\n  - {datasets: [a], methods: [m], sampel: 3}\n",
+     r"runs\[1\]: unknown key\(s\) \['sampel'\]"),
+    ("runz: []\n", r"unknown key\(s\) \['runz'\]"),
+    ("runs:\n  - {datasets: [a], methods: [m], sample: 0}\n", r"runs\[0\]: sample must be a positive integer, got 0"),
+    ("runs:\n  - {datasets: [a], methods: [m], sample: -5}\n", r"runs\[0\]: sample must be a positive integer"),
+    ("runs:\n  - {datasets: [a], methods: [m], sample: '10'}\n", r"runs\[0\]: sample must be a positive integer"),
+    ("runs:\n  - {datasets: [a]}\n", r"runs\[0\]: needs datasets and methods"),
+    ("runs:\n  - {datasets: [a, b], methods: [m]}\n  - {datasets: [b], methods: [m]}\n",
+     r"runs declared twice .*\['b/m'\]"),
+    ("runs:\n  - {datasets: [a], methods: [m], ablations: [p, p]}\n", r"declared twice .*\['a/m\+p'\]"),
+    ("runs: [ {datasets: [a]\n", r"is not valid YAML"),
+])
+def test_bad_tier_files_name_the_file(tmp_path, text, message):
+    path = _tier(tmp_path, text)
+    with pytest.raises(ValueError, match=message) as err:
+        load_tier("t", tmp_path)
+    assert str(err.value).startswith(str(path))
+
+
+def test_a_boolean_sample_is_rejected(tmp_path):
+    _tier(tmp_path, "runs:\n  - {datasets: [a], methods: [m], sample: true}\n")
+    with pytest.raises(ValueError, match="sample must be a positive integer"):
+        load_tier("t", tmp_path)
+
+
+@pytest.mark.parametrize("text", ["- {datasets: [a], methods: [m]}\n", "runs: [5]\n"])
+def test_a_malformed_structure_names_the_file(tmp_path, text):
+    path = _tier(tmp_path, text)
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        load_tier("t", tmp_path)
+
+
+def test_an_unknown_tier_lists_the_known_ones(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        load_tier("nope")
+    msg = str(err.value)
+    assert "no tier 'nope'" in msg and str(CONF_DIR / "reference" / "nope.yaml") in msg
+    known = re.search(r"known tiers: (\[.*?\])", msg).group(1)
+    assert known == str(TIERS) and "tolerances" not in known
+    _tier(tmp_path, "runs: []\n", "mine")
+    _tier(tmp_path, "classes: {}\n", "tolerances")
+    with pytest.raises(FileNotFoundError, match=re.escape("known tiers: ['mine']")):
+        load_tier("core", tmp_path)
+
+
+def test_select():
+    runs = load_tier("core").runs
+    assert select(runs, None) == list(runs) and select(runs, []) == list(runs)
+    picked = select(runs, ["locomo/bm25", "techqa/lethe_iter*"])
+    assert [r.key for r in picked] == ["locomo/bm25", "techqa/lethe_iter1", "techqa/lethe_iter2", "techqa/lethe_iter3"]
+    assert len(select(runs, ["*/vector"])) == 5
+    assert select(runs, ["locomo/*", "locomo/bm25"]) == [r for r in runs if r.dataset == "locomo"]
+    with pytest.raises(ValueError, match=r"\['locomo/bm26'\] match no declared run"):
+        select(runs, ["locomo/bm25", "locomo/bm26"])
+    with pytest.raises(ValueError, match="match no declared run"):
+        select(runs, ["LOCOMO/bm25"])   # case-sensitive
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    """Overrides that keep resolve's paths out of the repository."""
+    return [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'processed'}"]
+
+
+def test_resolve_finds_the_folder_by_config_hash(tmp_path, isolated):
+    run = select(load_tier("core").runs, ["locomo/bm25"])[0]
+    a, b = resolve(run, isolated), resolve(run, isolated)
+    assert re.fullmatch(r"[0-9a-f]{12}", a.config_hash) and a.config_hash == b.config_hash
+    assert a.key == "locomo/bm25" and a.declared is run
+    assert a.folder == project_path(a.cfg.results_dir) / "locomo" / "bm25" / a.config_hash
+    assert a.dataset_folder.parent == tmp_path / "processed" / "locomo"
+    other = resolve(run, [*isolated, "method.k1=0.9"])
+    assert other.config_hash != a.config_hash and other.folder.parent == a.folder.parent
+    # where results go is not part of the hash
+    elsewhere = resolve(run, [*isolated, f"results_dir={tmp_path / 'res'}"])
+    assert elsewhere.folder == tmp_path / "res" / "locomo" / "bm25" / a.config_hash
+    assert not elsewhere.done
+    # nothing was built or written
+    assert not (tmp_path / "processed").exists() and not (tmp_path / "res").exists()
+
+
+def test_resolve_done_reads_the_done_file(tmp_path, isolated):
+    run = DeclaredRun("x", "locomo", "bm25")
+    r = resolve(run, [*isolated, f"results_dir={tmp_path / 'res'}"])
+    r.folder.mkdir(parents=True)
+    assert not r.done
+    (r.folder / "DONE").write_text("complete\n")
+    assert r.done
+
+
+def test_resolve_files_ablations_and_tier_overrides(isolated):
+    abl = resolve(load_tier("ablations").runs[0], isolated)
+    assert abl.folder.parent.name == "lethe_iter1+no_plan" and abl.cfg.method.variant == "no_plan"
+    smoke = resolve(select(load_tier("smoke").runs, ["locomo/bm25"])[0], isolated)
+    core = resolve(select(load_tier("core").runs, ["locomo/bm25"])[0], isolated)
+    assert smoke.folder.parents[2] == PROJECT_ROOT / "results" / "smoke" / "runs"
+    assert smoke.config_hash != core.config_hash   # two conversations, not ten
+
+
+def test_resolve_errors_name_the_declared_run(isolated):
+    with pytest.raises(ValueError, match=r"declared run locomo/nope_method \(tier x\) does not compose"):
+        resolve(DeclaredRun("x", "locomo", "nope_method"), isolated)
+    # an override that renames the variant would file the run elsewhere than declared
+    run = DeclaredRun("x", "lethebench", "lethe_iter1", ablation="no_plan", overrides=("method.variant=zzz",))
+    with pytest.raises(ValueError, match=r"lethebench/lethe_iter1\+no_plan .* is filed as lethe_iter1\+zzz"):
+        resolve(run, isolated)

@@ -1,0 +1,70 @@
+"""The smoke tier of the reproduction contract (conf/reference/smoke.yaml): every core method on two real
+LoCoMo conversations and a small LetheBench build, run from empty folders and checked exactly against
+results/expected/smoke.yaml. A changed BM25 parameter makes verification FAIL with a clear table, and
+an undeclared run (run.k=0, another method) left in the results folder changes nothing in the report.
+
+If a change moves a smoke number on purpose, regenerate the file in the same commit:
+    python -m experiments.reproduce tier=smoke && python -m experiments.reproduce tier=smoke action=write_expected
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import reproduce as R
+from experiments.config import load_config
+from experiments.runner import run_experiment
+from tests.conftest import DATA_ROOT
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> dict:
+    """The smoke tier run, reported and verified in its own empty folders (independent of test order)."""
+    base = tmp_path_factory.mktemp("smoke")
+    paths = [f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
+             f"results_dir={base / 'results'}", "run.progress=false", f"out_dir.smoke={base / 'out'}",
+             "analysis.bootstrap_resamples=2000", "analysis.permutation_resamples=2000"]
+    code = R.reproduce(R.load(["tier=smoke", *paths]))
+    return {"base": base, "paths": paths, "code": code, "out": base / "out"}
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    files = [out / "report.md", *sorted((out / "tables").iterdir()), *sorted((out / "figures").glob("*.png"))]
+    return {str(p.relative_to(out)): p.read_bytes() for p in files}
+
+
+def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
+    table = (smoke["out"] / "verification" / "smoke.md").read_text()
+    assert smoke["code"] == 0, table
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| run ")]
+    assert len(rows) == 20 * 4  # 20 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
+    statuses = {r.split(" | ")[6] for r in rows}
+    assert statuses == {"OK"}, table  # identical, not merely within tolerance
+    assert "20 runs, 80 values: 80 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
+
+
+def test_changing_one_bm25_parameter_fails_verification(smoke, capsys):
+    cfg = R.load(["tier=smoke", "select=[locomo/bm25,lethebench/bm25]", *smoke["paths"], "method.k1=0.6",
+                  f"out_dir.smoke={smoke['base'] / 'out_k1'}"])
+    assert R.reproduce(cfg) == 1
+    printed = capsys.readouterr().out
+    assert "| run | metric | expected | measured | diff | tolerance | status | note |" in printed
+    fails = [r for r in printed.splitlines() if r.startswith("| locomo/bm25 | ndcg@10 |")]
+    assert len(fails) == 1 and "| FAIL |" in fails[0] and "config changed" in fails[0]
+    assert "| locomo/bm25 | evaluated | 302 | 302 | 0 | 0 | OK |" in printed  # same queries, other scores
+    assert "2 runs, 8 values:" in printed and "0 MISSING" in printed
+
+
+def test_undeclared_runs_change_nothing_in_the_report(smoke):
+    before = _snapshot(smoke["out"])
+    assert "report.md" in before and "tables/overview_ndcg10.md" in before and "figures/fig1.png" in before
+    run_paths = [p for p in smoke["paths"] if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir",
+                                                                      "results_dir", "run.progress")]
+    scope = "dataset.scopes=[conv-26,conv-30]"
+    k0 = run_experiment(load_config(["dataset=locomo", "method=window", scope, "run.k=0", *run_paths]))
+    other = run_experiment(load_config(["dataset=locomo", "method=bm25_memory", scope, *run_paths]))
+    assert (k0 / "DONE").is_file() and (other / "DONE").is_file()
+    assert R.reproduce(R.load(["tier=smoke", "action=report", *smoke["paths"]])) == 0
+    assert _snapshot(smoke["out"]) == before
