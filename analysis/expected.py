@@ -129,6 +129,21 @@ def _status(exp: float | int, got: float | int, tol: float) -> str:
     return "FAIL"
 
 
+def measure_study(folder: Path, row_key: Sequence[str], metrics: Sequence[str]) -> dict[str, Any]:
+    """The verified values of a finished study: ``<row key values>:<metric>`` for each row of its JSON
+    output (the folder's one ``*.json``) and each named metric the row has."""
+    files = sorted(Path(folder).glob("*.json"))
+    if len(files) != 1:
+        raise ValueError(f"{folder}: a study folder holds exactly one JSON output, found {[f.name for f in files]}")
+    out: dict[str, Any] = {}
+    for row in json.loads(files[0].read_text()).get("rows", []):
+        name = " | ".join(str(row.get(k)) for k in row_key)
+        for m in metrics:
+            if row.get(m) is not None:
+                out[f"{name}: {m}"] = row[m] if isinstance(row[m], int) and not isinstance(row[m], bool) else float(row[m])
+    return out
+
+
 def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any], metrics: Sequence[str],
            answer_metrics: Sequence[str]) -> pd.DataFrame:
     """One row per (run, metric): expected, measured, difference, tolerance, status and a note.
@@ -137,24 +152,31 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     MISSING on the expected side (its note says to write the file); a metric the file expects but
     the run lacks is FAIL.
     """
+    items = [(key, measure(f, metrics, answer_metrics) if f is not None else None,
+              provenance(f) if f is not None else None) for key, f in runs]
+    return compare(items, expected, ["evaluated", *metrics])
+
+
+def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+            expected: Mapping[str, Any], default_names: Sequence[str] = ()) -> pd.DataFrame:
+    """Verification rows for (key, measured values or None when not run, provenance or None)."""
     rows: list[dict[str, Any]] = []
     exp_runs = expected.get("runs") or {}
-    for key, folder in runs:
+    for key, got, prov in items:
         exp = exp_runs.get(key)
-        names = list(exp["metrics"]) if exp else ["evaluated", *metrics]
-        if folder is None:
+        names = (list(exp["metrics"]) if exp else list(got or {}) or list(default_names)) or ["-"]
+        if got is None:
             rows += [{"run": key, "metric": n, "expected": (exp or {}).get("metrics", {}).get(n), "measured": None,
                       "diff": None, "tolerance": None, "status": "MISSING", "note": "not run (no finished results folder)"}
                      for n in names]
             continue
-        got = measure(folder, metrics, answer_metrics)
-        prov = provenance(folder)
-        notes = ["made from a dirty tree"] if prov["dirty"] else []
+        prov = prov or {}
+        notes = ["made from a dirty tree"] if prov.get("dirty") else []
         if exp is None:
             rows += [{"run": key, "metric": n, "expected": None, "measured": got.get(n), "diff": None, "tolerance": None,
                       "status": "MISSING", "note": "no expected value: write the expected-scores file"} for n in names]
             continue
-        if exp.get("config_hash") and exp["config_hash"] != prov["config_hash"]:
+        if exp.get("config_hash") and prov.get("config_hash") and exp["config_hash"] != prov["config_hash"]:
             notes.append(f"config changed: hash {prov['config_hash']}, expected {exp['config_hash']}")
         for n in names:
             e, g = exp["metrics"].get(n), got.get(n)

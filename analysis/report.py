@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import yaml
@@ -29,12 +29,13 @@ CLAIM_COLUMNS = {"ndcg_at_10": "nDCG@10", "recall_at_50": "Recall@50", "coverage
                  "latency_ms": "P95 latency (ms, this machine)", "contradiction_rate": "Contradiction@10",
                  "hallucination_rate": "Hallucination"}
 CAPTIONS = {
-    "fig1": "Figure 1: entity Coverage@10 per method with 95% BCa CIs (left); nDCG@10 against P95 latency with the Pareto front (right).",
+    "fig1": "Figure 1: entity Coverage@10 per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only.",
     "fig2": "Figure 2: iteration-2 ablation (left); nDCG@10 by query complexity (right).",
     "fig3": "Figure 3: learned vs static fusion (left); progression over iterations against the best baseline (right).",
-    "fig4": "Figure 4: quality vs LLM budget; contradiction rate per method; model-choice frontier; latency by stage.",
-    "fig5": "Figure 5: paired mean differences in nDCG@10 against the best baseline with BCa CIs and d_z (left); mean nDCG@10 with 95% CIs per dataset and method (right).",
-    "fig6": "Figure 6: nDCG@10, Recall@50, Coverage@10 and contradiction rate by LetheBench domain.",
+    "fig4": "Figure 4: iteration 4 on LetheBench: quality vs LLM rerank budget, the share of the top 10 judged, the stale-doc rate, the model-choice frontier and latency by stage; and iteration 4 against iteration 3 on the same queries per dataset.",
+    "fig5": "Figure 5: per dataset, paired mean differences in nDCG@10 against the best baseline with BCa CIs and d_z (top), and mean nDCG@10 with 95% CIs (bottom); main family only.",
+    "fig6": "Figure 6: nDCG@10, Recall@50, Coverage@10 and contradiction rate by LetheBench domain; main family only.",
+    "fig7": "Figure 7: Lethe steps, ablations and side studies against their references (nDCG@10, paired, 95% BCa CIs), per dataset.",
 }
 
 
@@ -109,7 +110,7 @@ def setup_section(views: Mapping[str, T.DatasetView], refs: list[RunRef], cfg: M
                          f"{str(g.get('commit'))[:10]} | {g.get('dirty')} | {run.manifest.get('ended', '')[:19]} |")
     lines += ["", "Datasets (from their cards):", "", "| dataset | build key | docs | queries evaluated | card |", "|---|---|---|---|---|"]
     for v in sorted(views.values(), key=lambda v: v.name):
-        r = next(iter(v.runs.values()))
+        r = max(v.runs.values(), key=lambda x: x.metrics["queries"]["evaluated"])  # not a sampled run
         d = r.manifest["dataset"]
         n_eval = r.metrics["queries"]["evaluated"]
         lines.append(f"| {v.name} | {d.get('build_key')} | {(d.get('card_counts') or {}).get('docs')} | {n_eval} | "
@@ -151,8 +152,9 @@ def plan_section(views: Mapping[str, T.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any], refs: list[RunRef]) -> Path:
-    """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs ``refs``."""
+def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = ()) -> Path:
+    """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
+    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section."""
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     tdir, fdir = out / "tables", out / "figures"
@@ -221,10 +223,12 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef]) -> Path:
                "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
                T.to_markdown(t_it4, T.FOOTNOTE_NM)]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
-    figs = draw_all(views, t2, cfg, fdir)
+    figs = draw_all(views, t2, cfg, fdir, ta=ta)
     md += ["## Figures", ""]
     for name, paths in figs.items():
         md += [f"![{name}](figures/{paths[0].name})", "", CAPTIONS.get(name, name), ""]
+    for title, body in extra:
+        md += [f"## {title}", "", body, ""]
     md += ["## Claimed vs measured", "", claims_vs_measured(views, t1s, Path(cfg["claims"]))]
     report = out / "report.md"
     report.write_text("\n".join(md))

@@ -24,7 +24,8 @@ from experiments.results import is_done, run_identity
 
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
-TIER_KEYS = {"description", "report", "overrides", "models", "difficulty", "runs"}
+TIER_KEYS = {"description", "report", "overrides", "models", "difficulty", "runs", "studies"}
+STUDY_KEYS = {"module", "dataset", "args", "publish", "verify"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,28 @@ class DeclaredRun:
 
 
 @dataclass(frozen=True)
+class Study:
+    """A study command of a tier (an analysis module that calls models itself, outside the runner):
+    run as ``python -m <module> <args> --out <results_dir>/studies/<name> --cache-dir <cache_dir>``
+    (plus ``--dataset <processed folder>`` when ``dataset`` names one), its outputs copied into the
+    report's folder under ``publish``; ``verify`` names the JSON rows' key fields and the metrics
+    checked against the expected-scores file."""
+
+    tier: str
+    name: str
+    module: str
+    args: tuple[str, ...] = ()
+    dataset: str | None = None
+    publish: str = "tables"
+    row_key: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"study/{self.name}"
+
+
+@dataclass(frozen=True)
 class Tier:
     """A tier file: its runs, the report they belong to and their prerequisites."""
 
@@ -76,6 +99,7 @@ class Tier:
     overrides: tuple[str, ...] = ()
     models: Mapping[str, Sequence[str]] = field(default_factory=dict)
     difficulty: tuple[str, ...] = ()
+    studies: tuple[Study, ...] = ()
 
 
 def _as_list(x: Any) -> list:
@@ -126,9 +150,18 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
     dupes = sorted(k for k, n in seen.items() if n > 1)
     if dupes:
         raise ValueError(f"{path}: runs declared twice (a run is identified by dataset/method label): {dupes}")
+    studies = []
+    for sname, st in (doc.get("studies") or {}).items():
+        where = f"{path}: studies.{sname}"
+        if not isinstance(st, dict) or "module" not in st or set(st) - STUDY_KEYS:
+            raise ValueError(f"{where}: a study is a mapping with `module` and optional keys {sorted(STUDY_KEYS)}")
+        ver = st.get("verify") or {}
+        studies.append(Study(name, str(sname), str(st["module"]), tuple(str(a) for a in _as_list(st.get("args"))),
+                             st.get("dataset"), str(st.get("publish", "tables")),
+                             tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics")))))
     return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,
                 {k: [str(o) for o in _as_list(v)] for k, v in (doc.get("models") or {}).items()},
-                tuple(_as_list(doc.get("difficulty"))))
+                tuple(_as_list(doc.get("difficulty"))), tuple(studies))
 
 
 def tier_names(tier: str) -> list[str]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import hydra
+import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -36,7 +39,7 @@ from analysis.report import build_report, load_cfg
 from analysis.results import RunRef, undeclared
 from experiments.config import load_config, project_path
 from experiments.progress import Progress
-from experiments.reference import ResolvedRun, Tier, load_tier, report_tiers, resolve, select, tier_names
+from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
 
 log = logging.getLogger(__name__)
 ACTIONS = ("all", "run", "report", "verify", "write_expected")
@@ -107,9 +110,11 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     pending = [r for r in runs if not r.done]
     steps = prepare_steps(tier, pending, extra) if pending else []
     rec_prep = exp.get("prepare_seconds") or {}
-    names = [s.name for s in steps] + [r.key for r in runs]
+    studies = list(tier.studies) if not cfg.select else []
+    names = [s.name for s in steps] + [r.key for r in runs] + [st.key for st in studies]
     estimates = ([0.0 if s.done else rec_prep.get(s.name) for s in steps]
-                 + [0.0 if r.done else (exp["runs"].get(r.key) or {}).get("seconds") for r in runs])
+                 + [0.0 if r.done else (exp["runs"].get(r.key) or {}).get("seconds") for r in runs]
+                 + [0.0 if study_done(st, cfg) else (exp["runs"].get(st.key) or {}).get("seconds") for st in studies])
     print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
           f"{sum(not s.done for s in steps)} prerequisites to build ==", flush=True)
     progress = Progress(names, estimates, out=lambda s: print(s, flush=True))
@@ -153,6 +158,21 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
             traceback.print_exc()
             if not cfg.keep_going:
                 raise
+    for j, st in enumerate(studies):
+        i = len(steps) + len(runs) + j
+        if study_done(st, cfg):
+            progress.done(i, 0.0, "skipped")
+            continue
+        t0 = time.perf_counter()
+        try:
+            run_study(st, cfg)
+            progress.done(i, time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - reported like a failed run
+            failed.append(st.key)
+            progress.done(i, time.perf_counter() - t0, "FAILED")
+            print(f"!! {st.key} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            if not cfg.keep_going:
+                raise
     if tier.difficulty and tier.report == "reference":
         _difficulty(tier, runs)
     return failed
@@ -167,6 +187,70 @@ def _difficulty(tier: Tier, runs: Sequence[ResolvedRun]) -> None:
                    if r.declared.dataset == ds and r.declared.label in tier.difficulty and r.done}
         if len(folders) == len(tier.difficulty):
             write_difficulty(ds, {m: folders[m] for m in tier.difficulty})
+
+
+def study_folder(study: Study, cfg: DictConfig) -> Path:
+    """``<results_dir>/studies/<name>`` of the run config the tier's runs use."""
+    run_cfg = load_config([*_tier_overrides(study.tier, cfg), *_base_overrides(cfg)])
+    return project_path(run_cfg.results_dir) / "studies" / study.name
+
+
+def _tier_overrides(tier: str, cfg: DictConfig) -> list[str]:
+    return list(load_tier(tier, cfg.reference_dir).overrides)
+
+
+def study_command(study: Study, cfg: DictConfig) -> list[str]:
+    """The study's command line, with the run config's cache dir and (if named) processed dataset."""
+    extra = [*_tier_overrides(study.tier, cfg), *_base_overrides(cfg)]
+    run_cfg = load_config(extra)
+    cmd = [sys.executable, "-m", study.module, *study.args, "--out", str(study_folder(study, cfg)),
+           "--cache-dir", str(project_path(run_cfg.cache_dir))]
+    if study.dataset:
+        from experiments.datasets import dataset_build_key
+
+        ds_cfg = load_config([f"dataset={study.dataset}", *extra])
+        cmd += ["--dataset", str(project_path(ds_cfg.data.processed) / study.dataset / dataset_build_key(ds_cfg))]
+    return cmd
+
+
+def run_study(study: Study, cfg: DictConfig) -> Path:
+    """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing)."""
+    from lethe.atomic import atomic_dir
+
+    final = study_folder(study, cfg)
+    cmd = study_command(study, cfg)
+    t0 = time.perf_counter()
+    with atomic_dir(final) as tmp:
+        cmd[cmd.index("--out") + 1] = str(tmp)
+        print("$ " + " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, cwd=project_path("."), check=True)
+        (tmp / "command.txt").write_text(" ".join(["python", *cmd[1:]]).replace(str(tmp), str(final)) + "\n")
+        (tmp / "seconds.txt").write_text(f"{time.perf_counter() - t0:.1f}\n")
+        (tmp / "DONE").write_text("complete\n")
+    return final
+
+
+def study_done(study: Study, cfg: DictConfig) -> bool:
+    return (study_folder(study, cfg) / "DONE").is_file()
+
+
+def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
+    """Copy each finished study's Markdown and JSON into the report folder; Markdown lines for the report."""
+    lines = []
+    for t in report_tiers(report, cfg.reference_dir):
+        for st in t.studies:
+            folder = study_folder(st, cfg)
+            dest = out_dir / st.publish
+            if not (folder / "DONE").is_file():
+                lines.append(f"- `{st.name}` (tier {t.name}): not run (n/m†)")
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.json")):
+                shutil.copyfile(f, dest / f.name)
+            md = sorted(folder.glob("*.md"))
+            link = f"{st.publish}/{md[0].name}" if md else st.publish
+            lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{(folder / 'command.txt').read_text().strip()}`")
+    return lines
 
 
 def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
@@ -184,7 +268,11 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     """The report of group ``report`` (reference or smoke) from exactly its declared runs."""
     refs = refs_for(report, cfg)
     out_dir = project_path(str(cfg.out_dir[report]))
-    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs)
+    studies = publish_studies(report, cfg, out_dir)
+    extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
+              "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
+              + "\n".join(studies))] if studies else []
+    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs, extra)
     if refs:
         results_dir = refs[0].folder.parents[2]
         extra = undeclared(results_dir, refs)
@@ -198,8 +286,14 @@ def write_report(report: str, cfg: DictConfig) -> Path:
 def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tuple[bool, str]:
     """(passed, markdown table) of ``tier``'s runs against its expected-scores file."""
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
-    df = E.verify([(r.key, r.folder if r.done else None) for r in runs], E.read_expected(path),
+    expected = E.read_expected(path)
+    df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
                   list(cfg.verify_metrics), list(cfg.answer_metrics))
+    studies = [] if cfg.select else list(tier.studies)
+    if studies:
+        items = [(st.key, E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
+                  None) for st in studies]
+        df = pd.concat([df, E.compare(items, expected)], ignore_index=True)
     text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
                                  if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
     out = project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md"
@@ -226,6 +320,15 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
         entries[r.key] = E.expected_record(r.folder, tol, answer_tol, list(cfg.verify_metrics), list(cfg.answer_metrics))
+    for st in ([] if cfg.select else tier.studies):
+        if not study_done(st, cfg):
+            raise SystemExit(f"tier {tier.name}: study {st.name} is not finished; run the tier first")
+        tol = E.tolerance_for(st.module.rsplit(".", 1)[-1], rules)
+        classes[tol.klass] = tol
+        folder = study_folder(st, cfg)
+        entries[st.key] = {"class": tol.klass, "tolerance": tol.value,
+                           "metrics": E.measure_study(folder, st.row_key, st.metrics),
+                           "seconds": float((folder / "seconds.txt").read_text())}
     dirty = [r.key for r in runs if E.provenance(r.folder)["dirty"]]
     if dirty:
         print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)

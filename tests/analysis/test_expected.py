@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.expected import (Tolerance, expected_record, format_verification, measure, passed, provenance,
-                               read_expected, summary_line, tolerance_for, verify, write_expected)
+from analysis.expected import (Tolerance, compare, expected_record, format_verification, measure, measure_study,
+                               passed, provenance, read_expected, summary_line, tolerance_for, verify, write_expected)
 from experiments.config import PROJECT_ROOT
 
 METRICS = ["ndcg@10", "recall@50", "mrr@10"]
@@ -233,3 +233,23 @@ def test_real_tolerances_define_every_class_they_use():
     assert tolerance_for("lethe_iter1+no_plan", rules).klass == "dense"
     assert tolerance_for("bm25", rules).value == 0.0
     assert tolerance_for("bm25", rules, answers=True).klass == "answers"
+
+
+def test_a_study_is_measured_and_compared_row_by_row(tmp_path):
+    """A study's JSON rows give one value per (row key, metric); comparing works as for runs."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    rows = [{"backend": "rules", "model": "-", "precision": 1.0, "recall": 0.5, "tp": 4, "wall_s": 2.3},
+            {"backend": "llm", "model": "m", "precision": 0.25, "recall": None, "tp": 1, "wall_s": 900.0}]
+    (folder / "out.json").write_text(json.dumps({"meta": {}, "rows": rows}))
+    got = measure_study(folder, ["backend", "model"], ["precision", "recall", "tp"])
+    assert got == {"rules | -: precision": 1.0, "rules | -: recall": 0.5, "rules | -: tp": 4,
+                   "llm | m: precision": 0.25, "llm | m: tp": 1}  # no timing, no missing value
+    expected = {"runs": {"study/x": {"tolerance": 0.02, "metrics": {**got, "llm | m: precision": 0.26}}}}
+    df = compare([("study/x", got, None), ("study/y", None, None)], expected)
+    status = dict(zip(df["run"] + " " + df["metric"], df["status"]))
+    assert status["study/x llm | m: precision"] == "OKish" and status["study/x rules | -: tp"] == "OK"
+    assert set(df.loc[df["run"] == "study/y", "status"]) == {"MISSING"}
+    (folder / "other.json").write_text("{}")
+    with pytest.raises(ValueError, match="exactly one JSON"):
+        measure_study(folder, ["backend"], ["tp"])

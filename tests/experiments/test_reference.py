@@ -200,3 +200,19 @@ def test_resolve_errors_name_the_declared_run(isolated):
     run = DeclaredRun("x", "lethebench", "lethe_iter1", ablation="no_plan", overrides=("method.variant=zzz",))
     with pytest.raises(ValueError, match=r"lethebench/lethe_iter1\+no_plan .* is filed as lethe_iter1\+zzz"):
         resolve(run, isolated)
+
+
+def test_every_declared_run_resolves_to_a_valid_config(isolated):
+    """Each run of every tier composes (its method, ablation, sample and overrides exist), is filed
+    under its declared label, and has a config hash of its own."""
+    seen: dict[str, str] = {}
+    for name in TIERS:
+        for run in load_tier(name).runs:
+            r = resolve(run, isolated)
+            assert r.folder.parts[-3:-1] == (run.dataset, run.label)
+            assert r.cfg.method.get("_target_"), run.key
+            if run.sample is not None:
+                assert r.cfg.dataset.sample == run.sample
+            seen[f"{name}:{run.key}"] = r.config_hash
+    assert len(seen) == sum(len(load_tier(n).runs) for n in TIERS)
+    assert len(set(seen.values())) == len(seen)  # no two declared runs share a results folder
