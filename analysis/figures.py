@@ -1,7 +1,11 @@
-"""Figures 1-6 of the paper, drawn from measured runs only (PNG and PDF).
+"""Figures 1-7, drawn from measured runs only (PNG and PDF).
 
-Panels whose runs do not exist yet say so on the panel. Greyscale-readable: methods differ by
-hatch and marker as well as shade; CIs are drawn as error bars; axes carry units.
+The main figures (1, 3, 5, 6) show the declared main family only (``analysis.tables.main_family``:
+the baselines and the Lethe iterations, in their fixed order, each with the same style in every
+figure); ablations, sweeps and side studies have their own figures (2, 4, 7). Method comparisons are
+horizontal, so every method's name sits on its own row and no label can overlap another; scatter
+plots name their points in a legend, never beside them. Panels whose runs do not exist yet say so.
+Greyscale-readable: methods differ by hatch and marker as well as shade; CIs are error bars.
 """
 
 from __future__ import annotations
@@ -15,20 +19,42 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.iteration4 import budget_points  # noqa: E402
-from analysis.tables import DatasetView, best_baseline, cached_mean_ci, method_order  # noqa: E402
+from analysis.tables import DatasetView, best_baseline, cached_mean_ci, main_family  # noqa: E402
 
-HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO"]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h"]
-GREYS = ["0.15", "0.35", "0.55", "0.75", "0.9", "0.25", "0.45", "0.65", "0.85", "0.05", "0.6"]
+HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO", "//.", "\\\\."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d"]
+# no near-black fill: black error bars and hatches stay visible on every bar
+GREYS = ["0.35", "0.55", "0.75", "0.92", "0.45", "0.65", "0.85", "0.4", "0.6", "0.8", "0.5", "0.7", "0.97"]
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "figure.dpi": 110, "svg.hashsalt": "lethe",
-                     "pdf.fonttype": 42})
+                     "pdf.fonttype": 42, "legend.fontsize": 7})
 
 
-def _style(i: int) -> dict[str, Any]:
-    return {"color": GREYS[i % len(GREYS)], "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black", "linewidth": 0.6}
+class Styles:
+    """One style per method, fixed by its place in the main family (then by first use), so a method
+    looks the same in every figure."""
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self.index = {m: i for i, m in enumerate(main_family(cfg))}
+
+    def _i(self, m: str) -> int:
+        if m not in self.index:
+            self.index[m] = len(self.index)
+        return self.index[m]
+
+    def bar(self, m: str) -> dict[str, Any]:
+        i = self._i(m)
+        return {"color": GREYS[i % len(GREYS)], "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black", "linewidth": 0.6,
+                "error_kw": {"elinewidth": 1.2, "capthick": 1.2}}
+
+    def marker(self, m: str) -> dict[str, Any]:
+        i = self._i(m)
+        grey = GREYS[i % len(GREYS)]
+        return {"marker": MARKERS[i % len(MARKERS)], "color": grey if float(grey) <= 0.7 else "0.5",
+                "edgecolors": "black", "linewidths": 0.6, "s": 36}
 
 
 def not_yet(ax, what: str) -> None:
@@ -44,261 +70,323 @@ def _ci(x: np.ndarray, cfg: Mapping[str, Any]) -> tuple[float, float, float]:
     return r["mean"], r["ci_low"], r["ci_high"]
 
 
-def bars(ax, v: DatasetView, metric: str, cfg: Mapping[str, Any], methods: list[str] | None = None, title: str = "") -> bool:
-    """Mean of ``metric`` per method with BCa CIs; False (and a note) if no run has the metric."""
-    methods = [m for m in (methods or method_order(list(v.per_query), cfg)) if metric in v.per_query[m]]
+def main_methods(v: DatasetView, cfg: Mapping[str, Any]) -> list[str]:
+    """The main family's methods that ran on ``v``, in the family's order."""
+    return [m for m in main_family(cfg) if m in v.per_query]
+
+
+def hbars(ax, v: DatasetView, metric: str, cfg: Mapping[str, Any], styles: Styles, methods: list[str],
+          title: str) -> bool:
+    """Horizontal bars: mean of ``metric`` per method (top to bottom in ``methods`` order) with BCa CIs."""
+    methods = [m for m in methods if metric in v.per_query[m] and v.per_query[m][metric].notna().any()]
     if not methods:
         not_yet(ax, f"{metric} on {v.name}")
         return False
-    for i, m in enumerate(methods):
+    y = np.arange(len(methods))[::-1]
+    for yi, m in zip(y, methods):
         mean, lo, hi = _ci(v.per_query[m][metric].dropna().to_numpy(float), cfg)
-        ax.bar(i, mean, yerr=[[mean - lo], [hi - mean]], capsize=2, **_style(i))
-    ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
-    ax.set_ylabel(f"{metric} (mean, 95% BCa CI)")
-    ax.set_title(title or f"{v.name}: {metric}")
+        ax.barh(yi, mean, xerr=[[mean - lo], [hi - mean]], capsize=2, height=0.7, **styles.bar(m))
+    ax.set_yticks(y, methods)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.set_xlabel(f"{metric} (mean, 95% BCa CI)")
+    ax.set_title(title)
     return True
 
 
-def pareto(ax, views: Mapping[str, DatasetView], cfg: Mapping[str, Any], dataset: str) -> None:
-    """nDCG@10 against P95 latency per method, Pareto front drawn."""
-    v = views.get(dataset)
+def pareto(ax, v: DatasetView | None, cfg: Mapping[str, Any], styles: Styles, dataset: str) -> None:
+    """nDCG@10 against P95 latency per main-family method (named in the legend), Pareto front drawn."""
     if v is None:
         not_yet(ax, f"runs on {dataset}")
         return
     pts = []
-    for i, m in enumerate(method_order(list(v.per_query), cfg)):
+    for m in main_methods(v, cfg):
         p95 = (v.runs[m].metrics.get("latency_ms") or {}).get("p95")
         if p95 is None:
             continue
-        y = float(v.per_query[m]["ndcg@10"].mean())
-        x = max(float(p95), 1e-3)
-        pts.append((x, y, m))
-        ax.scatter(x, y, marker=MARKERS[i % len(MARKERS)], color="black", s=24)
-        ax.annotate(m, (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
+        x, y = max(float(p95), 1e-2), float(v.per_query[m]["ndcg@10"].mean())
+        pts.append((x, y))
+        ax.scatter(x, y, label=m, zorder=3, **styles.marker(m))
     front, best = [], -1.0
-    for x, y, _ in sorted(pts):
+    for x, y in sorted(pts):
         if y > best:
             front.append((x, y))
             best = y
     if front:
-        ax.plot(*zip(*front), color="0.4", linestyle="--", linewidth=0.8, label="Pareto front")
-        ax.legend(loc="lower right")
+        ax.plot(*zip(*front), color="0.4", linestyle="--", linewidth=0.8, label="Pareto front", zorder=2)
     ax.set_xscale("log")
-    ax.set_xlabel("P95 latency per query (ms, log scale)")
+    ax.set_xlabel("P95 latency per query on this machine (ms, log scale)")
     ax.set_ylabel("nDCG@10")
     ax.set_title(f"{dataset}: quality vs latency")
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
 
 
-def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, metric: str, title: str) -> None:
-    """Grouped bars: ``metric`` per value of a query column (domain, complexity, category) per method."""
+def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], styles: Styles, group_col: str, metric: str, title: str,
+             methods: list[str]) -> list:
+    """Grouped vertical bars: ``metric`` per value of a query column (domain, complexity) per method;
+    returns the legend handles (the figure draws one legend for all panels)."""
     groups = v.queries.set_index("query_id")[group_col]
     if groups.isna().all():
         not_yet(ax, f"{group_col} labels on {v.name}")
-        return
-    methods = [m for m in method_order(list(v.per_query), cfg) if metric in v.per_query[m]]
+        return []
+    methods = [m for m in methods if metric in v.per_query[m] and v.per_query[m][metric].notna().any()]
     if not methods:
         not_yet(ax, f"{metric} on {v.name}")
-        return
+        return []
     levels = [g for g in ["low", "medium", "high"] if g in set(groups.dropna())] or sorted(groups.dropna().unique())
     w = 0.8 / len(methods)
+    handles = []
     for i, m in enumerate(methods):
         pq = v.per_query[m]
         vals = [float(pq.loc[pq.index[pq.index.map(groups) == g], metric].mean()) for g in levels]
-        ax.bar(np.arange(len(levels)) + i * w, vals, width=w, label=m, **_style(i))
-    ax.set_xticks(np.arange(len(levels)) + w * (len(methods) - 1) / 2, levels, rotation=20, ha="right")
+        handles.append(ax.bar(np.arange(len(levels)) + i * w, vals, width=w, label=m, **styles.bar(m)))
+    ax.set_xticks(np.arange(len(levels)) + w * (len(methods) - 1) / 2, levels)
     ax.set_ylabel(f"{metric} (mean)")
     ax.set_title(title)
-    ax.legend(fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: never over bars
+    return handles
 
 
 def budget_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
-    """nDCG@10 (95% BCa CI) against the rerank budget, one line per reranker model; the share of
-    candidates judged is printed at each point; iteration 3 on the same queries is the dashed line."""
+    """nDCG@10 (95% BCa CI) against the rerank budget, one line per reranker model; iteration 3 on the
+    same queries is the dashed line."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
-        ax.errorbar(g["budget_ms"], g["ndcg"], yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
+        x = g["budget_ms"] * (1.0 + 0.04 * (i - 1))  # models side by side at a budget: CIs never overlap
+        ax.errorbar(x, g["ndcg"], yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
                     marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)], capsize=2, label=model, lw=1)
-        for _, r in g.iterrows():
-            ax.annotate(f"{r['share_judged']:.0%}", (r["budget_ms"], r["ndcg"]), fontsize=6,
-                        textcoords="offset points", xytext=(3, 3))
     base = pts["iter3_same"].dropna()
     if len(base):
         ax.axhline(float(base.iloc[0]), ls="--", color="0.4", lw=0.8, label=f"lethe_iter3 (same {int(pts['n'].iloc[0])} queries)")
+    _budget_axis(ax, pts)
+    ax.set_ylabel("nDCG@10 (mean, 95% BCa CI)")
+    ax.set_title(f"{dataset}: quality vs LLM budget")
+    ax.legend(loc="lower left")
+
+
+def _budget_axis(ax, pts: pd.DataFrame) -> None:
     ax.set_xscale("log")
     ticks = sorted(pts["budget_ms"].unique())
     ax.set_xticks(ticks, [f"{t:.0f}" for t in ticks])
     ax.minorticks_off()
     ax.set_xlabel("LLM rerank budget per query (ms, log scale)")
-    ax.set_ylabel("nDCG@10 (mean, 95% BCa CI)")
-    ax.set_title(f"{dataset}: quality vs budget (labels: share judged)")
-    ax.legend(fontsize=6)
+
+
+def share_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
+    """Share of the top candidates the LLM judged within the budget, one line per model."""
+    for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
+        g = g.sort_values("budget_ms")
+        ax.plot(g["budget_ms"], g["share_judged"], marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)],
+                lw=1, label=model)
+    _budget_axis(ax, pts)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of the top 10 judged")
+    ax.set_title(f"{dataset}: what the budget buys")
+    ax.legend(loc="upper left")
 
 
 def frontier(ax, pts: pd.DataFrame, dataset: str) -> None:
-    """Model choice: nDCG@10 against the rerank stage's P95 latency, one point per (model, budget)."""
+    """Model choice: nDCG@10 against the rerank stage's P95 latency, one line per model through its
+    budgets (in budget order); the models are named in the legend."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
         ax.plot(g["rerank_p95"], g["ndcg"], marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)],
                 lw=0.8, label=model)
-        for _, r in g.iterrows():
-            ax.annotate(f"{r['budget_ms']:.0f} ms", (r["rerank_p95"], r["ndcg"]), fontsize=6,
-                        textcoords="offset points", xytext=(3, -8))
-    ax.set_xlabel("rerank stage P95 latency (ms)")
+    ax.set_xlabel("rerank stage P95 latency on this machine (ms)")
     ax.set_ylabel("nDCG@10 (mean)")
     ax.set_title(f"{dataset}: model-choice frontier")
-    ax.legend(fontsize=6)
+    ax.legend(loc="lower left")
 
 
-def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str] | None = None) -> None:
-    """Stacked mean per-stage latency (ms) per method."""
+def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]) -> None:
+    """Stacked horizontal bars: mean per-stage latency (ms) per method."""
     groups = {g: list(s) for g, s in cfg["stage_groups"].items()}
-    methods = methods or method_order(list(v.per_query), cfg)
-    bottoms = np.zeros(len(methods))
+    y = np.arange(len(methods))[::-1]
+    lefts = np.zeros(len(methods))
     for gi, (g, names) in enumerate(groups.items()):
         vals = []
         for m in methods:
             st = pd.DataFrame([json.loads(t) for t in v.per_query[m]["timings_ms"]])
             cols = [c for c in names if c in st.columns]
             vals.append(float(st[cols].fillna(0).sum(axis=1).mean()) if cols else 0.0)
-        ax.bar(range(len(methods)), vals, bottom=bottoms, label=g, **_style(gi))
-        bottoms += np.array(vals)
-    ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
-    ax.set_ylabel("mean latency per query (ms)")
+        if any(vals):
+            ax.barh(y, vals, left=lefts, height=0.6, label=g, color=GREYS[gi % len(GREYS)], hatch=HATCHES[gi % len(HATCHES)],
+                    edgecolor="black", linewidth=0.6)
+        lefts += np.array(vals)
+    ax.set_yticks(y, methods)
+    ax.set_xlabel("mean latency per query on this machine (ms)")
     ax.set_title(f"{v.name}: latency by stage")
-    ax.legend(fontsize=6)
+    ax.legend(loc="lower right")
 
 
-def effect_sizes(ax, t2: pd.DataFrame, metric: str) -> None:
-    """Forest plot: mean difference vs the best baseline with its BCa CI, per (dataset, method)."""
-    d = t2[t2["metric"] == metric] if not t2.empty else t2
-    if d.empty:
-        not_yet(ax, f"comparisons on {metric}")
+def forest(ax, rows: pd.DataFrame, label: Callable[[Any], str], xlabel: str, title: str) -> None:
+    """Mean differences with their BCa CIs, one row each (top to bottom in ``rows`` order)."""
+    if rows.empty:
+        not_yet(ax, title)
         return
-    d = d.sort_values(["dataset", "method"]).reset_index(drop=True)
-    y = np.arange(len(d))
-    ax.errorbar(d["mean_diff"], y, xerr=[d["mean_diff"] - d["ci_low"], d["ci_high"] - d["mean_diff"]], fmt="o",
-                color="black", ecolor="0.4", capsize=2, markersize=3)
+    y = np.arange(len(rows))[::-1]
+    ax.errorbar(rows["mean_diff"], y, xerr=[rows["mean_diff"] - rows["ci_low"], rows["ci_high"] - rows["mean_diff"]],
+                fmt="o", color="black", ecolor="0.4", capsize=2, markersize=3)
     ax.axvline(0, color="0.5", linewidth=0.8)
-    ax.set_yticks(y, [f"{r.dataset}: {r.method} (d_z {r.d_z:.2f})" for r in d.itertuples()], fontsize=6)
-    ax.set_xlabel(f"{metric}: mean paired difference vs best baseline (95% BCa CI)")
-    ax.set_title("Effect sizes vs best baseline")
-
-
-def method_cis(ax, views: Mapping[str, DatasetView], cfg: Mapping[str, Any], metric: str) -> None:
-    """Mean and 95% CI of ``metric`` per (dataset, method)."""
-    rows = []
-    for ds, v in sorted(views.items()):
-        for m in method_order(list(v.per_query), cfg):
-            if metric in v.per_query[m]:
-                rows.append((f"{ds}: {m}",) + _ci(v.per_query[m][metric].dropna().to_numpy(float), cfg))
-    if not rows:
-        not_yet(ax, metric)
-        return
-    y = np.arange(len(rows))
-    means = np.array([r[1] for r in rows])
-    ax.errorbar(means, y, xerr=[means - [r[2] for r in rows], [r[3] for r in rows] - means], fmt="s", color="black",
-                ecolor="0.4", capsize=2, markersize=3)
-    ax.set_yticks(y, [r[0] for r in rows], fontsize=6)
-    ax.set_xlabel(f"{metric} (mean, 95% BCa CI)")
-    ax.set_title(f"95% CIs per method: {metric}")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # few ticks: tick labels never run into each other
+    ax.set_yticks(y, [label(r) for r in rows.itertuples()])
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
 
 
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
-    fig.savefig(paths[0], metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    fig.savefig(paths[0], metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(paths[1], metadata={"Creator": None, "Producer": None, "CreationDate": None}, bbox_inches="tight")
     plt.close(fig)
     return paths
 
 
+def _grid(n: int, ncols: int, w: float, h: float):
+    nrows = max(1, -(-n // ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False)
+    flat = list(axes.ravel())
+    for a in flat[n:]:
+        a.axis("off")
+    return fig, flat[:n]
+
+
 def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path,
-             main: str = "lethebench") -> dict[str, list[Path]]:
-    """Draw Figures 1-6; ``main`` is the dataset the paper's figures are about."""
+             main: str = "lethebench", ta: pd.DataFrame | None = None) -> dict[str, list[Path]]:
+    """Draw Figures 1-7; ``main`` is the dataset the paper's single-dataset figures are about;
+    ``t2`` and ``ta`` are Table 2 and the steps-and-ablations table."""
+    styles = Styles(cfg)
     v = views.get(main)
-    lethe = [m for m in cfg["lethe"]]
     out: dict[str, list[Path]] = {}
     has = (lambda m: v is not None and m in v.per_query)  # noqa: E731
     n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
+    mm = main_methods(v, cfg) if v is not None else []
+    rows_h = max(3.0, 0.28 * len(mm) + 1.0)
 
-    def fig(name: str, ncols: int, draw: Callable[[list], None], width: float = 4.2) -> None:
-        f, axes = plt.subplots(1, ncols, figsize=(width * ncols, 4.0))
-        draw(list(np.atleast_1d(axes)))
-        out[name] = _save(f, out_dir, name)
+    # Figure 1: entity coverage (main family) and the quality/latency Pareto front
+    fig, ax = plt.subplots(1, 2, figsize=(10.5, rows_h), gridspec_kw={"width_ratios": [1, 1.1]})
+    if v is None:
+        not_yet(ax[0], f"runs on {main}")
+    else:
+        hbars(ax[0], v, f"coverage@{n}", cfg, styles, mm, f"{main}: entity Coverage@{n}")
+    pareto(ax[1], v, cfg, styles, main)
+    fig.tight_layout()
+    out["fig1"] = _save(fig, out_dir, "fig1")
 
-    def f1(ax):
+    # Figure 2: iteration-2 ablation and nDCG@10 by query complexity (main family)
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [0.8, 1.4]})
+    abl = [m for m in ("lethe_iter1", "lethe_iter2+rewrite_only", "lethe_iter2+decompose_only", "lethe_iter2") if has(m)]
+    if len([m for m in abl if m.startswith("lethe_iter2")]) < 2:
+        not_yet(ax[0], "iteration-2 ablations (rewrite / decompose / both)")
+    else:
+        hbars(ax[0], v, "ndcg@10", cfg, styles, abl, "Iteration 2 ablation")
+    handles = []
+    if v is None:
+        not_yet(ax[1], f"runs on {main}")
+    else:
+        handles = by_group(ax[1], v, cfg, styles, "complexity", "ndcg@10", f"{main}: nDCG@10 by query complexity", mm)
+    if handles:
+        ax[1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    out["fig2"] = _save(fig, out_dir, "fig2")
+
+    # Figure 3: learned vs static fusion, and the progression over iterations against the best baseline
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.2))
+    fus = [m for m in ("lethe_iter2", "lethe_iter3", "lethe_iter3+alpha_only") if has(m)]
+    if len(fus) < 2:
+        not_yet(ax[0], "learned vs static fusion runs (iteration 3)")
+    else:
+        hbars(ax[0], v, "ndcg@10", cfg, styles, fus, "Static (iter2) vs learned fusion (iter3)")
+    its = [m for m in cfg["lethe"] if has(m)]
+    if not its:
+        not_yet(ax[1], "Lethe iterations 1-4")
+    else:
+        base = best_baseline(v, cfg)
+        hbars(ax[1], v, "ndcg@10", cfg, styles, ([base] if base else []) + its,
+              f"Progression over iterations (best baseline: {base})")
+    fig.tight_layout()
+    out["fig3"] = _save(fig, out_dir, "fig3")
+
+    # Figure 4: iteration 4 (budget, what it buys, contradiction, frontier, latency by stage, per dataset)
+    fig, ax = _grid(6, 3, 4.6, 3.6)
+    pts = budget_points(v, cfg) if v is not None else pd.DataFrame()
+    if pts.empty or pts["budget_ms"].nunique() < 2:
+        not_yet(ax[0], "iteration-4 LLM budget sweep")
+        not_yet(ax[1], "iteration-4 LLM budget sweep")
+    else:
+        budget_curve(ax[0], pts, main)
+        share_curve(ax[1], pts, main)
+    con = [m for m in ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4+contradiction_only_rank",
+                       "lethe_iter4") if has(m)]
+    if not con:
+        not_yet(ax[2], f"iteration 3/4 runs on {main}")
+    else:
+        hbars(ax[2], v, f"contradiction@{k}", cfg, styles, con, f"{main}: stale doc in top {k} (lower is better)")
+    if pts.empty or pts["model"].nunique() < 2:
+        not_yet(ax[3], "LLM model-choice frontier (iteration 4)")
+    else:
+        frontier(ax[3], pts, main)
+    lat = [m for m in ("lethe_iter3", "lethe_iter4") if has(m)]
+    if not lat:
+        not_yet(ax[4], f"iteration 3/4 runs on {main}")
+    else:
+        latency_stack(ax[4], v, cfg, lat)
+    same = []
+    for ds, dv in sorted(views.items()):
+        if "lethe_iter4" in dv.per_query and "lethe_iter3" in dv.per_query:
+            q = dv.per_query["lethe_iter4"].index
+            d = dv.per_query["lethe_iter4"]["ndcg@10"] - dv.per_query["lethe_iter3"].reindex(q)["ndcg@10"]
+            lo, hi = (_ci(d.to_numpy(float), cfg)[1:]) if d.std() > 0 else (float(d.mean()), float(d.mean()))
+            same.append({"dataset": ds, "mean_diff": float(d.mean()), "ci_low": lo, "ci_high": hi, "n": len(q)})
+    forest(ax[5], pd.DataFrame(same), lambda r: f"{r.dataset} (n={r.n})",
+           "nDCG@10: iter4 - iter3 on the same queries (95% BCa CI)", "Iteration 4 against iteration 3")
+    fig.tight_layout()
+    out["fig4"] = _save(fig, out_dir, "fig4")
+
+    # Figure 5: per dataset, paired differences against the best baseline, and means with CIs (main family)
+    datasets = sorted(views)
+    fig, ax = _grid(2 * max(1, len(datasets)), max(1, len(datasets)), 3.3, 3.4)
+    if not datasets:
+        not_yet(ax[0], "runs")
+    for j, ds in enumerate(datasets):
+        dv = views[ds]
+        d = t2[(t2["dataset"] == ds) & (t2["metric"] == "ndcg@10")] if not t2.empty else pd.DataFrame()
+        if not d.empty:
+            d = d[d["method"].isin(main_family(cfg))]
+            d = d.assign(_o=d["method"].map({m: i for i, m in enumerate(main_family(cfg))})).sort_values("_o")
+        base = d["baseline"].iloc[0] if not d.empty else "best baseline"
+        forest(ax[j], d, lambda r: f"{r.method} (d_z {r.d_z:.2f})", f"nDCG@10: method - {base} (95% BCa CI)",
+               f"{ds}: vs best baseline")
+        hbars(ax[len(datasets) + j], dv, "ndcg@10", cfg, styles, main_methods(dv, cfg), f"{ds}: nDCG@10")
+    fig.tight_layout()
+    out["fig5"] = _save(fig, out_dir, "fig5")
+
+    # Figure 6: LetheBench by domain (main family), one legend for the four panels
+    fig, ax = plt.subplots(1, 4, figsize=(15, 3.4))
+    handles = []
+    for a, metric in zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"]):
         if v is None:
-            not_yet(ax[0], f"runs on {main}")
+            not_yet(a, f"runs on {main}")
+        elif not any(metric in v.per_query[m] for m in mm):
+            not_yet(a, f"{metric} on {main}")
         else:
-            bars(ax[0], v, f"coverage@{n}", cfg, title=f"{main}: entity Coverage@{n}")
-        pareto(ax[1], views, cfg, main)
+            handles = by_group(a, v, cfg, styles, "domain", metric, f"{main}: {metric} by domain", mm) or handles
+    if handles:
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 11), frameon=False,
+                   bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    out["fig6"] = _save(fig, out_dir, "fig6")
 
-    def f2(ax):
-        abl = [m for m in (v.per_query if v else {}) if m.startswith("lethe_iter2")]
-        if len(abl) < 2:
-            not_yet(ax[0], "iteration-2 ablations (rewrite / decompose / both)")
-        else:
-            bars(ax[0], v, "ndcg@10", cfg, methods=sorted(abl), title="Iteration 2 ablation")
-        if v is None:
-            not_yet(ax[1], f"runs on {main}")
-        else:
-            by_group(ax[1], v, cfg, "complexity", "ndcg@10", f"{main}: nDCG@10 by query complexity")
-
-    def f3(ax):
-        # static fusion = iteration 2 (plan alpha, fixed lambda); learned = iteration 3 and its variants
-        ran = v.per_query if v else {}
-        fus = (["lethe_iter2"] if "lethe_iter2" in ran else []) + sorted(m for m in ran if m.startswith("lethe_iter3"))
-        if len(fus) < 2:
-            not_yet(ax[0], "learned vs static fusion runs (iteration 3)")
-        else:
-            bars(ax[0], v, "ndcg@10", cfg, methods=fus, title="Static (iter2) vs learned fusion (iter3)")
-        its = [m for m in lethe if has(m)]
-        if not its:
-            not_yet(ax[1], "Lethe iterations 1-4")
-        else:
-            base = best_baseline(v, cfg)
-            bars(ax[1], v, "ndcg@10", cfg, methods=([base] if base else []) + its, title="Progression over iterations")
-
-    def f4(ax):
-        pts = budget_points(v, cfg) if v is not None else pd.DataFrame()
-        if pts.empty or pts["budget_ms"].nunique() < 2:
-            not_yet(ax[0], "iteration-4 LLM budget sweep")
-        else:
-            budget_curve(ax[0], pts, main)
-        its = [m for m in ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4") if has(m)]
-        if not its:
-            not_yet(ax[1], f"iteration 3/4 runs on {main}")
-        else:
-            bars(ax[1], v, f"contradiction@{k}", cfg, methods=its, title=f"{main}: stale doc in top {k} (lower is better)")
-        if pts.empty or pts["model"].nunique() < 2:
-            not_yet(ax[2], "LLM model-choice frontier (iteration 4)")
-        else:
-            frontier(ax[2], pts, main)
-        if not its:
-            not_yet(ax[3], f"iteration 3/4 runs on {main}")
-        else:
-            latency_stack(ax[3], v, cfg, methods=its)
-
-    def f5(ax):
-        effect_sizes(ax[0], t2, "ndcg@10")
-        method_cis(ax[1], views, cfg, "ndcg@10")
-
-    def f6(ax):
-        if v is None:
-            for a in ax:
-                not_yet(a, f"runs on {main}")
-            return
-        for a, metric in zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"]):
-            if not any(metric in pq for pq in v.per_query.values()):
-                not_yet(a, f"{metric} on {main}")
-            else:
-                by_group(a, v, cfg, "domain", metric, f"{main}: {metric} by domain")
-
-    fig("fig1", 2, f1)
-    fig("fig2", 2, f2)
-    fig("fig3", 2, f3)
-    fig("fig4", 4, f4, width=3.6)
-    fig("fig5", 2, f5, width=5.0)
-    fig("fig6", 4, f6, width=3.6)
+    # Figure 7: steps, ablations and side studies against their references (nDCG@10), per dataset
+    ta = ta if ta is not None else pd.DataFrame()
+    rows = ta[ta["metric"] == "ndcg@10"] if not ta.empty else ta
+    ds7 = sorted(set(rows["dataset"])) if not rows.empty else []
+    sizes = [int((rows["dataset"] == ds).sum()) for ds in ds7]
+    fig, ax = _grid(max(1, len(ds7)), max(1, min(len(ds7), 3)), 5.2, max(2.6, 0.3 * max(sizes or [1]) + 1.2))
+    if not ds7:
+        not_yet(ax[0], "Lethe steps, ablations or side studies")
+    for a, ds in zip(ax, ds7):
+        r = rows[rows["dataset"] == ds]
+        forest(a, r, lambda x: f"{x.method} vs {x.reference}", "nDCG@10: method - reference (95% BCa CI)", ds)
+    fig.tight_layout()
+    out["fig7"] = _save(fig, out_dir, "fig7")
     return out

@@ -38,7 +38,7 @@ def test_tables_are_byte_identical_across_runs(report_cfg, refs, tmp_path):
             "table2_significance.csv"} <= set(snap)
     build_report(report_cfg, refs)
     assert {p.name: p.read_bytes() for p in sorted((first / "tables").iterdir())} == snap
-    assert sorted(p.name for p in (first / "figures").glob("*.png")) == [f"fig{i}.png" for i in range(1, 7)]
+    assert sorted(p.name for p in (first / "figures").glob("*.png")) == [f"fig{i}.png" for i in range(1, 8)]
     report = (first / "report.md").read_text()
     assert "not measurements" in report and "| bm25 | nDCG@10 | 0.435 | n/m |" in report
 
