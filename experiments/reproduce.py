@@ -48,7 +48,7 @@ PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: meas
 
 @dataclass
 class Step:
-    """A prerequisite: its name (a key of prepare_seconds), whether it is already there, and how to make it."""
+    """A job of a tier: its name (a run key, study key or prerequisite), whether it is done, and how to do it."""
 
     name: str
     done: bool
@@ -104,75 +104,44 @@ def _read_json(path: Path | None) -> dict[str, Any]:
 
 
 def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
-    """Prepare and run what is missing of ``tier``; return the keys of failed steps and runs."""
-    extra = _base_overrides(cfg)
-    exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
-    pending = [r for r in runs if not r.done]
-    steps = prepare_steps(tier, pending, extra) if pending else []
-    rec_prep = exp.get("prepare_seconds") or {}
-    studies = list(tier.studies) if not cfg.select else []
-    names = [s.name for s in steps] + [r.key for r in runs] + [st.key for st in studies]
-    estimates = ([0.0 if s.done else rec_prep.get(s.name) for s in steps]
-                 + [0.0 if r.done else (exp["runs"].get(r.key) or {}).get("seconds") for r in runs]
-                 + [0.0 if study_done(st, cfg) else (exp["runs"].get(st.key) or {}).get("seconds") for st in studies])
-    print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
-          f"{sum(not s.done for s in steps)} prerequisites to build ==", flush=True)
-    progress = Progress(names, estimates, out=lambda s: print(s, flush=True))
-    failed: list[str] = []
-    prep_file = _prepare_file(runs)
-    measured = _read_json(prep_file)
-    for i, s in enumerate(steps):
-        t0 = time.perf_counter()
-        if s.done:
-            progress.done(i, 0.0, "skipped")
-            continue
-        try:
-            s.make()
-            measured[s.name] = round(time.perf_counter() - t0, 1)
-            progress.done(i, time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - reported; runs that need it fail on their own
-            failed.append(s.name)
-            progress.done(i, time.perf_counter() - t0, "FAILED")
-            print(f"!! {s.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            traceback.print_exc()
-            if not cfg.keep_going:
-                raise
-    if prep_file is not None and measured:
-        prep_file.parent.mkdir(parents=True, exist_ok=True)
-        prep_file.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+    """Prepare and run what is missing of ``tier`` (prerequisites, runs, studies, in that order);
+    return the names of the jobs that failed."""
     from experiments.runner import run_job
 
-    for j, r in enumerate(runs):
-        i = len(steps) + j
-        if r.done:
+    exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
+    pending = [r for r in runs if not r.done]
+    steps = prepare_steps(tier, pending, _base_overrides(cfg)) if pending else []
+    studies = list(tier.studies) if not cfg.select else []
+    recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
+    jobs = steps + [Step(r.key, r.done, lambda c=r.cfg: run_job(c)) for r in runs] \
+        + [Step(st.key, study_done(st, cfg), lambda st=st: run_study(st, cfg)) for st in studies]
+    print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
+          f"{sum(not s.done for s in steps)} prerequisites to build, {len(studies)} studies ==", flush=True)
+    progress = Progress([j.name for j in jobs], [0.0 if j.done else recorded.get(j.name) for j in jobs],
+                        out=lambda line: print(line, flush=True))
+    prep_file = _prepare_file(runs)
+    measured = _read_json(prep_file)
+    failed: list[str] = []
+    for i, job in enumerate(jobs):
+        if job.done:
             progress.done(i, 0.0, "skipped")
             continue
         t0 = time.perf_counter()
         try:
-            run_job(r.cfg)
-            progress.done(i, time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - one failing run must not cost the others
-            failed.append(r.key)
+            job.make()
+        except Exception as exc:  # noqa: BLE001 - one failing job must not cost the others
+            failed.append(job.name)
             progress.done(i, time.perf_counter() - t0, "FAILED")
-            print(f"!! {r.key} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            print(f"!! {job.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             traceback.print_exc()
             if not cfg.keep_going:
                 raise
-    for j, st in enumerate(studies):
-        i = len(steps) + len(runs) + j
-        if study_done(st, cfg):
-            progress.done(i, 0.0, "skipped")
             continue
-        t0 = time.perf_counter()
-        try:
-            run_study(st, cfg)
-            progress.done(i, time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - reported like a failed run
-            failed.append(st.key)
-            progress.done(i, time.perf_counter() - t0, "FAILED")
-            print(f"!! {st.key} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            if not cfg.keep_going:
-                raise
+        progress.done(i, time.perf_counter() - t0)
+        if i < len(steps) and prep_file is not None:   # prerequisite times, for the next ETA
+            measured[job.name] = round(time.perf_counter() - t0, 1)
+            prep_file.parent.mkdir(parents=True, exist_ok=True)
+            prep_file.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
     if tier.difficulty and tier.report == "reference":
         _difficulty(tier, runs)
     return failed
