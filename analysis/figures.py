@@ -214,7 +214,7 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
     ax.set_yticks(y, methods)
     ax.set_xlabel("mean latency per query on this machine (ms)")
     ax.set_title(f"{v.name}: latency by stage")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)  # below: never over a bar
 
 
 def forest(ax, rows: pd.DataFrame, label: Callable[[Any], str], xlabel: str, title: str) -> None:
