@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,13 +22,11 @@ TINY = ("dataset=lethebench", "dataset.params.splits={test:2,train:3,dev:2}",
 
 
 @pytest.fixture(scope="module")
-def tiny_model(cfg_for) -> tuple[Path, float]:
+def tiny_model(cfg_for) -> Path:
     """A cross-encoder trained on 4 LetheBench train queries (1 epoch), written to the session cache."""
     from experiments.train_cross_encoder import train_default
 
-    t0 = time.perf_counter()
-    folder = train_default(cfg_for("method=cross_encoder", *TINY), force=True)
-    return folder, time.perf_counter() - t0
+    return train_default(cfg_for("method=cross_encoder", *TINY), force=True)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +38,7 @@ def tiny_ds(cfg_for, tiny_model):
 
 
 def test_tiny_training_writes_a_complete_model_folder(tiny_model):
-    folder, seconds = tiny_model
-    assert seconds < 60, f"tiny training took {seconds:.1f} s"
+    folder = tiny_model  # how long training takes is make bench's business, not a test's
     names = {p.name for p in folder.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", "model_card.json", "model_card.md"} <= names
     assert not [n for n in folder.parent.iterdir() if n.name.startswith(".")], "temporary folder left behind"
@@ -65,7 +61,7 @@ def test_tiny_training_writes_a_complete_model_folder(tiny_model):
 def test_existing_model_is_kept_without_force(cfg_for, tiny_model, capsys):
     from experiments.train_cross_encoder import train_default
 
-    folder, _ = tiny_model
+    folder = tiny_model
     stamp = (folder / "model.safetensors").stat().st_mtime_ns
     assert train_default(cfg_for("method=cross_encoder", *TINY)) == folder
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp and "[skip]" in capsys.readouterr().out
@@ -89,7 +85,7 @@ def _session(ds, split: str) -> tuple[list[Doc], pd.Series]:
 def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_ds):
     from baselines.bm25 import PyseriniBM25
 
-    folder, _ = tiny_model
+    folder = tiny_model
     cfg = cfg_for("method=cross_encoder", *TINY, "method.candidates=20")
     ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
                      progress=False, _convert_="all")
@@ -129,7 +125,7 @@ def test_runner_end_to_end_on_dev(cfg_for, tiny_model, tmp_path):
     m = json.loads((folder / "metrics.json").read_text())
     assert m["queries"]["evaluated"] == 8 and set(m["stage_latency_ms"]) == {"bm25", "rerank"}
     man = json.loads((folder / "manifest.json").read_text())
-    assert man["method"]["model"]["sha256"] == weights_sha256(tiny_model[0].resolve())
+    assert man["method"]["model"]["sha256"] == weights_sha256(tiny_model.resolve())
 
 
 def test_missing_model_says_make_models(cfg_for, tmp_path):
