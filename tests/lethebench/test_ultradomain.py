@@ -304,7 +304,6 @@ def test_build_and_read_back(tmp_path, embedder, name, n_queries, n_contexts):
     assert rules == {"threshold": measured["rule_threshold"], "fallback": measured["rule_fallback"]}
     assert set(measured["fallback_query_ids"]) == {q for q, m in qmeta.items() if m["relevance_rule"] == "fallback"}
     assert ds.card["counts"]["qrels_pairs"] == measured["answer_chunks_total"]
-    assert seconds < 60
 
 
 def test_mix_build_is_byte_deterministic(tmp_path, embedder):
