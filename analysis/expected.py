@@ -216,10 +216,10 @@ def format_verification(df: pd.DataFrame, title: str) -> str:
 
 
 def summary_line(df: pd.DataFrame) -> str:
-    """'N runs, M values: a OK, b OKish, c FAIL, d MISSING'."""
+    """'N runs, M values: a OK, b OKish, c FAIL, d MISSING' ('1 run, ...')."""
     counts = {s: int((df["status"] == s).sum()) for s in STATUSES} if len(df) else {s: 0 for s in STATUSES}
     runs = df["run"].nunique() if len(df) else 0
-    return f"{runs} runs, {len(df)} values: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    return f"{runs} run{'' if runs == 1 else 's'}, {len(df)} values: " + ", ".join(f"{v} {k}" for k, v in counts.items())
 
 
 def passed(df: pd.DataFrame) -> bool:

@@ -142,20 +142,24 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
             measured[job.name] = round(time.perf_counter() - t0, 1)
             prep_file.parent.mkdir(parents=True, exist_ok=True)
             prep_file.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
-    if tier.difficulty and tier.report == "reference":
-        _difficulty(tier, runs)
     return failed
 
 
-def _difficulty(tier: Tier, runs: Sequence[ResolvedRun]) -> None:
-    """Fill results/cards/<dataset>.md from the tier's declared window/bm25/vector runs."""
+def write_cards(report: str, cfg: DictConfig) -> None:
+    """Fill results/cards/<dataset>.md from the declared runs a tier names under ``difficulty`` (the
+    core tier: window, BM25, vector), for every dataset where all of them are finished. Written with
+    the report, after every run, so no run of the same reproduction sees a changed tracked file."""
     from experiments.difficulty import write_difficulty
 
-    for ds in dict.fromkeys(r.declared.dataset for r in runs):
-        folders = {r.declared.label: r.folder for r in runs
-                   if r.declared.dataset == ds and r.declared.label in tier.difficulty and r.done}
-        if len(folders) == len(tier.difficulty):
-            write_difficulty(ds, {m: folders[m] for m in tier.difficulty})
+    extra = _base_overrides(cfg)
+    for t in report_tiers(report, cfg.reference_dir):
+        if not t.difficulty:
+            continue
+        runs = [resolve(r, extra) for r in t.runs if r.label in t.difficulty]
+        for ds in dict.fromkeys(r.declared.dataset for r in runs):
+            folders = {r.declared.label: r.folder for r in runs if r.declared.dataset == ds and r.done}
+            if len(folders) == len(t.difficulty):
+                write_difficulty(ds, {m: folders[m] for m in t.difficulty}, project_path(str(cfg.out_dir[report])) / "cards")
 
 
 def study_folder(study: Study, cfg: DictConfig) -> Path:
@@ -237,6 +241,7 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     """The report of group ``report`` (reference or smoke) from exactly its declared runs."""
     refs = refs_for(report, cfg)
     out_dir = project_path(str(cfg.out_dir[report]))
+    write_cards(report, cfg)
     studies = publish_studies(report, cfg, out_dir)
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
