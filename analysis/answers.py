@@ -17,7 +17,7 @@ Normalization (``normalize_answer``), in LoCoMo's order:
   5. collapse whitespace (``" ".join(s.split())``).
 
 Tokens: the normalized string split on whitespace, each token Porter-stemmed with
-``lethe.bm25.porter_stem``. LoCoMo uses ``nltk.stem.PorterStemmer()``, whose default mode
+``lethe.text.analyzer.porter_stem``. LoCoMo uses ``nltk.stem.PorterStemmer()``, whose default mode
 ``NLTK_EXTENSIONS`` departs from the original Porter algorithm that ``porter_stem`` implements
 (Lucene's port). Known differences (from NLTK's documented extensions; NLTK is not installed
 here, so they are not checked by tests): irregular forms NLTK special-cases ("dying" -> NLTK
@@ -70,10 +70,10 @@ import re
 import string
 from collections import Counter
 
-from lethe.bm25 import porter_stem
+from lethe.text.abstention import ABSTENTION_PHRASES, abstains  # noqa: F401 - part of this module's API
+from lethe.text.analyzer import porter_stem
 
 CATEGORIES: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial")
-ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentioned")
 
 _PUNCT = set(string.punctuation)
 _ARTICLES_RE = re.compile(r"\b(a|an|the|and)\b")
@@ -135,12 +135,6 @@ def rouge_l(pred: str, gold: str) -> float:
 def exact_match(pred: str, gold: str) -> float:
     """1.0 iff ``normalize_answer(pred) == normalize_answer(gold)`` (no stemming), else 0.0."""
     return 1.0 if normalize_answer(pred) == normalize_answer(gold) else 0.0
-
-
-def abstains(pred: str) -> bool:
-    """True iff the lowercased prediction contains one of ``ABSTENTION_PHRASES`` (LoCoMo category 5)."""
-    low = str(pred).lower()
-    return any(p in low for p in ABSTENTION_PHRASES)
 
 
 def score_answer(pred: str, gold: str, category: str | None) -> dict[str, float]:

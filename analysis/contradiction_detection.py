@@ -1,4 +1,4 @@
-"""How well the contradiction detectors (``rules``, ``llm``; lethe/contradiction_llm.py) find labelled conflicts.
+"""How well the contradiction detectors (``rules``, ``llm``; lethe/stages/contradiction/detectors.py) find labelled conflicts.
 
 - :func:`detection_scores`: precision, recall and F1 over *sets* of (stale_doc_id, current_doc_id)
   pairs (duplicates collapse). tp = |pred & gold|, fp = |pred - gold|, fn = |gold - pred|;
@@ -41,11 +41,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from lethe.contradiction_llm import RulesDetector, candidate_pairs
-from lethe.method import Doc
+from lethe.core.paths import PROJECT_ROOT
+from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
+from lethe.core.protocol import Doc
 from lethebench.schema import read_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 COUNTERS = ("candidates", "pairs_considered", "judged", "parse_failures", "timeouts", "errors", "not_judged", "cached")
 PRECISION_NOTE = ("LetheBench labels only the updates its updated_fact queries ask about, so a correct detection of an "
@@ -172,7 +172,7 @@ def evaluate_detector(detector: Any, folder: Path | None = None, scope_ids: Sequ
 
 
 def evaluate_rules_on_dataset(folder: Path) -> dict[str, Any]:
-    """Scores of ``rules`` (``lethe.contradiction.detect``) on a processed LetheBench folder, all scopes.
+    """Scores of ``rules`` (``lethe.stages.contradiction.rules.detect``) on a processed LetheBench folder, all scopes.
 
     Keys: the :func:`detection_scores` keys, ``n_scopes``, ``n_docs``, ``n_gold``, ``n_predicted``,
     ``build_key`` and ``by_split`` ({split: scores with n_gold / n_predicted}), plus the counters of
@@ -288,7 +288,7 @@ def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, 
 
 # ---------------------------------------------------------------- CLI
 def _default_dataset() -> Path:
-    base = ROOT / "data" / "processed" / "lethebench"
+    base = PROJECT_ROOT / "data" / "processed" / "lethebench"
     found = sorted(p for p in base.glob("*") if (p / "card.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
         raise SystemExit(f"pass --dataset: {len(found)} processed LetheBench folders under {base}: "
@@ -311,9 +311,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--budget-ms", type=float, default=None, help="per-scope LLM budget (default: none)")
     ap.add_argument("--prompt-version", default="v1")
     ap.add_argument("--n-threads", type=int, default=1)
-    ap.add_argument("--cache-dir", type=Path, default=ROOT / ".cache" / "lethe")
+    ap.add_argument("--cache-dir", type=Path, default=PROJECT_ROOT / ".cache" / "lethe")
     ap.add_argument("--no-llm-cache", action="store_true", help="no response cache (fresh calls, honest timings)")
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "tables")
+    ap.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "tables")
     ap.add_argument("--blocking-only", action="store_true", help="print the blocking statistics only (no detector runs, no files)")
     a = ap.parse_args(argv)
 
@@ -349,12 +349,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if "llm" in backends:
         from omegaconf import OmegaConf
 
-        from lethe.contradiction_llm import make_detector
+        from lethe.stages.contradiction.detectors import make_detector
         from lethe.llm.backends import make_llm
         from lethe.llm.base import Decoding, Message
 
         for name in [n.strip() for n in a.llm.split(",") if n.strip()]:
-            cfg = OmegaConf.load(ROOT / "conf" / "llm" / f"{name}.yaml")
+            cfg = OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / f"{name}.yaml")
             cfg.n_threads = a.n_threads
             if a.no_llm_cache:
                 cfg.cache = False

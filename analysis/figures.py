@@ -23,7 +23,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.iteration4 import budget_points  # noqa: E402
-from analysis.tables import DatasetView, best_baseline, cached_mean_ci, main_family  # noqa: E402
+from analysis.tables import best_baseline  # noqa: E402
+from analysis.views import DatasetView, cached_mean_ci, main_family  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO", "//.", "\\\\."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d"]

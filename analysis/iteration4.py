@@ -1,6 +1,6 @@
 """Iteration 4 in numbers: the LLM stages' own table, the budget curve and the model-choice frontier.
 
-All of it is read from results folders (per-query flags and timings written by ``lethe.iteration4``):
+All of it is read from results folders (per-query flags and timings written by ``lethe.stages.iteration4``):
 
 - :func:`iteration4_table`: one row per (dataset, ``lethe_iter4*`` run): queries, nDCG@10 of the run
   and of ``lethe_iter3`` **on the same queries**, the rerank stage's share judged and latency (P50,
@@ -19,7 +19,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from analysis.tables import NM, DatasetView, _f, cached_mean_ci
+from analysis.formatting import NM
+from analysis.formatting import fmt as _f
+from analysis.views import DatasetView, cached_mean_ci
 
 BUDGET_SLACK = 1.10  # the issue's acceptance rule: rerank-stage P95 within budget + 10 %
 

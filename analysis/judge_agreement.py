@@ -1,4 +1,4 @@
-"""Agreement of the hallucination judge (``lethe.generation.HallucinationJudge``) with hand labels.
+"""Agreement of the hallucination judge (``lethe.stages.generation.HallucinationJudge``) with hand labels.
 
 Items (``load_items``; default ``tests/data/judge_labels.jsonl``, see tests/data/README.md): JSON
 objects with ``id``, ``query``, ``contexts`` (list of str), ``answer`` and ``label`` in
@@ -45,14 +45,15 @@ the JSON for *other* models are kept if they were computed on the same items fil
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from lethe.core.hashing import sha256_file
+from lethe.core.paths import PROJECT_ROOT
+
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
 _REQUIRED = ("id", "query", "contexts", "answer", "label")
@@ -157,10 +158,6 @@ def judge_agreement(judge: Any, items: Iterable[Mapping[str, Any]]) -> dict[str,
 # ----------------------------------------------------------------------------- CLI
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _f(x: Any, nd: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{nd}f}"
 
@@ -193,7 +190,7 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
 def _run_one(name: str, items: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
-    from lethe.generation import HallucinationJudge
+    from lethe.stages.generation import HallucinationJudge
     from lethe.llm.backends import make_llm
 
     cfg = OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / f"{name}.yaml")
@@ -228,11 +225,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     args = ap.parse_args(argv)
 
-    from lethe.generation import JUDGE_PROMPT
+    from lethe.stages.generation import JUDGE_PROMPT
     from lethe.llm.prompts import load_prompt
 
     items = load_items(args.items)
-    items_sha = _sha256(args.items)
+    items_sha = sha256_file(args.items)
     prompt_sha = load_prompt(JUDGE_PROMPT, "v1").sha256
     try:
         items_file = str(args.items.resolve().relative_to(PROJECT_ROOT))

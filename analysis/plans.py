@@ -41,8 +41,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from analysis.tables import NM, DatasetView, _f, method_order
-from lethe.planning import PLANS
+from analysis.formatting import NM
+from analysis.formatting import fmt as _f
+from analysis.views import DatasetView, method_order
+from lethe.stages.planning import PLANS
 
 LETHE_PREFIX = "lethe_iter"
 

@@ -19,11 +19,13 @@ import yaml
 from omegaconf import OmegaConf
 
 from analysis import plans as P
+from analysis import formatting as F
+from analysis import views as V
 from analysis import tables as T
 from analysis.figures import draw_all
 from analysis.iteration4 import iteration4_table
 from analysis.results import RunRef
-from experiments.config import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
 CLAIM_COLUMNS = {"ndcg_at_10": "nDCG@10", "recall_at_50": "Recall@50", "coverage_at_n": "Coverage@10",
                  "latency_ms": "P95 latency (ms, this machine)", "contradiction_rate": "Contradiction@10",
@@ -50,7 +52,7 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     return out  # type: ignore[return-value]
 
 
-def claims_vs_measured(views: Mapping[str, T.DatasetView], t1: Mapping[str, pd.DataFrame], claims_path: Path) -> str:
+def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.DataFrame], claims_path: Path) -> str:
     """Markdown: the paper's printed Table 1 beside our LetheBench measurements, with differences."""
     if not claims_path.is_file():
         return f"The claims file {claims_path} was not found; no comparison.\n"
@@ -69,9 +71,9 @@ def claims_vs_measured(views: Mapping[str, T.DatasetView], t1: Mapping[str, pd.D
             mrow = meas[meas["method"] == method].iloc[0]
         for key, label in CLAIM_COLUMNS.items():
             c = claim.get(key)
-            m = mrow[label] if mrow is not None and label in mrow else T.NM
-            diff = T.NM
-            if not str(m).startswith(T.NM) and c is not None:
+            m = mrow[label] if mrow is not None and label in mrow else F.NM
+            diff = F.NM
+            if not str(m).startswith(F.NM) and c is not None:
                 mv = float(str(m).split()[0])  # the hallucination cell carries its judged count: "0.1667 (n=30)"
                 diff = f"{mv - float(c):+.4f}" if key != "latency_ms" else f"{mv - float(c):+.1f}"
             lines.append(f"| {method} | {label} | {c} | {m} | {diff} |")
@@ -81,7 +83,7 @@ def claims_vs_measured(views: Mapping[str, T.DatasetView], t1: Mapping[str, pd.D
     return "\n".join(lines) + "\n"
 
 
-def setup_section(views: Mapping[str, T.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
+def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
     """Hardware, versions, and every declared run: tier, subset, config hash, seed, commit, dirty flag."""
     runs = [r for v in views.values() for r in v.runs.values()]
     if not runs:
@@ -98,7 +100,7 @@ def setup_section(views: Mapping[str, T.DatasetView], refs: list[RunRef], cfg: M
     by_key = {(r.dataset, r.label): r for r in refs}
     for ds in sorted({r.dataset for r in refs}):
         v = views.get(ds)
-        labels = T.method_order([r.label for r in refs if r.dataset == ds], cfg)
+        labels = V.method_order([r.label for r in refs if r.dataset == ds], cfg)
         for m in labels:
             ref = by_key[(ds, m)]
             run = v.runs.get(m) if v is not None else None
@@ -118,21 +120,21 @@ def setup_section(views: Mapping[str, T.DatasetView], refs: list[RunRef], cfg: M
     return "\n".join(lines) + "\n"
 
 
-def plan_section(views: Mapping[str, T.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
+def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
     """H4 (plan-selection accuracy): ``table_plans`` plus, where gold plan labels exist, each Lethe
     method's confusion matrix and per-category accuracy; one sentence when no run recorded plans."""
     table = P.plan_table(views, cfg)
     if table.empty:
         return ("No runs with recorded plans yet: H4 (plan-selection accuracy) is not measured; it needs a Lethe "
                 "run with adaptive planning on.\n")
-    T.write_table(table, tdir, "table_plans", "H4: plan-selection accuracy of the Lethe methods")
+    F.write_table(table, tdir, "table_plans", "H4: plan-selection accuracy of the Lethe methods")
     conf = float(cfg["confidence"])
     lines = [f"Accuracy of the plan each Lethe method chose (flags.plan) against the gold plan_label, over the "
              f"evaluated queries with both; {conf:.0%} Wilson score interval; macro-F1 over verify/explore/exploit. "
              "The majority baseline always predicts the most frequent gold label of the same queries (chosen on "
              "them, so a generous reference). 'no plan' counts gold-labelled queries without a recorded plan (not "
              "scored). Plan shares are over all evaluated queries with a recorded plan.", "",
-             T.to_markdown(table, T.FOOTNOTE_NM)]
+             F.to_markdown(table, F.FOOTNOTE_NM)]
     per_cat: dict[str, dict[str, pd.DataFrame]] = {}
     for ds, m, v in P.runs_with_plans(views, cfg):
         acc = P.plan_accuracy(v.per_query[m], v.queries, conf)
@@ -141,14 +143,14 @@ def plan_section(views: Mapping[str, T.DatasetView], cfg: Mapping[str, Any], tdi
         cm = acc["confusion"].reset_index().rename(columns={"gold": "gold / predicted"})
         why = ", ".join(f"status {s}: {c}" for s, c in acc["missing_plan_by_status"].items())
         lines += [f"Confusion matrix, {m} on {ds} (rows: gold, columns: predicted; n = {acc['n']}; "
-                  f"no plan: {acc['n_missing_plan']}{f' ({why})' if why else ''})", "", T.to_markdown(cm)]
+                  f"no plan: {acc['n_missing_plan']}{f' ({why})' if why else ''})", "", F.to_markdown(cm)]
         if "per_category" in acc:
             per_cat.setdefault(ds, {})[m] = acc["per_category"]
     for ds, by_m in per_cat.items():
         cats = sorted({c for df in by_m.values() for c in df.index})
-        rows = [{"category": c, **{m: (f"{T._f(df.loc[c, 'accuracy'])} (n={int(df.loc[c, 'n'])})" if c in df.index else T.NM)
+        rows = [{"category": c, **{m: (f"{F.fmt(df.loc[c, 'accuracy'])} (n={int(df.loc[c, 'n'])})" if c in df.index else F.NM)
                                    for m, df in by_m.items()}} for c in cats]
-        lines += [f"Plan accuracy by query category on {ds}", "", T.to_markdown(pd.DataFrame(rows))]
+        lines += [f"Plan accuracy by query category on {ds}", "", F.to_markdown(pd.DataFrame(rows))]
     return "\n".join(lines)
 
 
@@ -158,7 +160,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     tdir, fdir = out / "tables", out / "figures"
-    views = T.collect(cfg, refs)
+    views = V.collect(cfg, refs)
     md = ["# Lethe harness: measured results", "",
           "Every number here was computed from the declared runs' results folders by `python -m experiments.reproduce` "
           "(`make reproduce-all`); nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
@@ -169,59 +171,59 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
           f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
           "over the declared family.", "", "## Setup", "", setup_section(views, refs, cfg)]
     ov = T.overview(views, cfg, refs)
-    T.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=T.FOOTNOTE_MISSING)
-    md += ["## Overview: nDCG@10", "", T.to_markdown(ov, T.FOOTNOTE_MISSING)]
+    F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
+    md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
     t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
         t1s[ds] = t1
-        T.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary",
-                      footnote=T.FOOTNOTE_NM + " " + T.FOOTNOTE_MISSING)
+        F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary",
+                      footnote=F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING)
         t3 = T.table3(v, cfg)
-        T.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
+        F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
         md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "",
-               T.to_markdown(t1, T.FOOTNOTE_NM + " " + T.FOOTNOTE_MISSING),
+               F.to_markdown(t1, F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING),
                f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
                "wall time)", "",
-               T.to_markdown(t3, T.FOOTNOTE_NM)]
+               F.to_markdown(t3, F.FOOTNOTE_NM)]
         t4 = T.table4(v, cfg)
         if t4 is not None:
-            T.write_table(t4, tdir, f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain")
-            md += [f"Table 4 ({ds}): nDCG@10 by domain", "", T.to_markdown(t4, T.FOOTNOTE_NM)]
+            F.write_table(t4, tdir, f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain")
+            md += [f"Table 4 ({ds}): nDCG@10 by domain", "", F.to_markdown(t4, F.FOOTNOTE_NM)]
     t2 = T.table2(views, cfg)
     if not t2.empty:
-        T.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset")
+        F.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset")
         show = t2[["dataset", "metric", "baseline", "method", "n", "baseline_mean", "method_mean", "mean_diff", "ci_low",
                    "ci_high", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni", "d_z", "wins", "ties", "losses"]]
         show = show.round(4).astype(object)
         for c in [c for c in show.columns if c.startswith("p_")]:
-            show[c] = t2[c].map(T._p)
+            show[c] = t2[c].map(F.fmt_p)
         md += ["## Table 2: significance against the best baseline", "",
                f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
-               "p-values are over the whole family.", "", T.to_markdown(show)]
+               "p-values are over the whole family.", "", F.to_markdown(show)]
     ta = T.table_ablations(views, cfg)
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
         md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
     else:
-        T.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
+        F.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
         show = ta[["dataset", "metric", "reference", "method", "n", "reference_mean", "method_mean", "mean_diff",
                    "ci_low", "ci_high", "p_wilcoxon", "p_holm", "p_bh", "d_z", "wins", "ties", "losses"]]
         show = show.round(4).astype(object)
         for c in [c for c in show.columns if c.startswith("p_")]:
-            show[c] = ta[c].map(T._p)
+            show[c] = ta[c].map(F.fmt_p)
         md += [f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
                f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons, adjusted over it.", "",
-               T.to_markdown(show)]
+               F.to_markdown(show)]
     t_it4 = iteration4_table(views, cfg)
     if not t_it4.empty:
-        T.write_table(t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers")
+        F.write_table(t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers")
         md += ["## Iteration 4: LLM stages", "",
                "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
                "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
                "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
                "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
-               T.to_markdown(t_it4, T.FOOTNOTE_NM)]
+               F.to_markdown(t_it4, F.FOOTNOTE_NM)]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     figs = draw_all(views, t2, cfg, fdir, ta=ta)
     md += ["## Figures", ""]

@@ -7,102 +7,15 @@ formula. Numbers are formatted deterministically so two runs of the analysis giv
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
-from analysis.results import RunInfo, RunRef, load_declared
-
-NM = "n/m"
-NOT_DECLARED = "-"
-FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
-FOOTNOTE_MISSING = ("n/m† = declared in the reproduction contract but not run here (`make reproduce TIER=<tier>`, the tier "
-                    "is named in the setup table); - = not declared for this dataset.")
-
-
-@dataclass
-class DatasetView:
-    """Everything the tables need about one dataset: its queries and each method's per-query scores."""
-
-    name: str
-    queries: pd.DataFrame
-    runs: dict[str, RunInfo]
-    per_query: dict[str, pd.DataFrame] = field(default_factory=dict)  # method -> indexed by query_id
-    label_metrics: list[str] = field(default_factory=list)
-    missing: dict[str, RunRef] = field(default_factory=dict)  # declared labels without a finished run
-
-
-def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
-    known = list(cfg["baselines"]) + list(cfg["lethe"])
-    return [m for m in known if m in methods] + sorted(m for m in methods if m not in known)
-
-
-def main_family(cfg: Mapping[str, Any]) -> list[str]:
-    """The paper's methods in their fixed order: the baselines, then the Lethe iterations."""
-    return list(cfg["baselines"]) + list(cfg["lethe"])
-
-
-def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView]:
-    """The declared runs per dataset, with Coverage@N / contradiction@k added where labelled.
-
-    Only ``refs`` are read; a declared run without a finished folder is kept in ``missing``. A
-    dataset with no finished run has no view (its missing runs are listed by the report)."""
-    found, missing = load_declared(refs)
-    views: dict[str, DatasetView] = {}
-    for (ds, method), run in sorted(found.items()):
-        if ds not in views:
-            folder = run.dataset_folder
-            q = pd.read_parquet(folder / "queries.parquet")
-            views[ds] = DatasetView(ds, q, {})
-            views[ds]._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
-            views[ds]._contra = read_contradictions(folder)  # type: ignore[attr-defined]
-        v = views[ds]
-        v.runs[method] = run
-        pq = run.per_query.set_index("query_id")
-        n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
-        evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
-        cov = coverage_at_n(run.run, evaluated, v._corpus, n)  # type: ignore[attr-defined]
-        if len(cov):
-            pq[f"coverage@{n}"] = cov.reindex(pq.index)
-        con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
-        if len(con):
-            pq[f"contradiction@{k}"] = con.reindex(pq.index)
-        v.per_query[method] = pq
-    for ref in missing:
-        if ref.dataset in views:
-            views[ref.dataset].missing[ref.label] = ref
-    for v in views.values():
-        v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns if c.startswith(("coverage@", "contradiction@"))})
-    return views
-
-
-_CI_CACHE: dict[tuple, dict[str, Any]] = {}
-
-
-def cached_mean_ci(x: np.ndarray, cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """stats.mean_ci with the configured resamples/confidence/seed, memoized on the values
-    (tables and figures ask for the same CIs)."""
-    x = np.ascontiguousarray(x, dtype=float)
-    key = (x.tobytes(), int(cfg["bootstrap_resamples"]), float(cfg["confidence"]), int(cfg["seed"]))
-    if key not in _CI_CACHE:
-        _CI_CACHE[key] = stats.mean_ci(x, resamples=key[1], confidence=key[2], seed=key[3])
-    return _CI_CACHE[key]
-
-
-def _f(x: float | None, nd: int = 4) -> str:
-    return NM if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None or np.isnan(p):
-        return NM
-    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
-
+from analysis.formatting import NM, NOT_DECLARED, fmt
+from analysis.iteration4 import hallucination_cell
+from analysis.results import RunRef
+from analysis.views import DatasetView, cached_mean_ci, method_order
 
 def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
     """Performance summary: nDCG@10 with BCa CI, Recall@50, Coverage@N, P95 latency, contradiction, hallucination."""
@@ -116,20 +29,14 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
         rows.append({
             "method": m, "n": int(len(pq)),
-            "nDCG@10": _f(ci["mean"]), "nDCG@10 95% CI": f"[{_f(ci['ci_low'])}, {_f(ci['ci_high'])}]",
-            "Recall@50": _f(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
-            f"Coverage@{n}": _f(float(cov.mean())) if len(cov) else NM,
-            "P95 latency (ms, this machine)": _f(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
-            f"Contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
+            "nDCG@10": fmt(ci["mean"]), "nDCG@10 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
+            "Recall@50": fmt(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
+            f"Coverage@{n}": fmt(float(cov.mean())) if len(cov) else NM,
+            "P95 latency (ms, this machine)": fmt(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
+            f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
             "Hallucination": hallucination_cell(pq),
         })
     return pd.DataFrame(rows)
-
-
-def hallucination_cell(pq: pd.DataFrame) -> str:
-    from analysis.iteration4 import hallucination_cell as cell  # iteration 4's own module owns the rule
-
-    return cell(pq)
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:
@@ -226,12 +133,12 @@ def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         other = [c for c in stages.columns if not any(c in s for s in groups.values())]
         for g, names in groups.items():
             cols = [c for c in names if c in stages.columns]
-            row[f"{g} (ms)"] = _f(float(stages[cols].fillna(0).sum(axis=1).mean()), 2) if cols else NM
-        row["other (ms)"] = _f(float(stages[other].fillna(0).sum(axis=1).mean()), 2) if other else NM
+            row[f"{g} (ms)"] = fmt(float(stages[cols].fillna(0).sum(axis=1).mean()), 2) if cols else NM
+        row["other (ms)"] = fmt(float(stages[other].fillna(0).sum(axis=1).mean()), 2) if other else NM
         lat = pq["latency_ms"].dropna()
-        row["total mean (ms)"] = _f(float(lat.mean()), 2) if len(lat) else NM
-        row["total P50 (ms)"] = _f(float(lat.quantile(0.5)), 2) if len(lat) else NM
-        row["total P95 (ms)"] = _f(float(lat.quantile(0.95)), 2) if len(lat) else NM
+        row["total mean (ms)"] = fmt(float(lat.mean()), 2) if len(lat) else NM
+        row["total P50 (ms)"] = fmt(float(lat.quantile(0.5)), 2) if len(lat) else NM
+        row["total P95 (ms)"] = fmt(float(lat.quantile(0.95)), 2) if len(lat) else NM
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -247,7 +154,7 @@ def table4(v: DatasetView, cfg: Mapping[str, Any], metric: str = "ndcg@10") -> p
         for m in method_order(list(v.per_query), cfg):
             pq = v.per_query[m]
             ids = pq.index[pq.index.map(dom) == d]
-            row[m] = _f(float(pq.loc[ids, metric].mean())) if len(ids) else NM
+            row[m] = fmt(float(pq.loc[ids, metric].mean())) if len(ids) else NM
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -265,7 +172,7 @@ def overview(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], refs: lis
         for ds in datasets:
             v = views.get(ds)
             if v is not None and m in v.per_query:
-                row[ds] = _f(float(v.per_query[m][metric].mean()))
+                row[ds] = fmt(float(v.per_query[m][metric].mean()))
             else:
                 row[ds] = f"{NM}†" if (ds, m) in declared else NOT_DECLARED
         rows.append(row)
@@ -283,39 +190,3 @@ def with_missing_rows(df: pd.DataFrame, v: DatasetView, cfg: Mapping[str, Any]) 
     return out.sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def _fmt_cell(x: Any) -> str:
-    if isinstance(x, float):
-        return _p(x) if False else ("nan" if np.isnan(x) else f"{x:.4g}")
-    return str(x)
-
-
-def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt_cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
-    if footnote:
-        lines += ["", footnote]
-    return "\n".join(lines) + "\n"
-
-
-def to_latex(df: pd.DataFrame, caption: str) -> str:
-    def esc(s: str) -> str:
-        return s.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("%", "\\%").replace("&", "\\&").replace("#", "\\#")
-
-    cols = list(df.columns)
-    out = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{esc(caption)}}}",
-           "\\begin{tabular}{" + "l" * len(cols) + "}", "\\toprule",
-           " & ".join(esc(str(c)) for c in cols) + " \\\\", "\\midrule"]
-    out += [" & ".join(esc(_fmt_cell(x)) for x in row) + " \\\\" for row in df.itertuples(index=False)]
-    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(out) + "\n"
-
-
-def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footnote: str | None = FOOTNOTE_NM) -> dict[str, Path]:
-    """Write ``name``.csv / .md / .tex; floats formatted with 6 significant digits in CSV."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}
-    df.to_csv(paths["csv"], index=False, float_format="%.6g", lineterminator="\n")
-    paths["md"].write_text(f"**{caption}**\n\n" + to_markdown(df, footnote))
-    paths["tex"].write_text(to_latex(df, caption))
-    return paths

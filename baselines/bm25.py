@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.pyserini_jvm import ensure_jvm
-from lethe.method import Doc, Query, SearchResult
+from lethe.core.protocol import Doc, Query, SearchResult
 
 log = logging.getLogger(__name__)
 INDEX_VERSION = "1"

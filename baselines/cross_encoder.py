@@ -1,6 +1,6 @@
 """Cross-encoder reranking: Pyserini BM25 top ``candidates``, reordered by a cross-encoder's score.
 
-The model is resolved with :func:`lethe.models.resolve_model` (``conf/model/cross_encoder.yaml``):
+The model is resolved with :func:`lethe.core.models.resolve_model` (``conf/model/cross_encoder.yaml``):
 its ``path`` (default ``<cache_dir>/models/ce-minilm-lethebench``, written by ``make models``),
 else the hub id when ``allow_hub`` is true. A relative ``path`` is taken relative to the project
 root, like every relative path of the harness. Scores are the model's raw logits.
@@ -13,32 +13,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from baselines.bm25 import PyseriniBM25
-from lethe.crossencoder import load_cross_encoder, read_model_card, rerank
-from lethe.method import Doc, Query, SearchResult
-from lethe.models import ModelNotFoundError, ResolvedModel, resolve_model
+from lethe.retrieval.crossencoder import load_cross_encoder, read_model_card, rerank, resolve_cross_encoder
+from lethe.retrieval.ranking import canonical_order
+from lethe.core.protocol import Doc, Query, SearchResult
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
-
-
-def resolve_cross_encoder(model: Mapping[str, Any]) -> ResolvedModel:
-    """Find the cross-encoder's files; a missing model says how to train it (``make models``)."""
-    spec = dict(model)
-    if spec.get("path") and not Path(str(spec["path"])).expanduser().is_absolute():
-        spec["path"] = str(PROJECT_ROOT / str(spec["path"]))
-    try:
-        return resolve_model(spec)
-    except ModelNotFoundError as exc:
-        raise ModelNotFoundError(
-            f"cross-encoder '{spec.get('name')}' not found at {spec.get('path')}. Run `make models` "
-            "(python -m experiments.train_cross_encoder) to train the offline default, set "
-            "method.model.path to a cross-encoder folder, or allow the hub (LETHE_ALLOW_HUB=true). "
-            f"Details: {exc}") from exc
-
-
-def _score_then_id_desc(ranking: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Score descending, ties by doc id descending (the runner's canonical order)."""
-    return sorted(sorted(ranking, key=lambda x: x[0], reverse=True), key=lambda x: -x[1])
 
 
 class CrossEncoderRerank:
@@ -68,7 +47,7 @@ class CrossEncoderRerank:
 
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
-        hits = _score_then_id_desc(self.bm25.search(query, max(k, self.candidates)).ranking)
+        hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates:]
         ranking = rerank(self.model, query.text, [(d, self._text[d]) for d, _ in head], self.batch_size)

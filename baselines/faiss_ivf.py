@@ -8,9 +8,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.dense import DenseIndex, make_embedder
-from lethe.embedder import Embedder
-from lethe.method import Doc, Query, SearchResult
+from lethe.retrieval.dense import DenseIndex, make_embedder
+from lethe.retrieval.embedder import Embedder
+from lethe.core.protocol import Doc, Query, SearchResult
 
 MIN_POINTS_PER_CENTROID = 39  # FAISS warns below this many training points per list
 

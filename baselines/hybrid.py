@@ -13,11 +13,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.bm25 import BM25Index
-from lethe.dense import DenseIndex, make_embedder, top_k
-from lethe.embedder import Embedder
-from lethe.fusion import minmax, ranked, rrf
-from lethe.method import Doc, Query, SearchResult
+from lethe.retrieval.bm25 import BM25Index
+from lethe.retrieval.dense import DenseIndex, make_embedder
+from lethe.retrieval.embedder import Embedder
+from lethe.retrieval.fusion import minmax, rrf
+from lethe.retrieval.ranking import top_indices, top_k
+from lethe.core.protocol import Doc, Query, SearchResult
 
 
 class HybridSearch:
@@ -43,11 +44,11 @@ class HybridSearch:
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
         lex = self.bm25.score(query.text)
-        lex_top = [i for i in top_k(lex, self.depth) if lex[i] > 0]  # BM25 matches only
+        lex_top = [i for i in top_indices(lex, self.depth) if lex[i] > 0]  # BM25 matches only
         t1 = time.perf_counter()
         q, cached = self.dense.query(query.text)
         cos = self.dense.scores(q)
-        dense_top = list(top_k(cos, self.depth))
+        dense_top = list(top_indices(cos, self.depth))
         t2 = time.perf_counter()
         ids = self.dense.ids
         if self.fusion == "rrf":
@@ -56,14 +57,14 @@ class HybridSearch:
             union = np.array(sorted(set(lex_top) | set(dense_top)), dtype=np.int64)
             s = self.alpha * minmax(lex[union]) + (1 - self.alpha) * cos[union].astype(np.float64)
             fused = {ids[i]: float(x) for i, x in zip(union, s)}
-        out = ranked(fused, k)
+        out = top_k(fused, k)
         t3 = time.perf_counter()
         return SearchResult(out, {"bm25": (t1 - t0) * 1e3, "encode_query": (t2 - t1) * 1e3, "fusion": (t3 - t2) * 1e3},
                             {"query_embedding_cached": cached, "bm25_matches": len(lex_top)})
 
     def describe(self) -> dict[str, Any]:
         return {"name": "hybrid", "fusion": self.fusion, "alpha": self.alpha, "depth": self.depth, "rrf_k": self.rrf_k,
-                "bm25": {"implementation": "lethe.bm25.BM25Index (Lucene-compatible)", "k1": self.k1, "b": self.b},
+                "bm25": {"implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)", "k1": self.k1, "b": self.b},
                 "embedder": self.dense.embedder.stats()}
 
     def close(self) -> None:

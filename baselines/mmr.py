@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from baselines.vector import VectorSearch
-from lethe.dense import top_k
-from lethe.embedder import Embedder
-from lethe.method import Query, SearchResult
-from lethe.mmr import mmr
+from lethe.retrieval.ranking import top_indices
+from lethe.retrieval.embedder import Embedder
+from lethe.core.protocol import Query, SearchResult
+from lethe.retrieval.mmr import mmr
 
 
 class MMRSearch(VectorSearch):
@@ -27,7 +27,7 @@ class MMRSearch(VectorSearch):
     def search(self, query: Query, k: int) -> SearchResult:
         scores, timings, flags = self.score_all(query)
         t0 = time.perf_counter()
-        idx = top_k(scores, max(k, self.candidates))
+        idx = top_indices(scores, max(k, self.candidates))
         cand = idx[: self.candidates]
         vecs = self.dense.vecs[cand]
         order = [int(cand[i]) for i in mmr(scores[cand], vecs @ vecs.T, self.lam)]

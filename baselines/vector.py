@@ -8,9 +8,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.dense import DenseIndex, make_embedder, top_k
-from lethe.embedder import Embedder
-from lethe.method import Doc, Query, SearchResult
+from lethe.retrieval.dense import DenseIndex, make_embedder
+from lethe.retrieval.ranking import top_indices
+from lethe.retrieval.embedder import Embedder
+from lethe.core.protocol import Doc, Query, SearchResult
 
 
 class VectorSearch:
@@ -35,7 +36,7 @@ class VectorSearch:
     def search(self, query: Query, k: int) -> SearchResult:
         scores, timings, flags = self.score_all(query)
         t0 = time.perf_counter()
-        idx = top_k(scores, k)
+        idx = top_indices(scores, k)
         timings["score"] += (time.perf_counter() - t0) * 1e3
         return SearchResult([(self.dense.ids[i], float(scores[i])) for i in idx], timings, flags)
 

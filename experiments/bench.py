@@ -38,7 +38,7 @@ from experiments.config import PROJECT_ROOT, load_config, project_path, to_dict
 def bench_encode(n_texts: int, reps: int) -> dict[str, Any]:
     """Texts/s of Embedder.encode (fresh cache each rep) vs bare SentenceTransformer.encode."""
     from experiments.datasets import prepare_dataset
-    from lethe.embedder import Embedder
+    from lethe.retrieval.embedder import Embedder
     from lethebench.schema import read_dataset
 
     cfg = load_config(["dataset=locomo"])
@@ -163,7 +163,7 @@ def _dataset(name: str):
 
 
 def _docs(ds, scope: str):
-    from lethe.method import Doc
+    from lethe.core.protocol import Doc
 
     c = ds.corpus[ds.corpus.scope_id == scope].sort_values("position")
     return [Doc(r.doc_id, r.text, int(r.position)) for r in c.itertuples()]
@@ -172,8 +172,8 @@ def _docs(ds, scope: str):
 def bench_bm25(reps: int) -> dict[str, Any]:
     """In-memory BM25 vs Pyserini on LoCoMo: index seconds and queries/s, same queries, medians."""
     from baselines.bm25 import PyseriniBM25
-    from lethe.bm25 import InMemoryBM25
-    from lethe.method import Query
+    from baselines.bm25_memory import InMemoryBM25
+    from lethe.core.protocol import Query
 
     ds = _dataset("locomo")
     out: dict[str, Any] = {}
@@ -208,8 +208,8 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
     import numpy as np
 
     from baselines.faiss_ivf import FaissIVF
-    from lethe.dense import top_k
-    from lethe.embedder import Embedder
+    from lethe.retrieval.ranking import top_indices
+    from lethe.retrieval.embedder import Embedder
 
     cfg = load_config([])
     emb = Embedder(to_dict(cfg.embedder), cache_dir=project_path(cfg.cache_dir), show_progress=False)
@@ -226,7 +226,7 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
             te, tv = [], []
             for _ in range(reps):
                 t0 = time.perf_counter()
-                ex = [top_k(x @ q, 10) for q in qv]
+                ex = [top_indices(x @ q, 10) for q in qv]
                 te.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 _, ivf = f.index_.search(np.ascontiguousarray(qv, dtype=np.float32), 10)

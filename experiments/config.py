@@ -7,8 +7,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = PROJECT_ROOT / "conf"
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path  # noqa: F401 - re-exported for entry points
 
 
 def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
@@ -28,12 +27,6 @@ def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> D
     gh.clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name=config_name, overrides=list(overrides))
-
-
-def project_path(p: str | Path) -> Path:
-    """Absolute path; a relative one is taken relative to the project root."""
-    p = Path(p).expanduser()
-    return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
 
 
 def to_dict(cfg: DictConfig | dict) -> dict[str, Any]:

@@ -8,10 +8,10 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from experiments.config import project_path, to_dict
-from lethe.embedder import Embedder
-from lethe.models import resolve_model
+from lethe.retrieval.embedder import Embedder
+from lethe.core.models import resolve_model
 from lethebench.build import build_dataset, build_key
-from lethebench.card import sha256_file
+from lethe.core.hashing import sha256_file
 from lethebench.chunking import ChunkParams
 
 

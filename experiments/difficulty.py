@@ -18,7 +18,7 @@ import pandas as pd
 
 from experiments.config import all_dataset_names, load_config, project_path
 from experiments.runner import run_experiment
-from lethe.atomic import atomic_write_text
+from lethe.core.atomic import atomic_write_text
 from lethebench.card import render_card_md
 
 METHODS = ("window", "bm25", "vector")

@@ -188,7 +188,7 @@ def study_command(study: Study, cfg: DictConfig) -> list[str]:
 
 def run_study(study: Study, cfg: DictConfig) -> Path:
     """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing)."""
-    from lethe.atomic import atomic_dir
+    from lethe.core.atomic import atomic_dir
 
     final = study_folder(study, cfg)
     cmd = study_command(study, cfg)

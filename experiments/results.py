@@ -17,7 +17,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from experiments.config import project_path, to_dict
-from lethe.atomic import atomic_dir
+from lethe.core.atomic import atomic_dir
 from lethebench.trec import Qrels, write_qrels, write_run
 
 DONE = "DONE"

@@ -32,8 +32,10 @@ from experiments.config import project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import is_done, run_identity, write_results
-from lethe.method import Doc, Query, SearchResult
-from lethebench.card import sha256_file
+from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
+from lethe.core.summary import summarize
+from lethe.retrieval.ranking import top_k
+from lethe.core.hashing import sha256_file
 from lethebench.schema import Dataset, read_dataset
 
 log = logging.getLogger(__name__)
@@ -45,12 +47,6 @@ class EligibilityViolation(RuntimeError):
 
 class RunFailed(RuntimeError):
     """Too many queries failed; the run is not marked done."""
-
-
-def canonical_order(ranking: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
-    """Top ``k`` by score descending, ties by doc id descending (trec_eval's tie rule)."""
-    by_id = sorted(ranking, key=lambda x: x[0], reverse=True)
-    return sorted(by_id, key=lambda x: -x[1])[:k]  # stable: equal scores keep doc id descending
 
 
 def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -103,13 +99,6 @@ def group_docs(ds: Dataset) -> dict[str, list[Doc]]:
         out.setdefault(r.scope_id, []).append(
             Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
     return out
-
-
-def _percentiles(x: list[float]) -> dict[str, float | None]:
-    if not x:
-        return {"p50": None, "p95": None, "mean": None}
-    a = np.asarray(x)
-    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "mean": float(a.mean())}
 
 
 def walk_eligible(queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
@@ -203,13 +192,16 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     init_s = time.perf_counter() - t0
 
     docs_by_scope = group_docs(ds)
-    if hasattr(method, "bind_dataset"):
+    if isinstance(method, BindsDataset):
         method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
-    if hasattr(method, "set_collection"):
+    if isinstance(method, UsesCollection):
         method.set_collection([d for docs in docs_by_scope.values() for d in docs])
-    if hasattr(method, "set_queries"):
+    if isinstance(method, UsesQuerySet):
         method.set_queries(list(queries["query_id"]))
     answers = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
+    answer_rules = cfg.dataset.get("answer_rules")
+    if answer_rules not in (None, "locomo"):
+        raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
     k = int(cfg.run.k)
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
@@ -256,18 +248,18 @@ def run_job(cfg: DictConfig) -> RunOutcome:
                     f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
             if len(set(ids)) != len(ids):
                 raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
-            if hasattr(method, "annotate"):  # answer generation and judging: not part of the query's latency
+            if isinstance(method, Annotates):  # answer generation and judging: not part of the query's latency
                 try:
                     method.annotate(query, res)
                 except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
                     rec.update(status="annotate_error", error=f"{type(exc).__name__}: {exc}")
-            ranking = canonical_order(res.ranking, k)
+            ranking = top_k(res.ranking, k)
             run[row.query_id] = ranking
             rec["n_results"] = len(ranking)
             if not ranking:
                 rec["status"] = "no_results"
             rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
-                                     row.category if cfg.dataset.name == "locomo" else None))
+                                     row.category if answer_rules == "locomo" else None))
             rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
             rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
             records.append(rec)
@@ -289,7 +281,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     per_query = per_query.merge(scores, left_on="query_id", right_index=True, how="left")
     lat = [x for x in per_query["latency_ms"].tolist() if x is not None and not pd.isna(x)]
     stage_names = sorted({s for t in per_query["timings_ms"] for s in json.loads(t)})
-    stages = {s: _percentiles([json.loads(t)[s] for t in per_query["timings_ms"] if s in json.loads(t)])
+    stages = {s: summarize([json.loads(t)[s] for t in per_query["timings_ms"] if s in json.loads(t)])
               for s in stage_names}
     status_counts = per_query["status"].value_counts().to_dict() if len(per_query) else {}
     metrics = {
@@ -299,7 +291,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
         "filters": {k: to_dict(cfg.dataset).get(k) for k in ("split", "scopes", "categories", "sample")},
         "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
         "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
-        "latency_ms": _percentiles(lat),
+        "latency_ms": summarize(lat),
         "stage_latency_ms": stages,
         "qps": (len(lat) / (sum(lat) / 1e3)) if lat and sum(lat) > 0 else None,
     }

@@ -35,11 +35,11 @@ from analysis.metrics import evaluate_run
 from experiments.config import CONF_DIR, load_config, project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, package_versions
-from experiments.runner import canonical_order
-from lethe.atomic import atomic_dir
-from lethe.crossencoder import Pair, TrainParams, params_dict, rerank, save_cross_encoder, train_cross_encoder, write_model_card
-from lethe.method import Doc, Query
-from lethe.models import resolve_model, weights_sha256
+from lethe.core.atomic import atomic_dir
+from lethe.retrieval.crossencoder import Pair, TrainParams, params_dict, rerank, save_cross_encoder, train_cross_encoder, write_model_card
+from lethe.core.protocol import Doc, Query
+from lethe.core.models import resolve_model, weights_sha256
+from lethe.retrieval.ranking import top_k
 from lethebench.schema import Dataset, read_dataset
 
 USED_SPLITS = ("train", "dev")
@@ -101,7 +101,7 @@ def bm25_candidates(ds: Dataset, queries: pd.DataFrame, bm25: Any, depth: int, p
         if docs:
             bm25.index(docs)
         for row in qs.itertuples(index=False):
-            hits = canonical_order(bm25.search(Query(row.text, tuple(row.history)), depth).ranking, depth) if docs else []
+            hits = top_k(bm25.search(Query(row.text, tuple(row.history)), depth).ranking, depth) if docs else []
             out[row.query_id] = ([(d, text[d]) for d, _ in hits], set(text))
             bar.update()
     bar.close()

@@ -39,10 +39,10 @@ from experiments.config import load_config, project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info
 from experiments.runner import group_docs, select_queries, walk_eligible
-from lethe.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
-from lethe.method import Query
-from lethe.planning import plan_alpha
-from lethebench.card import sha256_file
+from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
+from lethe.core.protocol import Query
+from lethe.stages.planning import plan_alpha
+from lethe.core.hashing import sha256_file
 from lethebench.schema import Dataset, read_dataset
 
 FAMILIES = ("constant", "ridge", "forest", "gbr")

@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from lethe.embedder import Embedder
-from lethebench.card import count_by, lexical_overlap, sha256_file
+from lethe.retrieval.embedder import Embedder
+from lethebench.card import count_by, lexical_overlap
+from lethe.core.hashing import sha256_file
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
-from lethebench.schema import Dataset, SourceDataset, read_dataset, write_dataset
+from lethebench.schema import Dataset, SourceDataset, write_dataset
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = "2"  # bump when the build output (incl. the card) changes

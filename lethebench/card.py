@@ -6,22 +6,13 @@ what was excluded and why, counts, chunk statistics and the builder's version an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
 
-
-def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+from lethe.text.analyzer import STOPWORDS  # Lucene's English stopwords, for overlap statistics
 
 
 def count_by(df: pd.DataFrame, col: str) -> dict[str, int]:
@@ -72,11 +63,6 @@ def render_card_md(card: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-# Lucene's English stopwords (the analyzer BM25 uses), for overlap statistics
-STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split()
-)
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 

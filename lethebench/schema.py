@@ -14,8 +14,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from lethe.atomic import atomic_dir
-from lethebench.card import render_card_md, sha256_file
+from lethe.core.atomic import atomic_dir
+from lethebench.card import render_card_md
+from lethe.core.hashing import sha256_file
 from lethebench.trec import Qrels, read_qrels, write_qrels
 
 # column -> pandas dtype family: "str", "int", "str?" (nullable str), "list" (list of str), "json"

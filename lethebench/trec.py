@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from lethe.atomic import atomic_write_text
+from lethe.core.atomic import atomic_write_text
 
 Qrels = dict[str, dict[str, int]]
 Ranking = list[tuple[str, float]]

@@ -40,7 +40,7 @@ def cfg_for(work):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from lethe.embedder import Embedder
+    from lethe.retrieval.embedder import Embedder
 
     cfg = load_config([])
     return Embedder(dict(cfg.embedder), cache_dir=None, show_progress=False)

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lethe.atomic import atomic_write_text
+from lethe.core.atomic import atomic_write_text
 from lethe.llm.base import Decoding, LLMResponse, Message
 
 FORMAT_VERSION = 1

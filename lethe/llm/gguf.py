@@ -50,10 +50,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from lethe.atomic import atomic_write_text
-from lethe.models import ModelNotFoundError
+from lethe.core.atomic import atomic_write_text
+from lethe.core.hashing import sha256_file
+from lethe.core.models import ModelNotFoundError
+from lethe.core.paths import PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _CHUNK = 1 << 22  # 4 MiB per read when hashing / joining
 
 
@@ -138,11 +139,7 @@ def file_sha256(path: str | os.PathLike, memo_dir: str | os.PathLike | None = No
         digest = _read_memo(sidecar, st.st_size, st.st_mtime_ns)
         if digest:
             return digest
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(_CHUNK):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = sha256_file(path)
     _write_memo(path, digest, locations)
     return digest
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from lethebench.card import sha256_file
+from lethe.core.hashing import sha256_file
 from lethebench.schema import DatasetError, SourceDataset
 
 LOADER_VERSION = "1"

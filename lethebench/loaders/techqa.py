@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from lethebench.card import sha256_file
+from lethe.core.hashing import sha256_file
 from lethebench.schema import CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, SourceDataset
 
 LOADER_VERSION = "1"

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from lethebench.card import sha256_file
+from lethe.core.hashing import sha256_file
 from lethebench.schema import DatasetError, SourceDataset
 from lethebench.trec import Qrels
 

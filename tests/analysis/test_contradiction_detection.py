@@ -14,7 +14,7 @@ import pytest
 from analysis.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
                                               evaluate_rules_on_dataset, load_scopes, main, sample_scopes,
                                               table_row, threshold_sweep, write_tables)
-from lethe.contradiction_llm import LLMContradictionDetector, RulesDetector
+from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
 from tests.lethe.test_contradiction_llm import FakeLLM
 from tests.support.toy import toy_dataset

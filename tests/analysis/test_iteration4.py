@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from analysis.iteration4 import budget_points, hallucination, hallucination_cell, iteration4_table
-from analysis.tables import DatasetView
+from analysis.views import DatasetView
 
 CFG = {"contradiction_k": 10, "bootstrap_resamples": 200, "confidence": 0.95, "seed": 0}
 

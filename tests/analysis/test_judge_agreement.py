@@ -10,7 +10,7 @@ import pytest
 
 from analysis.judge_agreement import (agreement_scores, cohen_kappa, judge_agreement, load_items, main, roc_auc,
                                       to_markdown)
-from lethe.generation import JudgeResult
+from lethe.stages.generation import JudgeResult
 
 S, U = "supported", "unsupported"
 

@@ -13,7 +13,8 @@ from sklearn.metrics import f1_score
 
 from analysis.plans import PLANS, majority_baseline, plan_accuracy, plan_distribution, plan_table, wilson_ci
 from analysis.report import plan_section
-from analysis.tables import NM, DatasetView
+from analysis.formatting import NM
+from analysis.views import DatasetView
 
 # query_id: (gold plan_label, recorded plan, category, status); "-" = no plan recorded (flags without "plan")
 CASES = {

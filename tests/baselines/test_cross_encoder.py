@@ -11,8 +11,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from experiments.config import to_dict
-from lethe.method import Doc, Query
-from lethe.models import ModelNotFoundError, weights_sha256
+from lethe.core.protocol import Doc, Query
+from lethe.core.models import ModelNotFoundError, weights_sha256
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
 TINY = ("dataset=lethebench", "dataset.params.splits={test:2,train:3,dev:2}",

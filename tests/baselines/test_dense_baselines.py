@@ -8,7 +8,7 @@ from baselines.faiss_ivf import FaissIVF
 from baselines.hybrid import HybridSearch
 from baselines.mmr import MMRSearch
 from baselines.vector import VectorSearch
-from lethe.method import Doc, Query
+from lethe.core.protocol import Doc, Query
 from lethebench.loaders.locomo import load_locomo
 
 QUERIES = ["When did Caroline go to the LGBTQ support group?", "What did Melanie paint?",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.runner import EligibilityViolation, canonical_order, run_experiment
+from experiments.runner import EligibilityViolation, run_experiment
+from lethe.retrieval.ranking import top_k
 from lethebench.schema import write_dataset
 from tests.support.toy import toy_dataset
 
@@ -52,4 +53,4 @@ def test_a_method_returning_an_ineligible_doc_stops_the_run(toy_cfg):
 
 
 def test_canonical_order_breaks_ties_like_trec_eval():
-    assert canonical_order([("a", 1.0), ("c", 2.0), ("b", 1.0), ("d", 1.0)], 3) == [("c", 2.0), ("d", 1.0), ("b", 1.0)]
+    assert top_k([("a", 1.0), ("c", 2.0), ("b", 1.0), ("d", 1.0)], 3) == [("c", 2.0), ("d", 1.0), ("b", 1.0)]

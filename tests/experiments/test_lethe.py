@@ -11,7 +11,7 @@ import pytest
 
 from experiments import train_fusion
 from experiments.runner import RunFailed, run_experiment
-from lethe.learned_fusion import FEATURES, LeakageError
+from lethe.stages.learned_fusion import FEATURES, LeakageError
 from lethebench.schema import Dataset
 
 SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}",

@@ -1,13 +1,14 @@
-"""In-memory BM25 (lethe.bm25) against Pyserini/Anserini/Lucene: analysis, norms, scores, rankings."""
+"""In-memory BM25 (lethe.text.analyzer, lethe.retrieval.bm25, baselines.bm25_memory) against Pyserini/Anserini/Lucene: analysis, norms, scores, rankings."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lethe.bm25 import (BM25Index, InMemoryBM25, LENGTH_TABLE, analyze, anserini_adjust_ties, byte4_to_int,
-                        encode_lengths, int_to_byte4, tokenize)
-from lethe.method import Doc, Method, Query
+from baselines.bm25_memory import InMemoryBM25, anserini_adjust_ties
+from lethe.retrieval.bm25 import LENGTH_TABLE, BM25Index, byte4_to_int, encode_lengths, int_to_byte4
+from lethe.text.analyzer import analyze, tokenize
+from lethe.core.protocol import Doc, Method, Query
 
 # expected terms: Anserini 1.7.1's DefaultEnglishAnalyzer on the same strings (checked with
 # pyserini.analysis.Analyzer(get_lucene_analyzer()))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lethe import atomic
-from lethe.cache import EmbeddingCache, text_key
-from lethe.embedder import Embedder
+from lethe.core import atomic
+from lethe.core.embedding_cache import EmbeddingCache, text_key
+from lethe.retrieval.embedder import Embedder
 
 NS = {"model_sha256": "m", "role": "doc"}
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from analysis.contradiction_detection import detection_scores, evaluate_rules_on_dataset
-from lethe.contradiction import Conflict, Fact, demote, detect, extract_facts, normalize_attribute, normalize_value
-from lethe.method import Doc
+from lethe.stages.contradiction.rules import Conflict, Fact, demote, detect, extract_facts, normalize_attribute, normalize_value
+from lethe.core.protocol import Doc
 from lethebench.schema import write_dataset
 from tests.support.toy import toy_dataset
 

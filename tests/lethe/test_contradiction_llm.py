@@ -1,4 +1,4 @@
-"""Contradiction detectors behind one interface (lethe/contradiction_llm.py): blocking on constructed docs,
+"""Contradiction detectors behind one interface (lethe/stages/contradiction/detectors.py): blocking on constructed docs,
 the conservative threshold rule, stale/current orientation, failure counting, budget stop and max_pairs cap
 with a scripted fake backend; make_detector errors; one end-to-end run on the real SmolLM2-135M-Instruct.
 """
@@ -13,12 +13,12 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from lethe.contradiction import detect
-from lethe.contradiction_llm import (DECODING, DetectionResult, LLMContradictionDetector, RulesDetector,
+from lethe.stages.contradiction.rules import detect
+from lethe.stages.contradiction.detectors import (DECODING, DetectionResult, LLMContradictionDetector, RulesDetector,
                                      candidate_pairs, make_detector, subject_keys, value_kinds, value_tokens)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
-from lethe.method import Doc
+from lethe.core.protocol import Doc
 from tests.support.fake_llm import FakeLLM as BaseFake
 
 ROOT = Path(__file__).resolve().parents[2]

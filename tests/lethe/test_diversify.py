@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lethe.diversify import coverage, entity_matrix, entity_weights, greedy_diversify
+from lethe.stages.diversify import coverage, entity_matrix, entity_weights, greedy_diversify
 
 
 def _random_instance(seed: int, n: int, m: int, density: float = 0.15) -> tuple[np.ndarray, np.ndarray]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lethe.fusion import convex, minmax, ranked, rrf
-from lethe.mmr import mmr
+from lethe.retrieval.fusion import convex, minmax, rrf
+from lethe.retrieval.ranking import top_k
+from lethe.retrieval.mmr import mmr
 
 
 def test_mmr_hand_computed():
@@ -37,4 +38,4 @@ def test_convex_union_and_empty_list():
 def test_rrf_and_ranked():
     f = rrf([["a", "b"], ["b", "c"]], k=60)
     assert f["b"] == pytest.approx(1 / 62 + 1 / 61)
-    assert [d for d, _ in ranked(f, 3)] == ["b", "a", "c"]
+    assert [d for d, _ in top_k(f, 3)] == ["b", "a", "c"]

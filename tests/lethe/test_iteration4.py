@@ -11,8 +11,8 @@ import pytest
 
 import lethe.llm.backends as backends
 from lethe.llm.base import Decoding, LLMResponse, LLMTimeout, Message
-from lethe.method import Doc, Query
-from lethe.pipeline import LethePipeline
+from lethe.core.protocol import Doc, Query
+from lethe.methods.pipeline import LethePipeline
 from tests.support.fake_llm import FakeLLM
 
 FAKE_LLM = {"kind": "fake", "name": "fake"}

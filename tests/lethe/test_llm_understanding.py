@@ -17,15 +17,18 @@ import pytest
 
 from baselines.vector import VectorSearch
 from experiments.config import load_config, to_dict
-from lethe.expansion import HyDESearch, KeywordBoostSearch, KeywordSearch
-from lethe.fusion import ranked, rrf
+from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearch
+from lethe.retrieval.fusion import rrf
+from lethe.retrieval.ranking import top_k
 from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.parsing import (ExactTerms, Keywords, ParseError, extract_json, parse_exact_terms, parse_keywords,
                                parse_passage, parse_rewrite, parse_subqueries)
 from lethe.llm.prompts import PROMPT_DIR, _split, available_prompts, load_prompt
-from lethe.llm.understanding import LLMQueryUnderstanding
-from lethe.method import Doc, Query
-from lethe.query_understanding import BACKENDS, QueryUnderstandingBackend, RuleBasedBackend, understand
+from lethe.stages.understanding.llm import LLMQueryUnderstanding
+from lethe.core.protocol import Doc, Query
+from lethe.stages.understanding.base import QueryUnderstandingBackend, understand
+from lethe.stages.understanding.factory import BACKENDS
+from lethe.stages.understanding.rules import RuleBasedBackend
 
 PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_support", "keywords", "rerank_pointwise", "rewrite"]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
@@ -415,7 +418,7 @@ def test_llm_config_is_built_with_make_llm_and_closed(fake_backends):
 
 
 def test_pipeline_uses_the_llm_backend(monkeypatch, embedder):
-    from lethe.pipeline import LethePipeline
+    from lethe.methods.pipeline import LethePipeline
 
     monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)
     llm = FakeLLM({"rewrite": LLMTimeout(), "decompose": '["Who owns auth-core?"]'})
@@ -506,7 +509,7 @@ def test_keyword_search_fuses_query_and_keywords_by_rrf(embedder, vector):
     ids = [d.doc_id for d in DOCS]
     kv = embedder.encode([kw_text], role="query")[0]
     kw_list = [ids[i] for i in np.argsort(-(m.dense.vecs @ kv), kind="stable")[:5]]
-    expect = ranked(rrf([[d for d, _ in vector.search(q, 5).ranking], kw_list], 60), 5)
+    expect = top_k(rrf([[d for d, _ in vector.search(q, 5).ranking], kw_list], 60), 5)
     assert res.ranking[0][0] == "broker" and [d for d, _ in res.ranking] == [d for d, _ in expect]
     assert res.flags["fused_lists"] == ["query", "keywords"] and res.flags["llm_fallback"] == []
     assert res.flags["keywords"] == {"high": ["Service outage"], "low": ["ECONNREFUSED", "message broker", "port 5672"]}
@@ -629,7 +632,7 @@ def test_method_configs_build(method, cls, expect, embedder, fake_backends, tmp_
 
 
 def test_lethe_iter2_llm_config(monkeypatch, embedder, fake_backends):
-    from lethe.pipeline import LethePipeline
+    from lethe.methods.pipeline import LethePipeline
 
     monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)  # until make_backend knows "llm"
     params = to_dict(load_config(["method=lethe_iter2_llm", "++llm.backend=fake"]).method)

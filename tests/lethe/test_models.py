@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lethe.models import ModelNotFoundError, ModelSpec, resolve_model
+from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 
 
 def test_pypi_package_resolves_with_hash():

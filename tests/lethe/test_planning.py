@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lethe.boost import BoostConfig, boost_scores, query_signals
-from lethe.bm25 import analyze
-from lethe.entities import entities, exact_terms
-from lethe.planning import PlanInputs, PlanningConfig, choose_plan, plan_alpha, plan_inputs
+from lethe.stages.boost import BoostConfig, boost_scores, query_signals
+from lethe.text.analyzer import analyze
+from lethe.text.entities import entities, exact_terms
+from lethe.stages.planning import PlanInputs, PlanningConfig, choose_plan, plan_alpha, plan_inputs
 
 CFG = PlanningConfig()
 

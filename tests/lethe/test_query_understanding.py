@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from lethe.query_understanding import (QueryUnderstandingBackend, RuleBasedBackend, Understanding, make_backend,
-                                       understand)
+from lethe.stages.understanding.base import QueryUnderstandingBackend, Understanding, understand
+from lethe.stages.understanding.factory import make_backend
+from lethe.stages.understanding.rules import RuleBasedBackend
 
 RELEASE = ["What's the release number of webhook-api in production?", "It's 0.19.17 for webhook-api."]
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]

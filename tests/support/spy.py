@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from lethe.method import Doc, Query, SearchResult
+from lethe.core.protocol import Doc, Query, SearchResult
 
 
 class SpyMethod:

@@ -1,0 +1,69 @@
+"""How the report writes numbers and tables: n/m cells, fixed decimals, Markdown, LaTeX and CSV.
+
+Formatting is deterministic, so two runs of the analysis give identical bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+NM = "n/m"
+NOT_DECLARED = "-"
+FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
+FOOTNOTE_MISSING = ("n/m† = declared in the reproduction contract but not run here (`make reproduce TIER=<tier>`, the tier "
+                    "is named in the setup table); - = not declared for this dataset.")
+
+
+
+def fmt(x: float | None, nd: int = 4) -> str:
+    """``x`` with ``nd`` decimals, or n/m when it was not measured (None or NaN)."""
+    return NM if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value with 4 decimals, ``<1e-4`` below that, n/m when missing."""
+    if p is None or np.isnan(p):
+        return NM
+    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
+
+
+def _fmt_cell(x: Any) -> str:
+    if isinstance(x, float):
+        return ("nan" if np.isnan(x) else f"{x:.4g}")
+    return str(x)
+
+
+def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt_cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    if footnote:
+        lines += ["", footnote]
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(df: pd.DataFrame, caption: str) -> str:
+    def esc(s: str) -> str:
+        return s.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("%", "\\%").replace("&", "\\&").replace("#", "\\#")
+
+    cols = list(df.columns)
+    out = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{esc(caption)}}}",
+           "\\begin{tabular}{" + "l" * len(cols) + "}", "\\toprule",
+           " & ".join(esc(str(c)) for c in cols) + " \\\\", "\\midrule"]
+    out += [" & ".join(esc(_fmt_cell(x)) for x in row) + " \\\\" for row in df.itertuples(index=False)]
+    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footnote: str | None = FOOTNOTE_NM) -> dict[str, Path]:
+    """Write ``name``.csv / .md / .tex; floats formatted with 6 significant digits in CSV."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}
+    df.to_csv(paths["csv"], index=False, float_format="%.6g", lineterminator="\n")
+    paths["md"].write_text(f"**{caption}**\n\n" + to_markdown(df, footnote))
+    paths["tex"].write_text(to_latex(df, caption))
+    return paths

@@ -1,0 +1,83 @@
+"""Content-addressed embedding cache that survives crashes.
+
+Layout: ``<root>/embeddings/<namespace>/<shard>.npz`` where ``namespace`` hashes the model weights,
+the role (query/doc) and encoding options, and each shard holds ``keys`` (sha256 of the text)
+and ``vecs`` (float32, one row per key). Shards are written whole to a temporary file and
+renamed, so a crash leaves either a complete shard or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+
+
+def text_key(text: str) -> str:
+    """sha256 hex of a text, the cache key of its embedding."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors for one namespace (model + role + options); loaded lazily, appended by shards."""
+
+    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool], flush_every: int = 512):
+        self.namespace = namespace
+        self.flush_every = flush_every
+        self._pending: list[tuple[str, np.ndarray]] = []
+        ns = hashlib.sha256(json.dumps(namespace, sort_keys=True).encode()).hexdigest()[:20]
+        self.dir = Path(root) / "embeddings" / ns
+        self._vecs: dict[str, np.ndarray] | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def _load(self) -> dict[str, np.ndarray]:
+        if self._vecs is None:
+            self._vecs = {}
+            if self.dir.is_dir():
+                for shard in sorted(self.dir.glob("*.npz")):
+                    with np.load(shard) as z:
+                        for k, v in zip(z["keys"].tolist(), z["vecs"]):
+                            self._vecs[k] = v
+        return self._vecs
+
+    def get(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        """Cached vector per key, or None; counts hits and misses."""
+        vecs = self._load()
+        out = [vecs.get(k) for k in keys]
+        found = sum(v is not None for v in out)
+        self.hits += found
+        self.misses += len(out) - found
+        return out
+
+    def put(self, keys: Sequence[str], vecs: np.ndarray) -> None:
+        """Add vectors (rows of ``vecs``); written as a shard once ``flush_every`` are pending."""
+        vecs = np.asarray(vecs, dtype=np.float32)
+        assert vecs.shape[0] == len(keys), (vecs.shape, len(keys))
+        store = self._load()
+        for k, v in zip(keys, vecs):
+            store[k] = v
+            self._pending.append((k, v))
+        if len(self._pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write pending vectors as one new shard, atomically (a crash loses only unflushed ones)."""
+        if not self._pending:
+            return
+        keys = [k for k, _ in self._pending]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        meta = self.dir / "namespace.json"
+        if not meta.exists():
+            atomic_write_text(meta, json.dumps(self.namespace, indent=2, sort_keys=True) + "\n")
+        shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
+        buf = io.BytesIO()
+        np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
+        atomic_write_bytes(self.dir / f"{shard_id}.npz", buf.getvalue())
+        self._pending = []

@@ -1,0 +1,97 @@
+"""The one protocol every retrieval method implements (baselines and Lethe iterations).
+
+The runner calls ``index(docs)`` with exactly the docs a query may see (its scope, and for
+conversations only earlier positions), then ``search(query, k)`` for those queries. Methods never
+see other scopes, later turns, qrels or answers, so they cannot peek.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A retrieval unit (a chunk) as a method sees it."""
+
+    doc_id: str
+    text: str
+    position: int
+    kind: str = "text"
+    speaker: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as a method sees it: its text and the conversation history before it (oldest first).
+
+    ``query_id`` and ``scope_id`` identify it (never its labels); a method trained on labelled
+    queries uses them to prove it is not scoring a query it was trained on.
+    """
+
+    text: str
+    history: tuple[str, ...] = ()
+    query_id: str | None = None
+    scope_id: str | None = None
+
+
+@dataclass
+class SearchResult:
+    """A ranking (doc_id, score) with non-increasing scores, plus per-stage timings in ms.
+
+    ``flags`` records anything the runner must count per query (fallbacks, timeouts, errors).
+    """
+
+    ranking: list[tuple[str, float]]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Method(Protocol):
+    def index(self, docs: Sequence[Doc]) -> None:
+        """Prepare to search exactly ``docs`` (replaces any previous index)."""
+
+    def search(self, query: Query, k: int) -> SearchResult:
+        """Top ``k`` of the indexed docs for ``query``."""
+
+    def describe(self) -> dict[str, Any]:
+        """Effective parameters, model ids and hashes, for the run manifest."""
+
+    def close(self) -> None:
+        """Flush caches and release resources."""
+
+
+# Optional abilities. The runner checks each with isinstance (never hasattr) and calls it at the moment
+# stated; a method implements only those it needs.
+
+
+@runtime_checkable
+class UsesCollection(Protocol):
+    def set_collection(self, docs: Sequence[Doc]) -> None:
+        """Called once before any query with every doc of the dataset, for collection statistics such
+        as corpus IDF. Results are still checked against each query's eligible docs."""
+
+
+@runtime_checkable
+class BindsDataset(Protocol):
+    def bind_dataset(self, info: Mapping[str, Any]) -> None:
+        """Called once before any query with ``{"name", "build_key"}`` of the dataset, so a method
+        carrying a trained artifact can verify it was trained on this very build (else it raises)."""
+
+
+@runtime_checkable
+class UsesQuerySet(Protocol):
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Called once before any query with the ids of every query the run evaluates (in run order),
+        e.g. to draw a seeded sample of queries for answer generation."""
+
+
+@runtime_checkable
+class Annotates(Protocol):
+    def annotate(self, query: Query, result: SearchResult) -> None:
+        """Called after each timed search, outside its latency: adds work that is not retrieval (answer
+        generation and judging) to ``result.flags`` / ``result.timings_ms``. An exception is recorded
+        on the query (status ``annotate_error``), the ranking is kept."""

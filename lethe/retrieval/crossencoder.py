@@ -1,0 +1,324 @@
+"""Cross-encoder building blocks: load, score, fine-tune and describe a (query, doc) reranker.
+
+A cross-encoder reads a query and a doc together and returns one relevance logit. This module
+knows nothing about datasets: training takes :class:`Pair` items (query, doc text, label) and a
+callable that scores a model on held-out data; the caller decides what data that is.
+
+Training API: sentence-transformers 6.2.0 offers ``CrossEncoderTrainer`` and ``CrossEncoder.fit``
+(a thin wrapper around that trainer); both need ``accelerate``, which is not among this project's
+pinned dependencies. ``CrossEncoder.old_fit``, the library's own plain PyTorch training loop (AdamW,
+WarmupLinear schedule, gradient clipping, optional evaluator), needs nothing more, so it is used
+here. A recording loss module keeps the per-step loss; the evaluator hook scores checkpoints and
+keeps the best weights in memory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from lethe.core.atomic import atomic_write_text
+from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model
+from lethe.core.paths import PROJECT_ROOT
+from lethe.retrieval.ranking import canonical_order
+
+MODEL_CARD_JSON = "model_card.json"
+MODEL_CARD_MD = "model_card.md"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One training example: ``label`` 1.0 = relevant, 0.0 = not relevant."""
+
+    query: str
+    text: str
+    label: float
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    """Hyperparameters of one fine-tuning run."""
+
+    epochs: int = 2
+    batch_size: int = 32
+    lr: float = 3e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_length: int = 256
+    eval_every: int = 50  # steps between checkpoints scored by the evaluator; 0 = only at epoch ends
+    seed: int = 0
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class TrainResult:
+    """What happened during training: per-step loss, scored checkpoints, the one kept."""
+
+    steps: int
+    steps_per_epoch: int
+    warmup_steps: int
+    loss_curve: list[float]
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    chosen: dict[str, Any] | None = None
+    train_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    torch_threads: int = 0
+
+
+def resolve_cross_encoder(model: Mapping[str, Any]) -> ResolvedModel:
+    """Find the cross-encoder's files; a missing model says how to train it (``make models``)."""
+    spec = dict(model)
+    if spec.get("path") and not Path(str(spec["path"])).expanduser().is_absolute():
+        spec["path"] = str(PROJECT_ROOT / str(spec["path"]))
+    try:
+        return resolve_model(spec)
+    except ModelNotFoundError as exc:
+        raise ModelNotFoundError(
+            f"cross-encoder '{spec.get('name')}' not found at {spec.get('path')}. Run `make models` "
+            "(python -m experiments.train_cross_encoder) to train the offline default, set "
+            "method.model.path to a cross-encoder folder, or allow the hub (LETHE_ALLOW_HUB=true). "
+            f"Details: {exc}") from exc
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU) for repeatable training."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labels: int | None = None,
+                       offline: bool = True) -> Any:
+    """A sentence-transformers ``CrossEncoder`` from a local folder, on CPU.
+
+    ``num_labels=1`` turns a bi-encoder folder (e.g. all-MiniLM-L6-v2) into a cross-encoder with a
+    freshly initialised one-logit head (seed torch first for a repeatable head).
+    """
+    if offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device="cpu",
+                        local_files_only=offline)
+
+
+def score_pairs(model: Any, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    """Raw relevance logits (float32, shape (n,)) of ``query`` against each text.
+
+    Logits, not sigmoid probabilities: the sigmoid saturates in float32 and would turn distinct
+    scores into ties; the order is the same.
+    """
+    if not texts:
+        return np.zeros(0, np.float32)
+    import torch
+
+    scores = model.predict([(query, t) for t in texts], batch_size=batch_size, show_progress_bar=False,
+                           activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+    return np.asarray(scores, dtype=np.float32).reshape(-1)
+
+
+def rerank(model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_size: int = 32) -> list[tuple[str, float]]:
+    """``candidates`` (doc_id, text) ordered by score descending, ties by doc id descending."""
+    scores = score_pairs(model, query, [t for _, t in candidates], batch_size)
+    return canonical_order((d, float(s)) for (d, _), s in zip(candidates, scores))
+
+
+class LengthGroupedBatches:
+    """Seeded batch sampler: shuffle, sort each window of ``window`` batches by length, shuffle the batches.
+
+    Batches hold pairs of similar length, so padding (and CPU time) shrinks; every epoch draws a new
+    order from the same seeded generator, so a run is repeatable.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, window: int = 16):
+        self.lengths, self.batch_size, self.window = list(lengths), int(batch_size), int(window)
+        self.rng = random.Random(seed)
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        idx = list(range(len(self.lengths)))
+        self.rng.shuffle(idx)
+        span = self.batch_size * self.window
+        batches: list[list[int]] = []
+        for start in range(0, len(idx), span):
+            chunk = sorted(idx[start:start + span], key=lambda i: self.lengths[i])
+            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+        self.rng.shuffle(batches)
+        return iter(batches)
+
+
+class _RecordingBCE:
+    """``BCEWithLogitsLoss`` that keeps every step's loss value (old_fit calls it as loss_fct(logits, labels))."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.fn = torch.nn.BCEWithLogitsLoss()
+        self.values: list[float] = []
+
+    def __call__(self, logits: Any, labels: Any) -> Any:
+        loss = self.fn(logits, labels.float())
+        self.values.append(float(loss.detach()))
+        return loss
+
+
+def train_cross_encoder(
+    base_path: str | Path,
+    pairs: Sequence[Pair],
+    params: TrainParams,
+    evaluate: Callable[[Any], float] | None = None,
+    progress: bool = True,
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[Any, TrainResult]:
+    """Fine-tune a cross-encoder from ``base_path`` on ``pairs`` with binary cross-entropy.
+
+    ``evaluate(model) -> float`` (higher is better) scores the model every ``eval_every`` steps and
+    at each epoch end; the best checkpoint (ties: the earliest) is loaded back into the returned
+    model. Without ``evaluate`` the final weights are kept. ``on_checkpoint`` sees each scored
+    checkpoint (for progress logs).
+    """
+    import torch
+    from sentence_transformers.sentence_transformer.readers import InputExample
+    from torch.utils.data import DataLoader
+
+    if not pairs:
+        raise ValueError("no training pairs")
+    set_seed(params.seed)
+    model = load_cross_encoder(base_path, max_length=params.max_length, num_labels=1)
+    examples = [InputExample(texts=[p.query, p.text], label=float(p.label)) for p in pairs]
+    tok = model.tokenizer
+    lengths = [len(tok(p.query, p.text, truncation=True, max_length=params.max_length)["input_ids"]) for p in pairs]
+    sampler = LengthGroupedBatches(lengths, params.batch_size, params.seed)
+    loader = DataLoader(examples, batch_sampler=sampler)  # type: ignore[arg-type]
+    steps_per_epoch = len(loader)
+    total = steps_per_epoch * params.epochs
+    warmup = int(math.ceil(params.warmup_ratio * total))
+    loss = _RecordingBCE()
+    result = TrainResult(steps=0, steps_per_epoch=steps_per_epoch, warmup_steps=warmup, loss_curve=loss.values,
+                         torch_threads=torch.get_num_threads())
+    best: dict[str, Any] = {"score": -math.inf, "state": None}
+
+    def checkpoint(m: Any, epoch: int) -> float:
+        step = len(loss.values)
+        if result.checkpoints and result.checkpoints[-1]["step"] == step:  # epoch end == an eval_every step
+            return float(result.checkpoints[-1]["score"])
+        t0 = time.perf_counter()
+        score = float(evaluate(m)) if evaluate else float("nan")
+        result.eval_seconds += time.perf_counter() - t0
+        since = result.checkpoints[-1]["step"] if result.checkpoints else 0
+        recent = loss.values[since:]
+        result.checkpoints.append({"step": step, "epoch": round(step / steps_per_epoch, 3), "score": score,
+                                   "train_loss_since_last": float(np.mean(recent)) if recent else None})
+        if score > best["score"]:
+            best.update(score=score, step=step, state=copy.deepcopy(m.state_dict()))
+        if on_checkpoint:
+            on_checkpoint(result.checkpoints[-1])
+        return score
+
+    def evaluator(m: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> float:
+        return checkpoint(m, epoch)
+
+    t0 = time.perf_counter()
+    model.old_fit(train_dataloader=loader, evaluator=evaluator if evaluate else None, epochs=params.epochs,
+                  loss_fct=loss, warmup_steps=warmup, optimizer_params={"lr": params.lr},
+                  weight_decay=params.weight_decay, evaluation_steps=params.eval_every if evaluate else 0,
+                  output_path=None, save_best_model=False, max_grad_norm=params.max_grad_norm,
+                  show_progress_bar=progress)
+    result.train_seconds = time.perf_counter() - t0 - result.eval_seconds
+    result.steps = len(loss.values)
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+        result.chosen = {"step": best["step"], "score": best["score"]}
+    else:
+        result.chosen = {"step": result.steps, "score": None}
+    model.eval()
+    return model, result
+
+
+def save_cross_encoder(model: Any, folder: str | Path) -> None:
+    """Write the model's files (weights, config, tokenizer) into ``folder``."""
+    model.save(str(folder), create_model_card=False)
+
+
+def write_model_card(folder: str | Path, card: Mapping[str, Any]) -> None:
+    """Write ``model_card.json`` and a readable ``model_card.md`` into ``folder``."""
+    folder = Path(folder)
+    atomic_write_text(folder / MODEL_CARD_JSON, json.dumps(card, indent=2, sort_keys=True, default=str) + "\n")
+    atomic_write_text(folder / MODEL_CARD_MD, render_model_card_md(card))
+
+
+def read_model_card(folder: str | Path) -> dict[str, Any] | None:
+    """The training card of a model folder, or None when it has none."""
+    p = Path(folder) / MODEL_CARD_JSON
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:.4f}" if isinstance(x, float) else str(x)
+
+
+def render_model_card_md(card: Mapping[str, Any]) -> str:
+    """Markdown view of a training card (the JSON is the source of truth)."""
+    lines = [f"# {card.get('name', 'cross-encoder')}", "", str(card.get("description", "")), ""]
+    base = card.get("base_model") or {}
+    if base:
+        lines += ["## Base model", "", f"- {base.get('name')} ({base.get('source')}: `{base.get('path')}`)",
+                  f"- sha256 `{base.get('sha256')}`", ""]
+    data = card.get("data") or {}
+    if data:
+        lines += ["## Data", ""]
+        for k, v in data.items():
+            lines.append(f"- **{k}**: {json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}")
+        lines.append("")
+    tr = card.get("training") or {}
+    if tr:
+        lines += ["## Training", ""]
+        for k, v in tr.items():
+            if k not in ("loss_curve", "checkpoints"):
+                lines.append(f"- **{k}**: {json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}")
+        curve = tr.get("loss_curve") or []
+        if curve:
+            n = max(1, len(curve) // 10)
+            pts = [(i + 1, float(np.mean(curve[i:i + n]))) for i in range(0, len(curve), n)]
+            lines += ["", f"Loss (mean over {n} steps, from step): " + ", ".join(f"{s}: {v:.3f}" for s, v in pts)]
+        lines.append("")
+    sel = card.get("selection") or {}
+    if sel:
+        lines += ["## Selection on dev", "", f"Metric: {sel.get('metric')}. {sel.get('note', '')}", "",
+                  "| step | epoch | reranked | BM25 order | train loss since last checkpoint |", "|---:|---:|---:|---:|---:|"]
+        for c in sel.get("checkpoints", []):
+            mark = " (chosen)" if c.get("step") == sel.get("chosen_step") else ""
+            lines.append(f"| {c['step']}{mark} | {c['epoch']} | {_fmt(c['score'])} | {_fmt(sel.get('bm25_order'))} | "
+                         f"{_fmt(c.get('train_loss_since_last'))} |")
+        lines += ["", f"Chosen checkpoint: step {sel.get('chosen_step')} (dev {_fmt(sel.get('chosen_score'))} vs "
+                      f"BM25 order {_fmt(sel.get('bm25_order'))}).", ""]
+        if sel.get("chosen_metrics"):
+            lines += ["Dev metrics of the chosen checkpoint vs BM25 order:", "", "| metric | reranked | BM25 |", "|---|---:|---:|"]
+            for m, v in sel["chosen_metrics"].items():
+                lines.append(f"| {m} | {_fmt(v)} | {_fmt(sel.get('bm25_metrics', {}).get(m))} |")
+            lines.append("")
+    timing = card.get("wall_seconds")
+    if timing:
+        lines += ["## Wall time (s)", "", ", ".join(f"{k} {v}" for k, v in timing.items()), ""]
+    env = card.get("environment")
+    if env:
+        lines += ["## Environment", "", "```json", json.dumps(env, indent=1, sort_keys=True), "```", ""]
+    return "\n".join(lines)
+
+
+def params_dict(params: TrainParams) -> dict[str, Any]:
+    """TrainParams as a plain dict (for cards)."""
+    return asdict(params)

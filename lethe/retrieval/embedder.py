@@ -1,0 +1,127 @@
+"""The one embedder: a sentence-transformers model behind the content-addressed cache."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
+
+from lethe.core.embedding_cache import EmbeddingCache, text_key
+from lethe.core.models import ResolvedModel, resolve_model
+
+Role = Literal["query", "doc"]
+
+
+class Embedder:
+    """Encode texts to L2-normalized float32 vectors of shape (n, dim), cached per role.
+
+    ``prompts`` optionally maps role -> prefix (e.g. E5's "query: "); MiniLM uses none.
+    ``cache_roles`` lists the roles whose vectors are cached; by default only documents, so that
+    query latency always includes encoding the query.
+    """
+
+    def __init__(
+        self,
+        model: Mapping[str, Any] | ResolvedModel,
+        cache_dir: str | Path | None = None,
+        batch_size: int = 64,
+        prompts: Mapping[str, str] | None = None,
+        show_progress: bool = True,
+        cache_roles: Sequence[str] = ("doc",),
+    ):
+        self.model = model if isinstance(model, ResolvedModel) else resolve_model(model)
+        self.batch_size = int(batch_size)
+        self.prompts = dict(prompts or {})
+        self.show_progress = show_progress
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_roles = tuple(cache_roles)
+        self._st = None
+        self._caches: dict[str, EmbeddingCache] = {}
+        self.encode_seconds = 0.0
+        self.encoded_texts = 0
+        self.last_cache_hits = 0  # texts of the last encode() served from the cache
+
+    @property
+    def st(self):
+        """The loaded SentenceTransformer (loaded on first use, offline unless the hub was asked for)."""
+        if self._st is None:
+            if self.model.source != "hub":
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            self._st = SentenceTransformer(str(self.model.path), device="cpu")
+        return self._st
+
+    @property
+    def tokenizer(self):
+        return self.st.tokenizer
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.st.max_seq_length)
+
+    def _cache(self, role: Role) -> EmbeddingCache | None:
+        if self.cache_dir is None or role not in self.cache_roles:
+            return None
+        if role not in self._caches:
+            ns = {"model_sha256": self.model.sha256, "role": role, "prompt": self.prompts.get(role, ""),
+                  "normalize": True, "max_seq_length": self.max_seq_length}
+            self._caches[role] = EmbeddingCache(self.cache_dir, ns)
+        return self._caches[role]
+
+    def _encode_raw(self, texts: list[str], role: Role) -> np.ndarray:
+        t0 = time.perf_counter()
+        prefix = self.prompts.get(role, "")
+        vecs = self.st.encode(
+            [prefix + t for t in texts] if prefix else texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=self.show_progress and len(texts) >= 2 * self.batch_size,
+        ).astype(np.float32, copy=False)
+        self.encode_seconds += time.perf_counter() - t0
+        self.encoded_texts += len(texts)
+        return vecs
+
+    def encode(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Vectors for ``texts`` (n, dim); only texts missing from the cache are encoded."""
+        texts = list(texts)
+        cache = self._cache(role)
+        self.last_cache_hits = 0
+        if cache is None:
+            return self._encode_raw(texts, role)
+        keys = [text_key(t) for t in texts]
+        found = cache.get(keys)
+        self.last_cache_hits = sum(v is not None for v in found)
+        todo = sorted({k: t for k, t, v in zip(keys, texts, found) if v is None}.items())
+        if todo:
+            new = self._encode_raw([t for _, t in todo], role)
+            cache.put([k for k, _ in todo], new)
+            if len(todo) >= 32:  # a real batch (docs): persist now; single queries accumulate
+                cache.flush()
+            fresh = dict(zip((k for k, _ in todo), new))
+            found = [v if v is not None else fresh[k] for k, v in zip(keys, found)]
+        return np.vstack(found) if found else np.zeros((0, self.dim), np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.st.get_sentence_embedding_dimension())
+
+    def flush(self) -> None:
+        """Write pending cache entries (call when a run ends)."""
+        for c in self._caches.values():
+            c.flush()
+
+    def stats(self) -> dict[str, Any]:
+        """Cache hits/misses and encode time, for the run manifest."""
+        return {
+            "model": self.model.describe(),
+            "batch_size": self.batch_size,
+            "cache_roles": list(self.cache_roles),
+            "encoded_texts": self.encoded_texts,
+            "encode_seconds": round(self.encode_seconds, 3),
+            "cache": {r: {"hits": c.hits, "misses": c.misses, "dir": str(c.dir)} for r, c in self._caches.items()},
+        }

@@ -1,0 +1,266 @@
+"""Lethe iteration 4: budgeted LLM reranking, contradiction handling, answer generation (and judging).
+
+Iteration 4 = iteration 3's ranking, then (each a config switch of ``LethePipeline``):
+
+1. ``llm_rerank`` (:class:`RerankConfig`): ``lethe.stages.rerank.BudgetedReranker`` judges the first
+   ``top_n`` candidates pointwise ("is this passage relevant?", p(yes) from the logprob) within
+   ``budget_ms`` per query (default 1200 ms, the paper's figure); candidates it could not judge keep
+   their prior order, or are scored by the optional cross-encoder ``fallback``. The prior is the
+   iteration-3 score (after diversification: 1 / rank). Recorded per query: share judged, calls,
+   timeouts, predicted stops, parse failures, LLM and fallback time.
+2. ``contradiction`` (:class:`ContradictionConfig`): a detector (``rules`` or ``llm``, see
+   ``lethe.stages.contradiction.detectors``) finds (stale, current) pairs among the docs the query may see
+   (``check_depth: null``; detection runs once per indexed doc set) or among the top
+   ``check_depth`` of the ranking (per query; the only affordable scope for the ``llm`` backend);
+   every stale doc in the ranking is demoted by ``penalty`` (``lethe.stages.contradiction.rules.demote``) and
+   the pairs that touched the ranking's top ``log_depth`` are logged in the query's flags.
+3. ``generation`` (:class:`GenerationConfig`, optional; on for the paper experiment): for a seeded
+   sample of ``sample`` queries of the run (``seed``; the runner passes the run's query ids through
+   ``set_queries``), generate an answer from the top ``context_docs`` docs of the final ranking
+   (``lethe.stages.generation.AnswerGenerator``) and, with ``judge.enabled``, ask a pinned judge prompt
+   whether the answer is supported by those same docs (``lethe.stages.generation.HallucinationJudge``).
+   Generation and judging happen in :meth:`Iteration4.annotate`, which the runner calls *after* the
+   timed search: the query's ``latency_ms`` is retrieval (through reranking and contradiction
+   handling) and the stages ``generation`` and ``judge`` are timed on their own.
+
+LLM backends are built once per distinct config (``lethe.llm.backends.make_llm``) and shared
+between stages that name the same model. The reranker's backend runs without the response cache
+(``llm_rerank.cache: false``, the default) so its latency, and therefore what fits in the budget, is
+measured, not replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from lethe.stages.contradiction.rules import Conflict, demote
+from lethe.core.protocol import Doc, Query, SearchResult
+from lethe.core.typed_config import build_section as _build
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """``top_n`` candidates judged in prior order within ``budget_ms`` per query; ``weight`` of the
+    LLM's p(yes) against the min-max normalized prior; passages cut to ``max_passage_chars``;
+    ``predictive_stop``: do not start a call predicted to overrun the budget; ``fallback``: null or a
+    cross-encoder model config (conf/model/cross_encoder.yaml) scoring the unjudged; ``cache``: use
+    the LLM response cache (off: latencies are real)."""
+
+    enabled: bool = False
+    top_n: int = 10
+    budget_ms: float = 1200.0
+    weight: float = 0.5
+    prompt_version: str = "v1"
+    max_passage_chars: int = 400
+    predictive_stop: bool = True
+    predict_quantile: float = 0.9
+    probe_every: int = 25
+    fallback: Mapping[str, Any] | None = None
+    cache: bool = False
+    llm: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ContradictionConfig:
+    """``backend``: rules | llm; ``penalty`` in [0, 1] on the stale doc's normalized score;
+    ``check_depth``: null = all docs the query may see, else the ranking's top N; ``log_depth``: pairs
+    touching this many top docs are logged; ``demote_on``: 'score' (the incoming scores, min-max
+    normalized: strong after LLM reranking, weak on iteration 3's 1/rank scores) or 'rank' (scale-free,
+    see lethe.stages.contradiction.rules.demote); ``options``: detector settings (lethe.stages.contradiction.detectors)."""
+
+    enabled: bool = False
+    backend: str = "rules"
+    penalty: float = 0.5
+    check_depth: int | None = None
+    log_depth: int = 10
+    demote_on: str = "score"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    llm: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Answers for a seeded ``sample`` of the run's queries (null = all) from the top ``context_docs``;
+    ``options`` go to AnswerGenerator; ``judge`` = {enabled, llm, options} for HallucinationJudge."""
+
+    enabled: bool = False
+    sample: int | None = 30
+    seed: int = 0
+    context_docs: int = 5
+    options: Mapping[str, Any] = field(default_factory=dict)
+    llm: Mapping[str, Any] | None = None
+    judge: Mapping[str, Any] = field(default_factory=dict)
+
+
+
+
+class Iteration4:
+    """The iteration-4 stages of one ``LethePipeline`` (module docstring)."""
+
+    def __init__(self, llm_rerank: Mapping[str, Any] | None, contradiction: Mapping[str, Any] | None,
+                 generation: Mapping[str, Any] | None, cache_dir: str | Path | None):
+        self.rr_cfg: RerankConfig = _build(RerankConfig, llm_rerank, "llm_rerank")
+        self.ct_cfg: ContradictionConfig = _build(ContradictionConfig, contradiction, "contradiction")
+        self.gen_cfg: GenerationConfig = _build(GenerationConfig, generation, "generation")
+        self.cache_dir = cache_dir
+        self._llms: dict[str, Any] = {}
+        self.reranker = self.detector = self.generator = self.judge = None
+        if self.rr_cfg.enabled:
+            from lethe.stages.rerank import BudgetedReranker
+
+            llm = self._llm(self.rr_cfg.llm, "llm_rerank", cache=self.rr_cfg.cache)
+            self.reranker = BudgetedReranker(
+                llm, budget_ms=self.rr_cfg.budget_ms, top_n=self.rr_cfg.top_n, weight=self.rr_cfg.weight,
+                prompt_version=self.rr_cfg.prompt_version, max_passage_chars=self.rr_cfg.max_passage_chars,
+                fallback=self._fallback(self.rr_cfg.fallback), predictive_stop=self.rr_cfg.predictive_stop,
+                predict_quantile=self.rr_cfg.predict_quantile, probe_every=self.rr_cfg.probe_every)
+        if self.ct_cfg.enabled:
+            from lethe.stages.contradiction.detectors import make_detector
+
+            if not 0.0 <= self.ct_cfg.penalty <= 1.0:
+                raise ValueError(f"contradiction.penalty must be in [0, 1], got {self.ct_cfg.penalty}")
+            llm = self._llm(self.ct_cfg.llm, "contradiction") if self.ct_cfg.backend == "llm" else None
+            self.detector = make_detector(self.ct_cfg.backend, llm=llm, **dict(self.ct_cfg.options))
+        if self.gen_cfg.enabled:
+            from lethe.stages.generation import AnswerGenerator, HallucinationJudge
+
+            self.generator = AnswerGenerator(self._llm(self.gen_cfg.llm, "generation"),
+                                             context_docs=self.gen_cfg.context_docs, **dict(self.gen_cfg.options))
+            judge = dict(self.gen_cfg.judge or {})
+            unknown = sorted(set(judge) - {"enabled", "llm", "options"})
+            if unknown:
+                raise ValueError(f"unknown key(s) {unknown} in method.generation.judge; known: enabled, llm, options")
+            if judge.get("enabled", True):
+                self.judge = HallucinationJudge(self._llm(judge.get("llm"), "generation.judge"),
+                                                **dict(judge.get("options") or {}))
+        self._selected: set[str] | None = None  # query ids chosen for generation (None: all)
+        self._conflicts: list[Conflict] = []
+
+    @property
+    def active(self) -> bool:
+        return any(x is not None for x in (self.reranker, self.detector, self.generator))
+
+    # -- construction helpers -------------------------------------------------------------------
+    def _llm(self, cfg: Mapping[str, Any] | None, section: str, cache: bool | None = None) -> Any:
+        from lethe.llm.backends import make_llm
+
+        if not cfg:
+            raise ValueError(f"method.{section}.llm is required (an LLM config, e.g. ${{llm}})")
+        c = dict(cfg)
+        if cache is not None:
+            c["cache"] = cache
+        key = json.dumps(c, sort_keys=True, default=str)
+        if key not in self._llms:
+            self._llms[key] = make_llm(c, self.cache_dir)
+        return self._llms[key]
+
+    @staticmethod
+    def _fallback(model_cfg: Mapping[str, Any] | None) -> Callable[[str, list[str]], Sequence[float]] | None:
+        if not model_cfg:
+            return None
+        from lethe.retrieval.crossencoder import load_cross_encoder, resolve_cross_encoder, score_pairs
+
+        resolved = resolve_cross_encoder(model_cfg)
+        max_len = model_cfg.get("max_length")
+        model = load_cross_encoder(resolved.path, max_length=int(max_len) if max_len else None,
+                                   offline=resolved.source != "hub")
+        return lambda query, texts: score_pairs(model, query, texts)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"llm_rerank": asdict(self.rr_cfg), "contradiction": asdict(self.ct_cfg),
+                               "generation": asdict(self.gen_cfg)}
+        if self.reranker is not None:
+            out["llm_rerank"]["reranker"] = self.reranker.describe()
+        if self.detector is not None:
+            out["contradiction"]["detector"] = self.detector.describe()
+        if self.generator is not None:
+            out["generation"]["generator"] = self.generator.describe()
+        if self.judge is not None:
+            out["generation"]["judge_model"] = self.judge.describe()
+        out["llms"] = [llm.describe() for llm in self._llms.values()]
+        return out
+
+    # -- runner hooks ---------------------------------------------------------------------------
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Choose the seeded generation sample among the run's queries."""
+        ids = sorted(set(query_ids))
+        n = self.gen_cfg.sample
+        if n is None or n >= len(ids):
+            self._selected = set(ids)
+        else:
+            rng = np.random.default_rng(self.gen_cfg.seed)
+            self._selected = {ids[i] for i in rng.choice(len(ids), size=int(n), replace=False)}
+
+    def on_index(self, docs: Sequence[Doc]) -> None:
+        """Detection over the whole eligible set (``check_depth: null``), once per indexed doc set."""
+        self._conflicts = []
+        if self.detector is not None and self.ct_cfg.check_depth is None:
+            res = self.detector.detect(list(docs))
+            self._conflicts = list(res.conflicts)
+
+    # -- the stages -----------------------------------------------------------------------------
+    def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
+              timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:
+        """Rerank, then demote contradicted docs; fills ``timings`` and ``flags``."""
+        if self.reranker is not None and ranking:
+            cands = [(d, docs_by_id[d].text, s) for d, s in ranking]
+            res = self.reranker.rerank(query.text, cands)
+            ranking = res.ranking
+            timings["llm_rerank"] = res.total_ms - res.fallback_ms
+            if res.fallback_used:
+                timings["rerank_fallback"] = res.fallback_ms
+            flags["rerank"] = {"judged": res.judged, "considered": res.considered,
+                               "share_judged": round(res.share_judged, 4), "timeouts": res.timeouts,
+                               "parse_failures": res.parse_failures, "errors": res.errors,
+                               "predicted_stops": res.predicted_stops, "probes": res.probes,
+                               "fallback_used": res.fallback_used,
+                               "llm_ms": round(res.llm_ms, 1)}
+        if self.detector is not None and ranking:
+            t0 = time.perf_counter()
+            conflicts = self._conflicts
+            det: dict[str, Any] = {"scope": "eligible"}
+            if self.ct_cfg.check_depth is not None:
+                top = [docs_by_id[d] for d, _ in ranking[: self.ct_cfg.check_depth]]
+                res_d = self.detector.detect(top)
+                conflicts = list(res_d.conflicts)
+                det = {"scope": f"top{self.ct_cfg.check_depth}", "pairs_considered": res_d.pairs_considered,
+                       "judged": res_d.judged, "parse_failures": res_d.parse_failures,
+                       "timeouts": res_d.timeouts, "errors": res_d.errors, "llm_ms": round(res_d.llm_ms, 1)}
+            in_ranking = {d for d, _ in ranking}
+            hit = [c for c in conflicts if c.stale_doc_id in in_ranking]
+            if hit and self.ct_cfg.penalty > 0:
+                ranking = demote(ranking, hit, self.ct_cfg.penalty, on=self.ct_cfg.demote_on)
+            timings["contradiction"] = (time.perf_counter() - t0) * 1e3
+            top_ids = {d for d, _ in ranking[: self.ct_cfg.log_depth]}
+            det["demoted"] = len({c.stale_doc_id for c in hit})
+            det["pairs"] = [[c.stale_doc_id, c.current_doc_id, c.entity, c.attribute] for c in hit
+                            if c.stale_doc_id in top_ids or c.current_doc_id in top_ids]
+            flags["contradiction"] = det
+        return ranking
+
+    def annotate(self, query: Query, result: SearchResult, docs_by_id: Mapping[str, Doc]) -> None:
+        """Answer generation and judging for the sampled queries (outside the timed search)."""
+        if self.generator is None or (self._selected is not None and query.query_id not in self._selected):
+            return
+        contexts = [docs_by_id[d].text for d, _ in result.ranking[: self.gen_cfg.context_docs]]
+        g = self.generator.generate(query.text, contexts)
+        result.timings_ms["generation"] = g.llm_ms
+        out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
+                               "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
+        if self.judge is not None and g.answer is not None:
+            j = self.judge.judge(g.answer, contexts, query.text)
+            result.timings_ms["judge"] = j.llm_ms
+            # only a model judgment counts: abstentions (not sent to the judge) and failures stay None
+            out.update(supported=j.supported if j.status == "ok" else None, p_supported=j.p_supported,
+                       judge_status=j.status)
+        result.flags["generation"] = out
+
+    def close(self) -> None:
+        for llm in self._llms.values():
+            llm.close()

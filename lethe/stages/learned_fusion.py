@@ -1,0 +1,156 @@
+"""Learned fusion (Lethe iteration 3): per-query features -> alpha and the diversification lambda.
+
+Training (``experiments/train_fusion.py``) finds, per labelled query, the oracle (alpha, lambda)
+on a grid by real nDCG@10, fits scikit-learn regressors on the features below, picks the model
+family on held-out dev queries and saves a ``FusionModel``: one or more *folds*, each with the
+query ids (and, when folds are grouped by scope, the scope ids) it was trained and selected on.
+
+At search time a fold is used only for a query it never saw: its query id (and scope) must be
+outside the fold's training and dev sets; otherwise ``LeakageError``. Predictions are snapped to
+the training grid, so dev selection and test use score exactly the same candidate values.
+
+Features (``FEATURES``, in this order) come from ``lethe.methods.pipeline.Prepared`` only (the query, its
+history, the plan inputs and the first-stage score lists), never from labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+
+if TYPE_CHECKING:
+    from lethe.core.protocol import Query
+    from lethe.stages.candidates import Prepared
+
+FEATURE_VERSION = "1"
+FEATURES = (
+    "query_terms", "n_analyzed", "n_entities", "overlap", "novelty",
+    "plan_verify", "plan_explore", "plan_exploit",
+    "n_exact_terms", "sig_code", "sig_error", "sig_version", "sig_kebab",
+    "log_n_docs", "n_subqueries",
+    "bm25_match_share", "bm25_max", "bm25_gap12", "bm25_top10_mean",
+    "cos_max", "cos_gap12", "cos_top10_mean", "cos_top10_std",
+    "agree_at_10", "agree_at_50",
+)
+_CODE = {"camel_case", "snake_case", "file", "url_path"}
+_ERROR = {"screaming_case", "code_number"}
+
+
+class LeakageError(RuntimeError):
+    """A fusion model was asked to score a query it was trained or selected on."""
+
+
+def features(p: "Prepared") -> np.ndarray:
+    """Feature vector (len(FEATURES),) of a prepared query."""
+    c = p.subs[0]
+    lex = np.sort(c.bm25[np.isin(c.idx, c.lex_top)])[::-1]
+    cos = np.sort(c.cos)[::-1]
+    top = lambda a, n: a[:n] if len(a) else np.zeros(1)  # noqa: E731
+    lex1 = float(lex[0]) if len(lex) else 0.0
+    lex2 = float(lex[1]) if len(lex) > 1 else 0.0
+    cos1 = float(cos[0]) if len(cos) else 0.0
+    cos2 = float(cos[1]) if len(cos) > 1 else 0.0
+    lt, dt = list(c.lex_top), list(c.dense_top)
+    agree = lambda n: len(set(lt[:n]) & set(dt[:n])) / n  # noqa: E731
+    kinds = p.signals.kinds
+    return np.array([
+        p.inputs.query_terms, p.n_analyzed, len(p.query_entities), p.inputs.overlap, p.inputs.novelty,
+        p.plan == "verify", p.plan == "explore", p.plan == "exploit",
+        len(p.signals.terms), bool(kinds & _CODE), bool(kinds & _ERROR), "version" in kinds, "kebab_case" in kinds,
+        np.log1p(p.n_docs), len(p.subs),
+        len(lt) / max(1, p.n_docs), lex1, (lex1 - lex2) / lex1 if lex1 > 0 else 0.0,
+        float(top(lex, 10).mean()) / lex1 if lex1 > 0 else 0.0,
+        cos1, cos1 - cos2, float(top(cos, 10).mean()), float(top(cos, 10).std()),
+        agree(10), agree(50),
+    ], dtype=np.float64)
+
+
+def config_key(base: Mapping[str, Any], training: Mapping[str, Any]) -> str:
+    """Folder name of the model trained for a pipeline base config (``LethePipeline.base_config``)
+    with given training settings (``LethePipeline.training_config``)."""
+    blob = json.dumps({"base": base, "training": training, "features": FEATURES, "feature_version": FEATURE_VERSION},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Fold:
+    """One trained model and the queries it must never score."""
+
+    model: Any                      # fitted regressor: X (n, len(FEATURES)) -> (n, 2) [alpha, lambda]
+    train_ids: frozenset[str]
+    dev_ids: frozenset[str]
+    heldout_ids: frozenset[str] | None   # k-fold: the queries this fold is for; None: any unseen query
+    scopes: frozenset[str] = frozenset()  # scopes of train+dev when folds are grouped by scope
+
+    def may_score(self, query_id: str, scope_id: str | None) -> bool:
+        if query_id in self.train_ids or query_id in self.dev_ids:
+            return False
+        if scope_id is not None and scope_id in self.scopes:
+            return False
+        return self.heldout_ids is None or query_id in self.heldout_ids
+
+
+def snap(x: np.ndarray, grid: Sequence[float]) -> np.ndarray:
+    """Each value replaced by the nearest grid value (ties: the lower one)."""
+    g = np.asarray(sorted(grid), dtype=np.float64)
+    return g[np.abs(np.asarray(x, dtype=np.float64)[..., None] - g).argmin(-1)]
+
+
+class FusionModel:
+    """Folds plus the card; ``predict`` picks the fold allowed to score a query."""
+
+    def __init__(self, folds: list[Fold], card: dict[str, Any]):
+        self.folds, self.card = folds, card
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(folder / "model.pkl", pickle.dumps(self.folds, protocol=4))
+        atomic_write_text(folder / "card.json", json.dumps(self.card, indent=2, sort_keys=True, default=str))
+        return folder
+
+    @classmethod
+    def load(cls, model_dir: str | Path, expected_base: Mapping[str, Any], training: Mapping[str, Any]) -> "FusionModel":
+        """The model under ``model_dir/<config_key(...)>``; a clear error when absent or stale."""
+        folder = Path(model_dir) / config_key(expected_base, training)
+        if not (folder / "card.json").is_file() or not (folder / "model.pkl").is_file():
+            raise FileNotFoundError(
+                f"no learned-fusion model for this pipeline configuration at {folder}. Train it first: "
+                "python -m experiments.train_fusion dataset=<dataset> method=<this lethe_iter3 config> "
+                "(or make fusion-models)")
+        card = json.loads((folder / "card.json").read_text())
+        if card.get("feature_version") != FEATURE_VERSION or card.get("base") != json.loads(json.dumps(expected_base)):
+            raise ValueError(f"learned-fusion model at {folder} was trained for another configuration; retrain it")
+        with open(folder / "model.pkl", "rb") as fh:
+            folds = pickle.load(fh)  # our own artifact, written by train_fusion
+        return cls(folds, card)
+
+    def check_dataset(self, info: Mapping[str, Any]) -> None:
+        d = self.card.get("dataset", {})
+        if d.get("name") != info.get("name") or d.get("build_key") != info.get("build_key"):
+            raise ValueError(f"learned-fusion model was trained on dataset {d.get('name')} build {d.get('build_key')}, "
+                             f"not {info.get('name')} build {info.get('build_key')}; retrain it")
+
+    def fold_for(self, query_id: str | None, scope_id: str | None) -> int:
+        if query_id is None:
+            raise LeakageError("learned fusion needs the query id to prove it was not trained on the query")
+        ok = [i for i, f in enumerate(self.folds) if f.may_score(query_id, scope_id)]
+        if not ok:
+            raise LeakageError(f"query {query_id} (scope {scope_id}) was used to train or select every fusion fold")
+        return ok[0]
+
+    def predict(self, p: "Prepared", query: "Query") -> dict[str, Any]:
+        """{'alpha', 'lam', 'fold'} for one query, snapped to the training grid."""
+        i = self.fold_for(query.query_id, query.scope_id)
+        y = np.asarray(self.folds[i].model.predict(features(p)[None, :]), dtype=np.float64).reshape(-1)
+        return {"alpha": float(snap(y[0], self.card["grid"]["alpha"])),
+                "lam": float(snap(y[1], self.card["grid"]["lambda"])) if len(y) > 1 else None, "fold": i}

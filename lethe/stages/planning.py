@@ -1,0 +1,91 @@
+"""Adaptive planning (paper Eq. 2): VERIFY, EXPLORE or EXPLOIT per query, and its fusion weight.
+
+    plan = VERIFY   if overlap > theta_v and query_terms < theta_s
+           EXPLORE  if overlap < theta_e and novelty >= theta_n
+           EXPLOIT  otherwise
+
+The paper leaves its inputs informal; here they are exactly:
+
+- ``overlap`` = |E_q ∩ E_h| / |E_q|, the share of the query's entities already present in the
+  history (0 when the query has no entity). E_q and E_h come from ``lethe.text.entities.entities``;
+  E_h is the union over the history: the query's explicit history turns and, with
+  ``history_docs`` on (default), the docs indexed for the query (the conversation so far; for a
+  document collection, the collection). The paper writes |E_q ∩ E_h| > 0.4 with a threshold
+  below 1, which only makes sense for a ratio, hence the normalization.
+- ``query_terms`` = |Q_q|, the number of whitespace-separated tokens of the query.
+- ``novelty`` = share of the query's distinct analyzed terms (Lucene English analysis: lowercase,
+  stopwords removed, Porter stems) that occur nowhere in the history; 0 for a query with no
+  analyzed term. novel(Q_q) holds when novelty >= theta_n.
+
+Defaults are the paper's appendix A.2: theta_v = 0.4, theta_e = 0.1, theta_s = 10, and
+alpha (the BM25 weight of Eq. 3) = 0.7 / 0.3 / 0.5 for VERIFY / EXPLORE / EXPLOIT. theta_n = 0.5
+is ours (the paper gives none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import AbstractSet, Any, Mapping
+
+PLANS = ("verify", "explore", "exploit")
+
+
+@dataclass(frozen=True)
+class PlanningConfig:
+    """Thresholds and per-plan BM25 weights; ``enabled=False`` uses ``static_alpha`` for every query."""
+
+    enabled: bool = True
+    theta_v: float = 0.4
+    theta_e: float = 0.1
+    theta_s: int = 10
+    theta_n: float = 0.5
+    alpha: Mapping[str, float] = field(default_factory=lambda: {"verify": 0.7, "explore": 0.3, "exploit": 0.5})
+    static_alpha: float = 0.5
+    history_docs: bool = True
+
+    def __post_init__(self) -> None:
+        if set(self.alpha) != set(PLANS):
+            raise ValueError(f"planning.alpha needs exactly the keys {PLANS}, got {sorted(self.alpha)}")
+        for name, a in [*self.alpha.items(), ("static_alpha", self.static_alpha)]:
+            if not 0.0 <= float(a) <= 1.0:
+                raise ValueError(f"planning alpha {name}={a} is outside [0, 1]")
+        if not 0.0 <= self.theta_e <= 1.0 or not 0.0 <= self.theta_v <= 1.0 or not 0.0 <= self.theta_n <= 1.0:
+            raise ValueError("planning thresholds theta_v, theta_e, theta_n must lie in [0, 1]")
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """The three inputs of Eq. 2 for one query."""
+
+    overlap: float
+    query_terms: int
+    novelty: float
+
+
+def plan_inputs(query: str, query_entities: AbstractSet[str], history_entities: AbstractSet[str],
+                query_analyzed: set[str] | list[str], history_vocab: AbstractSet[str] | Mapping[str, Any]) -> PlanInputs:
+    """Overlap, length and novelty of ``query`` against a history (its entities and analyzed vocabulary)."""
+    overlap = len(query_entities & history_entities) / len(query_entities) if query_entities else 0.0
+    terms = set(query_analyzed)
+    novelty = sum(t not in history_vocab for t in terms) / len(terms) if terms else 0.0
+    return PlanInputs(float(overlap), len(query.split()), float(novelty))
+
+
+def choose_plan(x: PlanInputs, cfg: PlanningConfig) -> str:
+    """Eq. 2: 'verify', 'explore' or 'exploit'."""
+    if x.overlap > cfg.theta_v and x.query_terms < cfg.theta_s:
+        return "verify"
+    if x.overlap < cfg.theta_e and x.novelty >= cfg.theta_n:
+        return "explore"
+    return "exploit"
+
+
+def plan_alpha(plan: str | None, cfg: PlanningConfig) -> float:
+    """BM25 weight of Eq. 3 for ``plan`` (``static_alpha`` when planning is off or plan is None)."""
+    if not cfg.enabled or plan is None:
+        return float(cfg.static_alpha)
+    return float(cfg.alpha[plan])
+
+
+def as_dict(x: PlanInputs) -> dict[str, float]:
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(x).items()}
