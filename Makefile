@@ -46,7 +46,8 @@ fusion-models: data
 # declared runs that are not done (prerequisites first), write the report from exactly the declared
 # runs, print the verification table (OK / OKish / FAIL / MISSING) and fail on FAIL or MISSING.
 # TIER: core (default) | ablations | llm | all (= core, ablations, llm) | smoke. Extra settings go in
-# REPRODUCE_ARGS, e.g. REPRODUCE_ARGS='overrides=[run.progress=false]' or 'action=verify'.
+# REPRODUCE_ARGS: reproduce's own keys or any run override, e.g. REPRODUCE_ARGS=action=verify or
+# REPRODUCE_ARGS='run.progress=false data.root=/data' (run overrides are passed on to every declared run).
 TIER ?= core
 REPRODUCE_ARGS ?=
 reproduce: install $(if $(filter llm all,$(TIER)),llm-models,)
