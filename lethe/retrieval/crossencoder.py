@@ -28,7 +28,6 @@ import numpy as np
 
 from lethe.core.atomic import atomic_write_text
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model
-from lethe.core.paths import PROJECT_ROOT
 from lethe.retrieval.ranking import canonical_order
 
 MODEL_CARD_JSON = "model_card.json"
@@ -77,8 +76,6 @@ class TrainResult:
 def resolve_cross_encoder(model: Mapping[str, Any]) -> ResolvedModel:
     """Find the cross-encoder's files; a missing model says how to train it (``make models``)."""
     spec = dict(model)
-    if spec.get("path") and not Path(str(spec["path"])).expanduser().is_absolute():
-        spec["path"] = str(PROJECT_ROOT / str(spec["path"]))
     try:
         return resolve_model(spec)
     except ModelNotFoundError as exc:

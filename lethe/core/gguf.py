@@ -1,6 +1,6 @@
-"""Offline resolution of GGUF language-model files (for the llama.cpp backends).
+"""Offline sources of GGUF language-model files (for the llama.cpp backends).
 
-One config mapping names a model; :func:`resolve_gguf` finds its single ``.gguf`` file without
+One config mapping names a model; :func:`resolve_gguf` (called by ``lethe.core.models.resolve_model`` for ``format: gguf``) finds its single ``.gguf`` file without
 touching the network unless told to. Sources, tried in this order (every failed attempt is kept
 and reported):
 
@@ -46,13 +46,12 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import sha256_file
-from lethe.core.models import ModelNotFoundError
+from lethe.core.model_types import ModelNotFoundError, ResolvedModel
 from lethe.core.paths import PROJECT_ROOT
 
 _CHUNK = 1 << 22  # 4 MiB per read when hashing / joining
@@ -64,20 +63,6 @@ class GGUFNotFoundError(ModelNotFoundError):
 
 class GGUFChecksumError(RuntimeError):
     """A GGUF file's sha256 does not start with the configured ``sha256_prefix``."""
-
-
-@dataclass(frozen=True)
-class ResolvedGGUF:
-    """A GGUF file found on disk; ``source`` is ``path`` | ``pypi_parts`` | ``pypi_find_spec`` | ``hub``."""
-
-    name: str
-    path: Path
-    source: str
-    sha256: str
-
-    def describe(self) -> dict[str, str]:
-        """Provenance for a run manifest."""
-        return {"name": self.name, "path": str(self.path), "source": self.source, "sha256": self.sha256}
 
 
 def default_cache_dir() -> Path:
@@ -280,7 +265,7 @@ def _truthy(v: Any) -> bool:
     return str(v).lower() in ("1", "true", "yes")
 
 
-def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> ResolvedGGUF:
+def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> ResolvedModel:
     """Find a GGUF model file offline (order and keys: see the module docstring).
 
     ``cache_dir`` (else ``spec['cache_dir']``, else :func:`default_cache_dir`) holds joined part
@@ -293,11 +278,11 @@ def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = 
     prefix = spec.get("sha256_prefix") or None
     tried: list[str] = []
 
-    def done(path: Path, source: str, digest: str | None = None) -> ResolvedGGUF:
+    def done(path: Path, source: str, digest: str | None = None) -> ResolvedModel:
         if digest is None:
             digest = file_sha256(path, memo_dir if source == "pypi_find_spec" else None, fallback_dir=memo_dir)
         _check_prefix(digest, prefix, f"{source} {path}")
-        return ResolvedGGUF(name, path, source, digest)
+        return ResolvedModel(name, path, source, digest)
 
     if spec.get("path"):
         p = Path(str(spec["path"])).expanduser()
