@@ -33,7 +33,7 @@ from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import is_done, run_identity, write_results
 from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
-from lethe.core.summary import summarize
+from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
 from lethe.core.hashing import sha256_file
 from lethebench.schema import Dataset, read_dataset

@@ -49,7 +49,7 @@ Implementation
 of every candidate; after a pick, only the rows of the newly covered entities are subtracted from
 the objectives (one small vector-matrix product over those entities, no Python loop over
 entities). When no coverable entity is left, the remaining picks are taken in relevance order at
-once. A pool of 100 candidates, 300 entities and ``k = 100`` takes about 1 ms or less.
+once.
 """
 
 from __future__ import annotations

@@ -37,10 +37,8 @@ of the result stay 0.
    (ties: the longer key) then more shared kinds, then the smaller position gap, then later position, then doc ids; the
    first ``max_pairs`` are *considered*. ``blocking="all"`` skips the filter (every pair at
    different positions, ordered by gap then position; for tests and small inputs).
-   Measured on LetheBench (build 8535b35bdb5f4378, all 188 scopes; ``python -m
-   analysis.contradiction_detection --blocking-only``): the candidates contain 151/151 labelled
-   (stale, current) pairs at 41.9 candidates per scope (max 95); capped at ``max_pairs=40`` (the
-   default) 150/151 at 34.5 per scope, at 30 145/151 (96.0%) at 28.4 per scope.
+   How many labelled (stale, current) pairs the blocking keeps, per cap, is measured by
+   ``python -m analysis.contradiction_detection --blocking-only`` (numbers in the report, not here).
 2. *Judgment*: for each considered pair, earlier doc (lower position) and later doc, prompt
    ``contradiction_pairwise.<prompt_version>`` with placeholders ``earlier`` and ``later`` (each doc's
    text stripped and cut to ``max_doc_chars``), decoded with ``Decoding(max_tokens=1, temperature=0)``.

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 
-from lethe.core.summary import summarize
+from lethe.core.measurements import summarize
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout
 from lethe.llm.parsing import ParseError, parse_rewrite, parse_subqueries
 from lethe.llm.prompts import Prompt, load_prompt
