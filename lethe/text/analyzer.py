@@ -9,7 +9,7 @@ The tokenizer is a set of regular expressions over the Unicode properties of the
 module, corrected where Lucene's grammar (JFlex, Unicode 9.0 and emoji 11.0 data) differs; the
 corrections were found by comparing with Anserini's analyzer on every code point up to U+3FFFF in
 16 contexts, and the analyzer gives Anserini's terms on every LoCoMo turn and question
-(tests/lethe/test_bm25.py).
+(tests/lethe/retrieval/test_bm25.py).
 """
 
 from __future__ import annotations

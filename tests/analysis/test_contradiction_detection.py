@@ -16,7 +16,7 @@ from analysis.contradiction_detection import (blocking_stats, detection_scores, 
                                               table_row, threshold_sweep, write_tables)
 from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
-from tests.lethe.test_contradiction_llm import FakeLLM
+from tests.lethe.stages.contradiction.test_detectors import FakeLLM
 from tests.support.toy import toy_dataset
 
 TEXTS = {"chat:3": "The port of daemon-svc is 8080.", "chat:4": "daemon-svc port is now 9090 (was 8080).",

@@ -16,9 +16,10 @@ import pytest
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
 from lethe.stages.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
+from lethe.core.paths import PROJECT_ROOT
 from tests.support.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT_ROOT
 Q = "Who maintains the billing-api service?"
 
 

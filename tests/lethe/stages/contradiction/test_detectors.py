@@ -19,9 +19,10 @@ from lethe.stages.contradiction.detectors import (DECODING, DetectionResult, LLM
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
 from lethe.core.protocol import Doc
+from lethe.core.paths import PROJECT_ROOT
 from tests.support.fake_llm import FakeLLM as BaseFake
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT_ROOT
 
 DOCS = [
     Doc("d0", "The billing-api timeout is 800 ms.", 0, "prose"),

@@ -20,8 +20,9 @@ from lethe.stages.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator
                               JudgeResult, format_context, hallucination_rate, is_abstention, postprocess_answer)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import PROMPT_DIR, load_prompt
+from lethe.core.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT_ROOT
 Q = "What is the memory limit of the ingest-worker?"
 CTX = ["ingest-worker: memory limit 2 GiB.", "search-indexer: memory limit 4 GiB."]
 
@@ -76,7 +77,7 @@ def test_prompts_load_with_expected_placeholders():
 
 def test_prompt_files_are_pinned():
     # Shipped prompt files are immutable once used (lethe/llm/prompts.py): a change is a v2 file.
-    # The same prefixes are in tests/lethe/test_llm_understanding.py's PINNED_SHA256.
+    # The same prefixes are in tests/lethe/stages/understanding/test_llm_understanding.py's PINNED_SHA256.
     pins = {"answer": "a7db297e6400", "judge_support": "c10f2a55a601"}
     for name, prefix in pins.items():
         p = load_prompt(name, "v1")
