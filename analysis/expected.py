@@ -19,6 +19,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import yaml
 
+from lethebench.runs import RunFolder
+
 COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
 ANSWER_PREFIX = "answer_"            # answer metrics are stored as answer_<name>
 STATUSES = ("OK", "OKish", "FAIL", "MISSING")
@@ -50,7 +52,7 @@ def tolerance_for(label: str, rules: Mapping[str, Any], answers: bool = False) -
 
 def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str]) -> dict[str, Any]:
     """The verified values of one finished run: evaluated count, metric means, answer metric means."""
-    m = json.loads((Path(folder) / "metrics.json").read_text())
+    m = RunFolder(folder).metrics
     out: dict[str, Any] = {"evaluated": int(m["queries"]["evaluated"])}
     for k in metrics:
         if k in m.get("means", {}):
@@ -64,7 +66,7 @@ def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str])
 
 def provenance(folder: Path) -> dict[str, Any]:
     """Config hash, git commit, dirty flag and wall seconds of a finished run (from its manifest)."""
-    man = json.loads((Path(folder) / "manifest.json").read_text())
+    man = RunFolder(folder).manifest
     git = man.get("git") or {}
     return {"config_hash": man.get("config_hash"), "commit": git.get("commit"), "dirty": git.get("dirty"),
             "seconds": man.get("wall_seconds")}

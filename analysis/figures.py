@@ -10,7 +10,6 @@ Greyscale-readable: methods differ by hatch and marker as well as shade; CIs are
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -25,6 +24,7 @@ import pandas as pd  # noqa: E402
 from analysis.iteration4 import budget_points  # noqa: E402
 from analysis.tables import best_baseline  # noqa: E402
 from analysis.views import DatasetView, cached_mean_ci, main_family  # noqa: E402
+from lethebench.runs import timings_frame  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO", "//.", "\\\\."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d"]
@@ -205,7 +205,7 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
     for gi, (g, names) in enumerate(groups.items()):
         vals = []
         for m in methods:
-            st = pd.DataFrame([json.loads(t) for t in v.per_query[m]["timings_ms"]])
+            st = timings_frame(v.per_query[m])
             cols = [c for c in names if c in st.columns]
             vals.append(float(st[cols].fillna(0).sum(axis=1).mean()) if cols else 0.0)
         if any(vals):

@@ -13,7 +13,6 @@ All of it is read from results folders (per-query flags and timings written by `
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 import numpy as np
@@ -22,18 +21,15 @@ import pandas as pd
 from analysis.formatting import NM
 from analysis.formatting import fmt as _f
 from analysis.views import DatasetView, cached_mean_ci
+from lethebench.runs import flag_frame, timings_frame
 
 BUDGET_SLACK = 1.10  # the issue's acceptance rule: rerank-stage P95 within budget + 10 %
 
 
-def _flags(pq: pd.DataFrame, key: str) -> pd.DataFrame:
-    rows = [(json.loads(f) if isinstance(f, str) else {}).get(key) for f in pq["flags"]]
-    return pd.DataFrame([r if isinstance(r, dict) else {} for r in rows], index=pq.index)
-
-
 def _stage(pq: pd.DataFrame, stage: str) -> pd.Series:
-    vals = [(json.loads(t) if isinstance(t, str) else {}).get(stage) for t in pq["timings_ms"]]
-    return pd.Series(vals, index=pq.index, dtype=float).dropna()
+    """The ms ``stage`` took, for the queries it ran on (index: ``pq``'s)."""
+    t = timings_frame(pq)
+    return t[stage].dropna() if stage in t.columns else pd.Series(dtype=float)
 
 
 def hallucination(pq: pd.DataFrame) -> tuple[float | None, int]:
@@ -42,7 +38,7 @@ def hallucination(pq: pd.DataFrame) -> tuple[float | None, int]:
     written before the runner stored them as None); (None, 0) if none."""
     if "answer_supported" not in pq:
         return None, 0
-    gen = _flags(pq, "generation")
+    gen = flag_frame(pq, "generation")
     ok = gen["judge_status"].eq("ok") if "judge_status" in gen else pd.Series(True, index=pq.index)
     sup = pq.loc[ok & pq["answer_supported"].notna(), "answer_supported"].astype(bool)
     return (float((~sup).mean()) if len(sup) else None), int(len(sup))
@@ -70,7 +66,7 @@ def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -
         for m in sorted(x for x in v.per_query if x.startswith("lethe_iter4")):
             pq = v.per_query[m]
             model, budget = rerank_model(v.runs[m])
-            rr = _flags(pq, "rerank")
+            rr = flag_frame(pq, "rerank")
             st = _stage(pq, "llm_rerank")
             p95 = float(st.quantile(0.95)) if len(st) else None
             same = ref.reindex(pq.index)["ndcg@10"] if ref is not None else None
@@ -116,7 +112,7 @@ def budget_points(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         pq = v.per_query[m]
         ci = cached_mean_ci(pq["ndcg@10"].to_numpy(float), cfg)
         st = _stage(pq, "llm_rerank")
-        rr = _flags(pq, "rerank")
+        rr = flag_frame(pq, "rerank")
         rows.append({"method": m, "model": model, "budget_ms": budget, "n": int(len(pq)),
                      "ndcg": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
                      "iter3_same": float(ref.reindex(pq.index)["ndcg@10"].mean()) if ref is not None else np.nan,

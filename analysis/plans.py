@@ -33,7 +33,6 @@ Quantities (all over the evaluated queries that have both a recorded plan and a 
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Iterator, Mapping
 
@@ -45,6 +44,7 @@ from analysis.formatting import NM
 from analysis.formatting import fmt as _f
 from analysis.views import DatasetView, method_order
 from lethe.stages.planning import PLANS
+from lethebench.runs import decode_cell
 
 LETHE_PREFIX = "lethe_iter"
 
@@ -62,11 +62,7 @@ def _check_labels(values: pd.Series, what: str) -> None:
 
 def _plan_of(flags: Any) -> str | None:
     """The ``plan`` of one ``flags`` cell (JSON string or dict); None when absent or null."""
-    if isinstance(flags, str):
-        flags = json.loads(flags) if flags.strip() else {}
-    if not isinstance(flags, Mapping):
-        return None
-    plan = flags.get("plan")
+    plan = decode_cell(flags).get("plan")
     return None if plan is None or plan == "" else plan
 
 

@@ -8,36 +8,21 @@ finished folder under a results folder (for summaries and for telling undeclared
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from lethebench.trec import read_run
+from lethebench.runs import RunFolder, finished_runs
 
 
-@dataclass
-class RunInfo:
-    """One finished results folder."""
-
-    folder: Path
-    metrics: dict[str, Any]
-    manifest: dict[str, Any] = field(repr=False)
+class RunInfo(RunFolder):
+    """One finished results folder (:class:`lethebench.runs.RunFolder`) with what the report asks of it."""
 
     @property
-    def dataset(self) -> str:
-        return self.metrics["dataset"]
-
-    @property
-    def method(self) -> str:
-        return self.metrics["method"]
-
-    @property
-    def config_hash(self) -> str:
-        return self.metrics["config_hash"]
+    def folder(self) -> Path:
+        return self.path
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -47,18 +32,6 @@ class RunInfo:
     def is_default_subset(self) -> bool:
         """No scope/category/sample subset (a dataset's split choice is part of its default config)."""
         return not any(self.filters.get(k) for k in ("scopes", "categories", "sample"))
-
-    @cached_property
-    def per_query(self) -> pd.DataFrame:
-        return pd.read_parquet(self.folder / "per_query.parquet")
-
-    @cached_property
-    def run(self) -> dict[str, list[tuple[str, float]]]:
-        return read_run(self.folder / "run.trec")
-
-    @property
-    def dataset_folder(self) -> Path:
-        return Path(self.manifest["dataset"]["folder"])
 
 
 @dataclass(frozen=True)
@@ -79,11 +52,8 @@ class RunRef:
 
 def load_run(folder: Path) -> RunInfo | None:
     """The finished run in ``folder``, or None when it has no ``DONE``."""
-    folder = Path(folder)
-    if not (folder / "DONE").is_file():
-        return None
-    return RunInfo(folder, json.loads((folder / "metrics.json").read_text()),
-                   json.loads((folder / "manifest.json").read_text()))
+    run = RunInfo(folder)
+    return run if run.is_done else None
 
 
 def load_declared(refs: list[RunRef]) -> tuple[dict[tuple[str, str], RunInfo], list[RunRef]]:
@@ -109,18 +79,8 @@ def undeclared(results_dir: str | Path, refs: list[RunRef]) -> list[RunInfo]:
 
 def load_runs(results_dir: str | Path) -> list[RunInfo]:
     """Every finished run under ``results_dir``, sorted by (dataset, method, end time)."""
-    out = []
-    for m in Path(results_dir).glob("*/*/*/metrics.json"):
-        if (m.parent / "DONE").is_file():
-            out.append(RunInfo(m.parent, json.loads(m.read_text()), json.loads((m.parent / "manifest.json").read_text())))
+    out = [RunInfo(f.path) for f in finished_runs(results_dir)]
     return sorted(out, key=lambda r: (r.dataset, r.method, r.manifest.get("ended", "")))
-
-
-def load_queries(dataset_folder: Path) -> pd.DataFrame:
-    """queries.parquet of a processed dataset, with meta parsed into a dict column ``meta_d``."""
-    q = pd.read_parquet(dataset_folder / "queries.parquet")
-    q["meta_d"] = q["meta"].map(json.loads)
-    return q
 
 
 def tidy(runs: list[RunInfo], metrics: list[str] | None = None) -> pd.DataFrame:

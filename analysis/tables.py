@@ -6,7 +6,6 @@ formula. Numbers are formatted deterministically so two runs of the analysis giv
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 import pandas as pd
@@ -16,6 +15,7 @@ from analysis.formatting import NM, NOT_DECLARED, fmt
 from analysis.iteration4 import hallucination_cell
 from analysis.results import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order
+from lethebench.runs import timings_frame
 
 def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
     """Performance summary: nDCG@10 with BCa CI, Recall@50, Coverage@N, P95 latency, contradiction, hallucination."""
@@ -128,7 +128,7 @@ def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for m in method_order(list(v.per_query), cfg):
         pq = v.per_query[m]
-        stages = pd.DataFrame([json.loads(t) if isinstance(t, str) else {} for t in pq["timings_ms"]])
+        stages = timings_frame(pq)
         row: dict[str, Any] = {"method": m}
         other = [c for c in stages.columns if not any(c in s for s in groups.values())]
         for g, names in groups.items():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.config import PROJECT_ROOT, load_config, project_path, to_dict
+from lethebench.runs import RunFolder
 
 
 def bench_encode(n_texts: int, reps: int) -> dict[str, Any]:
@@ -73,34 +74,31 @@ def bench_methods(methods: list[str], scratch: Path) -> dict[str, Any]:
     out = {}
     for m in methods:
         cfg = load_config([f"method={m}", f"results_dir={scratch}", "run.progress=false", "run.print_summary=false"])
-        folder = run_experiment(cfg)
-        met = json.loads((folder / "metrics.json").read_text())
+        res = RunFolder(run_experiment(cfg))
+        met = res.metrics
         out[m] = {"qps": met["qps"], "p50_ms": met["latency_ms"]["p50"], "p95_ms": met["latency_ms"]["p95"],
                   "queries": met["queries"]["evaluated"], "ndcg@10": met["means"]["ndcg@10"],
-                  "index_build_s": json.loads((folder / "manifest.json").read_text())["index_build_seconds"]}
+                  "index_build_s": res.manifest["index_build_seconds"]}
     return out
 
 
 def bench_lethe(methods: list[str], scratch: Path) -> dict[str, Any]:
     """Full-LoCoMo runs of the Lethe iterations; per-stage mean ms and share of the mean latency."""
-    import pandas as pd
-
     from experiments.runner import run_experiment
 
     out = {}
     for m in methods:
         cfg = load_config([f"method={m}", f"results_dir={scratch}", "run.progress=false", "run.print_summary=false"])
-        folder = run_experiment(cfg)
-        met = json.loads((folder / "metrics.json").read_text())
-        pq = pd.read_parquet(folder / "per_query.parquet")
-        stages = pd.DataFrame([json.loads(t) for t in pq["timings_ms"]]).fillna(0.0)
-        total = float(pq["latency_ms"].mean())
+        res = RunFolder(run_experiment(cfg))
+        met = res.metrics
+        stages = res.timings().fillna(0.0)
+        total = float(res.per_query["latency_ms"].mean())
         out[m] = {"queries": met["queries"]["evaluated"], "p50_ms": met["latency_ms"]["p50"],
                   "p95_ms": met["latency_ms"]["p95"], "mean_ms": total, "ndcg@10": met["means"]["ndcg@10"],
                   "stage_mean_ms": {c: float(stages[c].mean()) for c in stages.columns},
                   "stage_share": {c: float(stages[c].mean()) / total for c in stages.columns},
                   "unattributed_share": 1.0 - float(stages.sum(axis=1).mean()) / total,
-                  "load_average": json.loads((folder / "manifest.json").read_text())["load_average"]}
+                  "load_average": res.manifest["load_average"]}
     return out
 
 
@@ -111,8 +109,6 @@ LLM_BENCH_PROMPT = ("Summarize in two sentences why per-session term statistics 
 def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
     """Tokens/s (prompt, generation) per model, median of ``reps`` uncached calls; cache-hit latency;
     LLM share of lethe_iter2_llm latency per dataset from finished runs."""
-    import pandas as pd
-
     from analysis.results import load_run
     from experiments import reproduce as R
     from lethe.llm.backends import make_llm
@@ -146,7 +142,7 @@ def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
     for ds, r in ((ref.dataset, load_run(ref.folder)) for ref in refs):
         if r is None:
             continue
-        t = pd.DataFrame([json.loads(x) for x in r.per_query["timings_ms"]]).fillna(0.0)
+        t = r.timings().fillna(0.0)
         lat = float(r.per_query["latency_ms"].mean())
         out["iter2_llm_share"][ds] = {"queries": len(r.per_query), "mean_latency_ms": lat,
                                       "mean_llm_ms": float(t["llm"].mean()) if "llm" in t else 0.0,
@@ -265,7 +261,7 @@ def bench_jobs(tiers: list[str], overrides: list[str]) -> dict[str, Any]:
                 if not r.done:
                     rows[r.key] = None
                     continue
-                man = json.loads((r.folder / "manifest.json").read_text())
+                man = RunFolder(r.folder).manifest
                 rows[r.key] = {"wall_s": man.get("wall_seconds"), "init_s": man.get("method_init_seconds"),
                                "index_s": man.get("index_build_seconds"),
                                "queries": man.get("dataset", {}).get("card_counts", {}).get("queries"),

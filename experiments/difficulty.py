@@ -14,21 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-import pandas as pd
-
 from experiments.config import all_dataset_names, load_config, project_path
 from experiments.runner import run_experiment
 from lethe.core.atomic import atomic_write_text
 from lethebench.card import render_card_md
+from lethebench.runs import RunFolder
 
 METHODS = ("window", "bm25", "vector")
 
 
 def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Path]:
     """(difficulty section, processed dataset folder) from finished runs (method -> results folder)."""
-    per_query = {m: pd.read_parquet(f / "per_query.parquet") for m, f in folders.items()}
-    first = next(iter(folders.values()))
-    manifest = json.loads((first / "manifest.json").read_text())
+    per_query = {m: RunFolder(f).per_query for m, f in folders.items()}
+    manifest = RunFolder(next(iter(folders.values()))).manifest
     overall = {m: round(float(df["ndcg@10"].mean()), 4) for m, df in per_query.items()}
     by_cat: dict[str, dict[str, float]] = {}
     for m, df in per_query.items():

@@ -20,7 +20,8 @@ from omegaconf import DictConfig
 
 from experiments.config import load_config, project_path
 from experiments.datasets import dataset_build_key
-from experiments.results import is_done, run_identity
+from experiments.results import run_identity
+from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
@@ -204,7 +205,7 @@ class ResolvedRun:
 
     @property
     def done(self) -> bool:
-        return is_done(self.folder)
+        return RunFolder(self.folder).is_done
 
 
 def resolve(run: DeclaredRun, extra: Sequence[str] = ()) -> ResolvedRun:

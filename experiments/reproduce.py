@@ -40,6 +40,7 @@ from analysis.results import RunRef, undeclared
 from experiments.config import load_config, project_path
 from experiments.progress import Progress
 from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
+from lethebench.runs import RunFolder
 
 log = logging.getLogger(__name__)
 ACTIONS = ("all", "run", "report", "verify", "write_expected")
@@ -248,7 +249,7 @@ def write_report(report: str, cfg: DictConfig) -> Path:
               + "\n".join(studies))] if studies else []
     path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs, extra)
     if refs:
-        results_dir = refs[0].folder.parents[2]
+        results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
         if extra:
             print(f"{len(extra)} finished run(s) under {results_dir} are not declared and were left out of the report:")

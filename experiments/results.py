@@ -1,8 +1,8 @@
-"""Results folders (DESIGN.md "Runs and results"): hashing, resume checks and atomic writing.
+"""Run identity: which results folder a run config is filed under (DESIGN.md "Runs and results").
 
-``<results_dir>/<dataset>/<method>/<config_hash>/`` holds run.trec, run.parquet, qrels.trec,
-per_query.parquet, metrics.json, manifest.json and, written last, DONE. The folder is assembled
-under a temporary name and renamed into place, so it is either complete or absent.
+A run is identified by the sha256 of the result-relevant part of its Hydra config (paths and display
+options excluded) and filed under ``<results_dir>/<dataset>/<method label>/<config_hash>/``. The
+folder itself (its files, atomic writing, typed reading) is :class:`lethebench.runs.RunFolder`.
 """
 
 from __future__ import annotations
@@ -11,25 +11,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-import pandas as pd
 from omegaconf import DictConfig
 
 from experiments.config import project_path, to_dict
-from lethe.core.atomic import atomic_dir
-from lethebench.trec import Qrels, write_qrels, write_run
-
-DONE = "DONE"
+from lethebench.runs import run_path
 
 
 def config_hash(hashed: Mapping[str, Any]) -> str:
     """12-hex sha256 of the canonical JSON of the result-relevant config."""
     return hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def run_folder(results_dir: Path, dataset: str, method: str, chash: str) -> Path:
-    return Path(results_dir) / dataset / method / chash
 
 
 def method_label(method_cfg: Any) -> str:
@@ -66,34 +58,4 @@ def run_identity(cfg: DictConfig, build_key: str) -> RunIdentity:
     hashed = hashed_config(cfg, build_key)
     chash = config_hash(hashed)
     label = method_label(cfg.method)
-    return RunIdentity(label, hashed, chash, run_folder(project_path(cfg.results_dir), cfg.dataset.name, label, chash))
-
-
-def is_done(folder: Path) -> bool:
-    return (folder / DONE).is_file()
-
-
-def _json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
-
-
-def write_results(
-    folder: Path,
-    run: Mapping[str, Sequence[tuple[str, float]]],
-    qrels: Qrels,
-    per_query: pd.DataFrame,
-    metrics: Mapping[str, Any],
-    manifest: Mapping[str, Any],
-    tag: str,
-) -> Path:
-    """Write a complete results folder atomically; ``DONE`` is the last file written."""
-    with atomic_dir(folder) as tmp:
-        write_run(run, tmp / "run.trec", tag)
-        rows = [(q, r, d, s) for q in sorted(run) for r, (d, s) in enumerate(run[q], 1)]
-        pd.DataFrame(rows, columns=["query_id", "rank", "doc_id", "score"]).to_parquet(tmp / "run.parquet", index=False)
-        write_qrels(qrels, tmp / "qrels.trec")
-        per_query.to_parquet(tmp / "per_query.parquet", index=False)
-        (tmp / "metrics.json").write_text(_json(metrics))
-        (tmp / "manifest.json").write_text(_json(manifest))
-        (tmp / DONE).write_text("complete\n")
-    return folder
+    return RunIdentity(label, hashed, chash, run_path(project_path(cfg.results_dir), cfg.dataset.name, label, chash))

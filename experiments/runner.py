@@ -12,7 +12,6 @@ so that anyone re-evaluating ``run.trec`` with another tool gets the same order.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
 import time
@@ -31,11 +30,12 @@ from analysis.metrics import evaluate_run
 from experiments.config import project_path, to_dict
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
-from experiments.results import is_done, run_identity, write_results
+from experiments.results import run_identity
 from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
 from lethe.core.hashing import sha256_file
+from lethebench.runs import RunFolder, encode_cells, timings_frame
 from lethebench.schema import Dataset, read_dataset
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str
     counts["excluded_by_scope_filter"] = counts["queries_total"] - int(len(q))
     split = cfg.dataset.get("split")
     if split:
-        splits = q["meta"].map(lambda m: json.loads(m).get("split"))
+        splits = q["split"]
         known = sorted(set(splits.dropna()))
         if split not in known:
             raise ValueError(f"dataset.split={split!r} not in this dataset; known: {known}")
@@ -175,7 +175,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
     ident = run_identity(cfg, build_key)
     hashed, chash, method_name, folder = ident.hashed, ident.config_hash, ident.label, ident.folder
-    if is_done(folder) and not cfg.run.overwrite:
+    if RunFolder(folder).is_done and not cfg.run.overwrite:
         log.info("skip: %s is done", folder)
         print(f"[skip] {cfg.dataset.name}/{method_name}/{chash}: already done")
         return RunOutcome(folder, True)
@@ -211,7 +211,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
         for scope_id, row, ne, new_docs in walk_eligible(queries, docs_by_scope):
             rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
                                    "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
-                                   "latency_ms": None, "timings_ms": "{}", "flags": "{}"}
+                                   "latency_ms": None, **encode_cells({}, {})}
             if ne == 0:
                 rec["status"] = "no_eligible_docs"
                 run[row.query_id] = []
@@ -260,8 +260,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
                 rec["status"] = "no_results"
             rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
                                      row.category if answer_rules == "locomo" else None))
-            rec["timings_ms"] = json.dumps(res.timings_ms, sort_keys=True)
-            rec["flags"] = json.dumps(res.flags, sort_keys=True, default=str)
+            rec.update(encode_cells(res.timings_ms, res.flags))
             records.append(rec)
             bar.update()
     finally:
@@ -280,9 +279,8 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     scores = evaluate_run(qrels, run, metric_names)
     per_query = per_query.merge(scores, left_on="query_id", right_index=True, how="left")
     lat = [x for x in per_query["latency_ms"].tolist() if x is not None and not pd.isna(x)]
-    stage_names = sorted({s for t in per_query["timings_ms"] for s in json.loads(t)})
-    stages = {s: summarize([json.loads(t)[s] for t in per_query["timings_ms"] if s in json.loads(t)])
-              for s in stage_names}
+    timings = timings_frame(per_query)  # ms; NaN where a stage did not run
+    stages = {s: summarize(timings[s].dropna().tolist()) for s in sorted(timings.columns)}
     status_counts = per_query["status"].value_counts().to_dict() if len(per_query) else {}
     metrics = {
         "dataset": cfg.dataset.name,
@@ -321,7 +319,7 @@ def run_job(cfg: DictConfig) -> RunOutcome:
         "tie_rule": "score descending, then doc id descending (trec_eval)",
         "latency": "warm: one discarded warm-up search per run" if cfg.run.warmup else "includes the first (cold) search",
     }
-    write_results(folder, run, qrels, per_query, metrics, manifest, tag=f"{method_name}-{chash}")
+    RunFolder(folder).write(run, qrels, per_query, metrics, manifest, tag=f"{method_name}-{chash}")
     if cfg.run.print_summary:
         from experiments.summary import format_table
 

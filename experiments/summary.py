@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from experiments.config import project_path
+from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
 
 def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
-    """metrics.json of every finished run under ``results_dir`` (sorted by dataset, method)."""
-    out = []
-    for m in sorted(Path(results_dir).glob("*/*/*/metrics.json")):
-        if (m.parent / "DONE").is_file():
-            out.append(json.loads(m.read_text()))
-    return out
+    """The metrics of every finished run under ``results_dir`` (sorted by dataset, method, config hash)."""
+    return [r.metrics for r in finished_runs(results_dir)]
 
 
 def _describe_filter(key: str, value: object) -> str:

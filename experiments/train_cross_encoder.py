@@ -55,20 +55,21 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     return load_config(["method=cross_encoder", f"dataset={name}", *overrides])
 
 
-def split_of(meta: str) -> str | None:
-    """The ``split`` recorded in a query's or doc's meta JSON."""
+def doc_split(meta: str) -> str | None:
+    """The ``split`` recorded in a doc's meta JSON (LetheBench's turns carry it there; queries have a
+    ``split`` column)."""
     return json.loads(meta).get("split")
 
 
 def split_queries(ds: Dataset, split: str, limit: int | None) -> pd.DataFrame:
     """Queries of ``split`` with qrels, sorted as the runner visits them; the first ``limit`` when set."""
     assert split != FORBIDDEN_SPLIT, "the test split is never used for training or selection"
-    q = ds.queries[ds.queries["meta"].map(split_of) == split]
+    q = ds.queries[ds.queries["split"] == split]
     q = q[q["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
     q = q.sort_values(["scope_id", "position", "query_id"], kind="stable")
     if limit is not None:
         q = q.iloc[: int(limit)]
-    assert set(q["meta"].map(split_of)) <= {split}, "query split mismatch"
+    assert set(q["split"]) <= {split}, "query split mismatch"
     return q
 
 
@@ -77,17 +78,17 @@ def eligible_groups(ds: Dataset, queries: pd.DataFrame) -> Iterator[tuple[list[D
     corpus = ds.corpus[ds.corpus["scope_id"].isin(set(queries["scope_id"]))]
     corpus = corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
     by_scope: dict[str, list[Doc]] = {}
-    doc_split: dict[str, str | None] = {}
+    split_of_doc: dict[str, str | None] = {}
     for r in corpus.itertuples(index=False):
         by_scope.setdefault(r.scope_id, []).append(Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
-        doc_split[r.doc_id] = split_of(r.meta)
+        split_of_doc[r.doc_id] = doc_split(r.meta)
     for scope_id, sq in queries.groupby("scope_id", sort=True):
         docs = by_scope.get(scope_id, [])
         positions = np.array([d.position for d in docs])
         n_elig = np.searchsorted(positions, sq["position"].to_numpy(), side="left")
         for ne in sorted(set(int(x) for x in n_elig)):
             group = docs[:ne]
-            assert all(doc_split[d.doc_id] != FORBIDDEN_SPLIT for d in group), "a test doc reached training"
+            assert all(split_of_doc[d.doc_id] != FORBIDDEN_SPLIT for d in group), "a test doc reached training"
             yield group, sq[n_elig == ne]
 
 
@@ -193,7 +194,7 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
 
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
-    known = set(ds.queries["meta"].map(split_of).dropna())
+    known = set(ds.queries["split"].dropna())
     if not set(USED_SPLITS) <= known:
         raise ValueError(f"dataset {cfg.dataset.name} has splits {sorted(known)}; training needs {list(USED_SPLITS)}")
     train_q = split_queries(ds, "train", tcfg.get("max_train_queries"))

@@ -113,7 +113,7 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
             method.index(new_docs)
         p = method.prepare(Query(row.text, tuple(row.history), row.query_id, scope_id))
         static = (plan_alpha(p.plan, method.plan_cfg), method.div_cfg.lam if method.div_cfg.enabled else 0.0)
-        split = json.loads(row.meta).get("split") if isinstance(row.meta, str) else None
+        split = row.split if isinstance(row.split, str) else None
         metas.append({"query_id": row.query_id, "scope_id": scope_id, "split": split,
                       "static_alpha": static[0], "static_lambda": static[1]})
         feats.append(features(p))
@@ -185,7 +185,7 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
     """Build the grid table, fit the folds and return the model (not yet saved)."""
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
-    sp = ds.queries["meta"].map(lambda m: json.loads(m).get("split"))
+    sp = ds.queries["split"]
     use_splits = {"train", "dev"} <= set(sp.dropna())
     ids = ds.queries.loc[sp.isin(["train", "dev"]), "query_id"].tolist() if use_splits else None  # test never prepared
     meta, X, ndcg, cells, info = grid_table(cfg, ds_folder, ds, ids, progress)

@@ -109,7 +109,7 @@ def build_dataset(
         "queries_with_qrels": int(len(qrels)),
         "qrels_pairs": int(sum(len(v) for v in qrels.values())),
     }
-    splits = src.queries["meta"].map(lambda m: json.loads(m).get("split", "none"))
+    splits = src.queries["split"].fillna("none")
     card["queries_by_split"] = {k: int(v) for k, v in sorted(splits.value_counts().items())}
     for col in ("domain", "category", "complexity", "plan_label"):
         card[f"queries_by_{col}"] = count_by(src.queries, col)

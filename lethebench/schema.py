@@ -43,6 +43,7 @@ QUERY_COLUMNS: dict[str, str] = {
     "complexity": "str?",
     "plan_label": "str?",
     "answer": "str?",
+    "split": "str?",  # train / dev / test for datasets with splits (LetheBench), else null
     "meta": "json",
 }
 CONTRADICTION_COLUMNS: dict[str, str] = {
@@ -61,7 +62,9 @@ class Dataset:
     """A processed dataset in memory.
 
     ``corpus`` and ``queries`` follow :data:`CORPUS_COLUMNS` / :data:`QUERY_COLUMNS`; ``meta`` cells
-    are JSON strings. ``qrels`` maps query_id -> {doc_id: grade >= 1}.
+    are JSON strings. ``qrels`` maps query_id -> {doc_id: grade >= 1}. Queries without a ``split``
+    column (folders written before it existed, hand-built tables) get one: the ``split`` their
+    ``meta`` names, else null.
     """
 
     name: str
@@ -71,9 +74,28 @@ class Dataset:
     contradictions: pd.DataFrame | None = None
     card: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if "split" not in self.queries.columns:
+            self.queries = self.queries.assign(split=_split_from_meta(self.queries))
+
     def scope_ids(self) -> list[str]:
         """Scope ids in first-appearance order of the corpus."""
         return list(dict.fromkeys(self.corpus["scope_id"]))
+
+
+def _split_from_meta(queries: pd.DataFrame) -> list[str | None]:
+    """The ``split`` of each query as queries written before the column existed stored it (in ``meta``)."""
+    if "meta" not in queries.columns:
+        return [None] * len(queries)
+    out: list[str | None] = []
+    for m in queries["meta"]:
+        try:
+            meta = json.loads(m) if isinstance(m, str) else {}
+        except json.JSONDecodeError:  # validate() names the bad cell
+            meta = {}
+        split = meta.get("split") if isinstance(meta, dict) else None
+        out.append(split if isinstance(split, str) else None)
+    return out
 
 
 def _check_columns(df: pd.DataFrame, spec: dict[str, str], where: str) -> None:

@@ -67,7 +67,8 @@ def generate(seed: int = 0, splits: Mapping[str, int] | None = None, session_tur
                     queries.append({
                         "query_id": qid, "scope_id": scope, "position": q.position, "text": q.text, "history": list(q.history),
                         "domain": domain, "category": q.category, "complexity": q.complexity,
-                        "plan_label": PLAN_LABEL[q.category], "answer": q.answer,
+                        "plan_label": PLAN_LABEL[q.category], "answer": q.answer, "split": split,
+                        # meta keeps its split too (unchanged meta); readers use the split column
                         "meta": json.dumps({"split": split, "gold_entities": q.gold_entities, "hops": q.hops,
                                             "subject": q.subject}, sort_keys=True),
                     })

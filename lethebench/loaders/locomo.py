@@ -141,7 +141,7 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             queries.append({
                 "query_id": qid, "scope_id": sid, "position": pos, "text": str(qa["question"]).strip(),
                 "history": [], "domain": None, "category": CATEGORY_MAP[cat], "complexity": None,
-                "plan_label": None, "answer": None if answer is None else str(answer),
+                "plan_label": None, "answer": None if answer is None else str(answer), "split": None,
                 "meta": json.dumps(meta, sort_keys=True),
             })
     src = pd.DataFrame(sources)

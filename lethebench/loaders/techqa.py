@@ -360,7 +360,7 @@ def _assemble(col: _Collected, resolved: str, layout: str, files: list[Path]) ->
         queries.append({
             "query_id": qid, "scope_id": SCOPE_ID, "position": n, "text": q["text"], "history": [],
             "domain": None, "category": CATEGORIES[1] if q["impossible"] else CATEGORIES[0], "complexity": None,
-            "plan_label": None, "answer": q["answer"], "meta": json.dumps(q["meta"], sort_keys=True),
+            "plan_label": None, "answer": q["answer"], "split": None, "meta": json.dumps(q["meta"], sort_keys=True),
         })
     qdf = pd.DataFrame(queries, columns=list(QUERY_COLUMNS))
     qdf["position"] = qdf["position"].astype("int64")

@@ -445,7 +445,8 @@ def _sources_and_queries(domain: str, rows: list[dict[str, Any]], path: Path, se
             meta["context_id"] = r["context_id"]
         queries.append({"query_id": qid, "scope_id": domain, "position": q_pos, "text": r["input"].strip(),
                         "history": [], "domain": domain, "category": r.get("dataset") or None, "complexity": None,
-                        "plan_label": None, "answer": r["answers"][0], "meta": json.dumps(meta, sort_keys=True)})
+                        "plan_label": None, "answer": r["answers"][0], "split": None,
+                        "meta": json.dumps(meta, sort_keys=True)})
     stats = {"rows": len(rows), "contexts": len(sources),
              "context_chars": int(sum(len(c["text"]) for c in contexts.values())),
              "questions_per_context": _summary([len(c["rows"]) for c in contexts.values()]),

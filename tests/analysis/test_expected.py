@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from analysis.expected import (Tolerance, compare, expected_record, format_verification, measure, measure_study,
                                passed, provenance, read_expected, summary_line, tolerance_for, verify, write_expected)
 from experiments.config import PROJECT_ROOT
+from lethebench.runs import RunFolder
 
 METRICS = ["ndcg@10", "recall@50", "mrr@10"]
 ANSWER_METRICS = ["f1", "rouge_l", "exact_match", "hallucination_rate"]
@@ -29,17 +31,14 @@ RULES = {
 
 def make_run(folder: Path, evaluated: int = 100, means: dict | None = None, answers: dict | None = None,
              config_hash: str = "abc123def456", dirty: bool = False, seconds: float = 12.5) -> Path:
-    """A finished results folder as the runner writes it (only the files verification reads)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """A finished results folder as the runner writes it (empty rankings: verification reads the metrics
+    and the manifest only)."""
     if means is None:
         means = {"ndcg@10": 0.1 + 0.2, "recall@50": 1 / 3, "mrr@10": 2 / 3, "latency_ms_p50": 4.2}
     metrics = {"queries": {"total": evaluated + 2, "evaluated": evaluated}, "means": means, "answers": answers or {}}
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
     manifest = {"config_hash": config_hash, "git": {"commit": "0123456789abcdef", "dirty": dirty},
                 "wall_seconds": seconds}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    (folder / "DONE").write_text("complete\n")
-    return folder
+    return RunFolder(folder).write({}, {}, pd.DataFrame({"query_id": []}), metrics, manifest, tag="t").path
 
 
 def expected_file(tmp_path: Path, entries: dict[str, Path], tol: Tolerance = DENSE) -> dict:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
 import pytrec_eval
 
 from analysis.metrics import evaluate_run
-from lethebench.trec import read_qrels, read_run
+from lethebench.runs import RunFolder
 
 TREC = {"ndcg@10": "ndcg_cut_10", "recall@10": "recall_10", "recall@50": "recall_50", "precision@10": "P_10"}
 
 
 def trec_eval_means(folder):
-    qrels = read_qrels(folder / "qrels.trec")
-    run = {q: {d: s for d, s in r} for q, r in read_run(folder / "run.trec").items()}
+    qrels = RunFolder(folder).qrels
+    run = {q: {d: s for d, s in r} for q, r in RunFolder(folder).run.items()}
     ev = pytrec_eval.RelevanceEvaluator(qrels, set(TREC.values()))
     res = ev.evaluate(run)
     # trec_eval skips queries absent from the run; ours score them 0: average over all qrels queries
@@ -26,7 +24,7 @@ def trec_eval_means(folder):
 @pytest.mark.parametrize("method", ["window", "bm25", "vector"])
 def test_means_match_trec_eval(e2e_runs, method):
     folder = e2e_runs[method]
-    ours = json.loads((folder / "metrics.json").read_text())["means"]
+    ours = RunFolder(folder).metrics["means"]
     theirs = trec_eval_means(folder)
     for m in TREC:
         assert ours[m] == pytest.approx(theirs[m], abs=1e-6), m

@@ -17,9 +17,9 @@ from experiments.config import PROJECT_ROOT
 @pytest.fixture(scope="module")
 def refs(e2e_runs) -> list[RunRef]:
     """The three end-to-end runs as declared runs, plus a declared hybrid run that was never made."""
-    import json
+    from lethebench.runs import RunFolder
 
-    ds_folder = json.loads((e2e_runs["bm25"] / "manifest.json").read_text())["dataset"]["folder"]
+    ds_folder = RunFolder(e2e_runs["bm25"]).dataset_folder
     out = [RunRef("locomo", m, "test", f, ds_folder, "2 conversations") for m, f in e2e_runs.items()]
     missing = e2e_runs["bm25"].parents[1] / "hybrid" / "000000000000"
     return out + [RunRef("locomo", "hybrid", "test", missing, ds_folder, "2 conversations")]

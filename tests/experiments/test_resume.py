@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments.config import PROJECT_ROOT
+from lethebench.runs import RunFolder, finished_runs
 from tests.conftest import DATA_ROOT
 
 
@@ -38,10 +39,10 @@ def test_kill_and_resume(tmp_path):
     proc.wait()
     proc.stdout.close()
 
-    finished_before = {p.parent for p in work["results"].glob("*/*/*/DONE")}
-    print("FINISHED_BEFORE", sorted(p.parent.name for p in finished_before))
+    finished_before = set(finished_runs(work["results"]))
+    print("FINISHED_BEFORE", sorted(r.path.parent.name for r in finished_before))
     visible = [p for p in work["results"].glob("*/*/*") if not p.name.startswith(".")]
-    assert all((p / "DONE").is_file() for p in visible), "a results folder without DONE is visible"
+    assert all(RunFolder(p).is_done for p in visible), "a results folder without DONE is visible"
     for shard in work["cache"].glob("embeddings/*/*.npz"):
         with np.load(shard) as z:  # every visible cache entry is complete
             assert len(z["keys"]) == len(z["vecs"]) > 0
@@ -49,13 +50,11 @@ def test_kill_and_resume(tmp_path):
     proc = _sweep(work)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
-    done = {p.parent for p in work["results"].glob("*/*/*/DONE")}
-    assert {p.parent.name for p in done} == {"vector", "window", "bm25"}
+    done = set(finished_runs(work["results"]))
+    assert {r.method for r in done} == {"vector", "window", "bm25"}
     assert out.count("[skip]") == len(finished_before)
     # documents embedded before the kill were not embedded again
-    import json
-
-    vec = next(p for p in done if p.parent.name == "vector")
+    vec = next(r for r in done if r.method == "vector")
     if vec not in finished_before:
-        emb = json.loads((vec / "manifest.json").read_text())["method"]["embedder"]
+        emb = vec.manifest["method"]["embedder"]
         assert emb["cache"]["doc"]["misses"] == 0

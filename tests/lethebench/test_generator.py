@@ -44,9 +44,10 @@ def test_other_seed_gives_other_sessions(small):
 def test_counts_categories_domains_and_rules(small):
     q = small.queries
     meta = q["meta"].map(json.loads)
-    splits = meta.map(lambda m: m["split"])
+    assert (q["split"] == meta.map(lambda m: m["split"])).all()  # the column; meta keeps its copy
     for split, n in SMALL.items():
-        assert (splits == split).sum() == n * len(DOMAINS)
+        assert (q["split"] == split).sum() == n * len(DOMAINS)
+    assert (q["scope_id"].str.split("-").str[0] == q["split"]).all()
     assert set(q["domain"]) == set(DOMAINS)
     assert set(q["category"]) == set(CATEGORIES)
     assert (q["plan_label"] == q["category"].map(PLAN_LABEL)).all()

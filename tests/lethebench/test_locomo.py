@@ -63,6 +63,7 @@ def test_category_map_is_pinned(loco):
                                                   "multi-hop": 282, "open-domain": 96}
     adv = loco.queries[loco.queries.category == "adversarial"].iloc[0]
     assert pd.isna(adv["answer"]) and "adversarial_answer" in json.loads(adv["meta"])
+    assert loco.queries["split"].isna().all()  # no splits
 
 
 def test_all_turns_eligible_and_text_format(loco):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import pytest
 
 from lethebench.schema import DatasetError, read_dataset, validate, write_dataset
@@ -67,3 +70,24 @@ def test_invalid_dataset_is_not_written(tmp_path):
         write_dataset(ds, tmp_path / "toy")
     assert not (tmp_path / "toy").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_split_is_a_query_column(tmp_path):
+    ds = toy_dataset()  # built without one: every query's split is null
+    assert ds.queries["split"].isna().all()
+    ds.queries["split"] = ["train", "dev", "test", None]
+    back = read_dataset(write_dataset(ds, tmp_path / "toy"))
+    assert back.queries["split"].fillna("-").tolist() == ["train", "dev", "test", "-"]
+    ds.queries["split"] = ["train", 5, "test", None]
+    with pytest.raises(DatasetError, match=r"row 1, column 'split'"):
+        validate(ds)
+
+
+def test_queries_written_before_the_split_column_take_it_from_meta(tmp_path):
+    folder = write_dataset(toy_dataset(), tmp_path / "toy")
+    q = pd.read_parquet(folder / "queries.parquet").drop(columns=["split"])
+    q["meta"] = [json.dumps({"split": "test", "x": 1}), "{}", json.dumps({"split": None}), json.dumps({"split": "dev"})]
+    q.to_parquet(folder / "queries.parquet", index=False)
+    back = read_dataset(folder)
+    assert back.queries["split"].fillna("-").tolist() == ["test", "-", "-", "dev"]
+    assert back.queries["meta"].tolist() == q["meta"].tolist()  # meta is left as it is

@@ -82,6 +82,7 @@ def test_qrels_point_at_the_row_context(tq, techqa_path):
 def test_ids_positions_and_columns(tq):
     assert list(tq.sources.columns) == list(CORPUS_COLUMNS)
     assert list(tq.queries.columns) == list(QUERY_COLUMNS)
+    assert tq.queries["split"].isna().all()  # no splits
     for col, df in (("doc_id", tq.sources), ("query_id", tq.queries)):
         assert df[col].is_unique
         assert not any(_WS.search(x) for x in df[col])

@@ -72,7 +72,7 @@ def test_cs_counts_ids_and_books(cs):
     assert len(cs.queries) == 100 and len(cs.sources) == 10
     assert set(cs.sources["scope_id"]) == set(cs.queries["scope_id"]) == {"cs"}
     assert set(cs.sources["kind"]) == {"book"} and set(cs.queries["domain"]) == {"cs"}
-    assert cs.queries["category"].isna().all()
+    assert cs.queries["category"].isna().all() and cs.queries["split"].isna().all()
     assert cs.queries["query_id"].is_unique and not cs.queries["query_id"].str.contains(_WS).any()
     assert all(re.fullmatch(r"cs:[0-9a-f]{16}", d) for d in cs.sources["doc_id"])
     assert (cs.sources["doc_id"] == cs.sources["source_id"]).all()

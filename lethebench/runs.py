@@ -1,0 +1,237 @@
+"""Results folders: one run's files, written atomically and read back typed (like ranx's Run/Qrels).
+
+``<results_dir>/<dataset>/<method label>/<config_hash>/`` (:func:`run_path`) holds:
+
+- ``run.trec``: the rankings in TREC format, rank 1 first (any IR tool reads it);
+- ``run.parquet``: the same rankings as a table (query_id, rank, doc_id, score);
+- ``qrels.trec``: the qrels of the evaluated queries;
+- ``per_query.parquet``: one row per evaluated query (query_id, scope_id, category, n_eligible,
+  n_results, status, error, latency_ms, ``timings_ms``, ``flags``, one column per metric, answer
+  columns when answers were generated);
+- ``metrics.json`` (means, counts, latency summaries) and ``manifest.json`` (config, provenance);
+- ``DONE``, written last.
+
+The folder is assembled under a temporary name and renamed into place
+(:func:`lethe.core.atomic.atomic_dir`), so it is either complete or absent.
+
+Two per-query columns hold JSON strings (the on-disk format; every existing folder reads):
+``timings_ms`` (stage name -> milliseconds, only the stages that ran) and ``flags`` (what the
+method reports about a query, e.g. ``plan`` or ``rerank``). :func:`encode_cells` writes them;
+:func:`decode_cell`, :func:`flags_frame`, :func:`flag_frame` and :func:`timings_frame` read them.
+Nothing else encodes or decodes these columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from lethe.core.atomic import atomic_dir
+from lethebench.trec import Qrels, Ranking, read_qrels, read_run, write_qrels, write_run
+
+DONE = "DONE"
+RUN_TREC = "run.trec"
+RUN_PARQUET = "run.parquet"
+QRELS_TREC = "qrels.trec"
+PER_QUERY = "per_query.parquet"
+METRICS = "metrics.json"
+MANIFEST = "manifest.json"
+FILES = (RUN_TREC, RUN_PARQUET, QRELS_TREC, PER_QUERY, METRICS, MANIFEST, DONE)
+
+TIMINGS_COLUMN = "timings_ms"
+FLAGS_COLUMN = "flags"
+
+
+def run_path(results_dir: str | os.PathLike, dataset: str, label: str, config_hash: str) -> Path:
+    """``<results_dir>/<dataset>/<label>/<config_hash>``: where a run's folder lives (existing or not)."""
+    return Path(results_dir) / dataset / label / config_hash
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON columns of per_query.parquet
+
+
+def encode_cells(timings_ms: Mapping[str, float], flags: Mapping[str, Any]) -> dict[str, str]:
+    """The stored ``timings_ms`` and ``flags`` cells of one query (canonical JSON, keys sorted;
+    flag values JSON cannot hold are written with ``str``). ``encode_cells({}, {})`` gives the
+    cells of a query the method never ranked."""
+    return {TIMINGS_COLUMN: json.dumps(dict(timings_ms), sort_keys=True),
+            FLAGS_COLUMN: json.dumps(dict(flags), sort_keys=True, default=str)}
+
+
+def decode_cell(cell: Any) -> dict[str, Any]:
+    """One stored ``timings_ms`` or ``flags`` cell as a dict: a JSON object string is parsed, a
+    mapping is copied; an empty string, None, NaN or any other JSON value gives ``{}``."""
+    if isinstance(cell, Mapping):
+        return dict(cell)
+    if isinstance(cell, str) and cell.strip():
+        value = json.loads(cell)
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
+def _cells(per_query: pd.DataFrame, column: str) -> list[dict[str, Any]]:
+    if column not in per_query.columns:
+        return [{} for _ in range(len(per_query))]
+    return [decode_cell(c) for c in per_query[column]]
+
+
+def flags_frame(per_query: pd.DataFrame) -> pd.DataFrame:
+    """The ``flags`` of a per-query table: one row per row of ``per_query`` (same index), one column
+    per top-level flag key in order of first appearance; NaN where a query lacks the key (nested
+    flags stay dicts). A table without a ``flags`` column gives rows without columns."""
+    return pd.DataFrame(_cells(per_query, FLAGS_COLUMN), index=per_query.index)
+
+
+def flag_frame(per_query: pd.DataFrame, key: str) -> pd.DataFrame:
+    """One dict-valued flag (e.g. ``"rerank"``, ``"generation"``) spread into columns: one row per
+    row of ``per_query`` (same index), one column per key of the flag; NaN where a query lacks it."""
+    rows = [cell.get(key) for cell in _cells(per_query, FLAGS_COLUMN)]
+    return pd.DataFrame([r if isinstance(r, dict) else {} for r in rows], index=per_query.index)
+
+
+def timings_frame(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Per-stage latency in ms: one row per row of ``per_query`` (same index), one float column per
+    stage in order of first appearance, NaN where the stage did not run for the query."""
+    return pd.DataFrame(_cells(per_query, TIMINGS_COLUMN), index=per_query.index, dtype=float)
+
+
+# ---------------------------------------------------------------------------------------------
+# The folder
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+
+
+class RunFolder:
+    """One results folder: :meth:`write` it once, read it back through typed properties.
+
+    Readers read their file on first use and keep it (a finished folder never changes in place;
+    :meth:`write` drops what was read). ``per_query``'s index is a RangeIndex; :meth:`flags`,
+    :meth:`flag` and :meth:`timings` are indexed by query_id.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunFolder) and self.path == other.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    @property
+    def is_done(self) -> bool:
+        """True when the folder is complete (its ``DONE`` exists)."""
+        return (self.path / DONE).is_file()
+
+    @property
+    def results_dir(self) -> Path:
+        """The results folder this run is filed under (three levels up)."""
+        return self.path.parents[2]
+
+    def write(
+        self,
+        run: Mapping[str, Sequence[tuple[str, float]]],
+        qrels: Qrels,
+        per_query: pd.DataFrame,
+        metrics: Mapping[str, Any],
+        manifest: Mapping[str, Any],
+        tag: str,
+    ) -> RunFolder:
+        """Write the complete folder atomically, replacing an older one; ``DONE`` is written last.
+
+        ``run``: query_id -> [(doc_id, score)] in final order; ``qrels``: of the evaluated queries;
+        ``per_query``: one row per evaluated query (``timings_ms``/``flags`` cells from
+        :func:`encode_cells`); ``tag``: the run tag of ``run.trec``.
+        """
+        with atomic_dir(self.path) as tmp:
+            write_run(run, tmp / RUN_TREC, tag)
+            rows = [(q, r, d, s) for q in sorted(run) for r, (d, s) in enumerate(run[q], 1)]
+            pd.DataFrame(rows, columns=["query_id", "rank", "doc_id", "score"]).to_parquet(tmp / RUN_PARQUET, index=False)
+            write_qrels(qrels, tmp / QRELS_TREC)
+            per_query.to_parquet(tmp / PER_QUERY, index=False)
+            (tmp / METRICS).write_text(_json(metrics))
+            (tmp / MANIFEST).write_text(_json(manifest))
+            (tmp / DONE).write_text("complete\n")
+        for name in ("metrics", "manifest", "per_query", "run", "qrels"):
+            self.__dict__.pop(name, None)
+        return self
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        """``metrics.json``: dataset, method, config_hash, filters, query counts, metric means,
+        latency summaries (ms), answer metrics when answers were generated."""
+        return json.loads((self.path / METRICS).read_text())
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json``: the config, its hashed part and hash, dataset, method description, git,
+        packages, hardware, wall/start-up/index seconds, memory and load."""
+        return json.loads((self.path / MANIFEST).read_text())
+
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        """``per_query.parquet`` as stored (``timings_ms`` and ``flags`` are JSON strings; use
+        :meth:`timings` and :meth:`flags` for them)."""
+        return pd.read_parquet(self.path / PER_QUERY)
+
+    @cached_property
+    def run(self) -> dict[str, Ranking]:
+        """``run.trec``: query_id -> [(doc_id, score)], rank 1 first."""
+        return read_run(self.path / RUN_TREC)
+
+    @cached_property
+    def qrels(self) -> Qrels:
+        """``qrels.trec``: query_id -> {doc_id: grade >= 1} of the evaluated queries."""
+        return read_qrels(self.path / QRELS_TREC)
+
+    def _by_query(self) -> pd.DataFrame:
+        return self.per_query.set_index("query_id")
+
+    def flags(self) -> pd.DataFrame:
+        """Every query's flags (see :func:`flags_frame`), indexed by query_id."""
+        return flags_frame(self._by_query())
+
+    def flag(self, key: str) -> pd.DataFrame:
+        """One dict-valued flag spread into columns (see :func:`flag_frame`), indexed by query_id."""
+        return flag_frame(self._by_query(), key)
+
+    def timings(self) -> pd.DataFrame:
+        """Per-stage latency in ms (see :func:`timings_frame`), indexed by query_id, NaN where a
+        stage did not run."""
+        return timings_frame(self._by_query())
+
+    @property
+    def dataset(self) -> str:
+        return self.metrics["dataset"]
+
+    @property
+    def method(self) -> str:
+        """The method label (name or name+variant)."""
+        return self.metrics["method"]
+
+    @property
+    def config_hash(self) -> str:
+        return self.metrics["config_hash"]
+
+    @property
+    def dataset_folder(self) -> Path:
+        """The processed dataset the run read (from the manifest)."""
+        return Path(self.manifest["dataset"]["folder"])
+
+
+def finished_runs(results_dir: str | os.PathLike) -> list[RunFolder]:
+    """Every finished run folder under ``results_dir`` (``*/*/*`` with ``DONE``; temporary folders,
+    whose names start with ``.``, are skipped), sorted by path."""
+    return [RunFolder(p) for p in sorted(Path(results_dir).glob("*/*/*"))
+            if p.is_dir() and not any(part.startswith(".") for part in p.parts[-3:]) and (p / DONE).is_file()]
