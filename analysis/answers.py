@@ -70,7 +70,7 @@ import re
 import string
 from collections import Counter
 
-from lethe.text.abstention import ABSTENTION_PHRASES, abstains  # noqa: F401 - part of this module's API
+from lethe.text.abstention import abstains
 from lethe.text.analyzer import porter_stem
 
 CATEGORIES: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial")

@@ -13,7 +13,6 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lethe.retrieval.ranking import top_indices
 from lethe.text.analyzer import analyze
 
 # ---------------------------------------------------------------------------------------------
@@ -147,12 +146,3 @@ class BM25Index:
     def score(self, query_text: str) -> np.ndarray:
         """float32 scores (n_docs,) of ``query_text`` for every doc (0 where no term matches)."""
         return self.score_terms(analyze(query_text))
-
-    def top_k(self, query_text: str, k: int, tie_rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Indices and float32 scores of the best ``k`` matching docs, best first.
-
-        Ties are broken by ``tie_rank`` ascending (default: doc index). Only docs containing at
-        least one query term are returned, as in Lucene.
-        """
-        idx = top_indices(scores := self.score(query_text), k, tie_rank, positive_only=True)
-        return idx, scores[idx]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 import pytest
 
-from analysis.answers import ABSTENTION_PHRASES, abstains, score_answer
+from analysis.answers import score_answer
+from lethe.text.abstention import ABSTENTION_PHRASES, abstains
 from analysis.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
 from lethe.stages.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator, GenerationResult, HallucinationJudge,
                               JudgeResult, format_context, hallucination_rate, is_abstention, postprocess_answer)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
