@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.config import PROJECT_ROOT, load_config, project_path, to_dict
+from experiments.config import load_config, to_dict
+from lethe.core.paths import PROJECT_ROOT, project_path
 from lethebench.runs import RunFolder
 
 

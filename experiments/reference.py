@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 from omegaconf import DictConfig
 
-from experiments.config import load_config, project_path
+from experiments.config import load_config
+from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key
 from experiments.results import run_identity
 from lethebench.runs import RunFolder

@@ -37,7 +37,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from analysis import expected as E
 from analysis.report import build_report, load_cfg
 from analysis.results import RunRef, undeclared
-from experiments.config import load_config, project_path
+from experiments.config import load_config
+from lethe.core.paths import project_path
 from experiments.progress import Progress
 from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
 from lethebench.runs import RunFolder

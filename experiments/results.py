@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig
 
-from experiments.config import project_path, to_dict
+from experiments.config import to_dict
+from lethe.core.paths import project_path
 from lethebench.runs import run_path
 
 

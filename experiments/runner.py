@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from analysis.answers import score_answer
 from analysis.metrics import evaluate_run
-from experiments.config import project_path, to_dict
+from experiments.config import to_dict
+from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import run_identity

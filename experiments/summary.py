@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from experiments.config import project_path
+from lethe.core.paths import project_path
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")

@@ -32,7 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
-from experiments.config import CONF_DIR, load_config, project_path, to_dict
+from experiments.config import load_config, to_dict
+from lethe.core.paths import CONF_DIR, project_path
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, package_versions
 from lethe.core.atomic import atomic_dir

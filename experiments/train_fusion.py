@@ -35,7 +35,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
-from experiments.config import load_config, project_path, to_dict
+from experiments.config import load_config, to_dict
+from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info
 from experiments.runner import group_docs, select_queries, walk_eligible

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import PROJECT_ROOT, load_config
+from experiments.config import load_config
+from lethe.core.paths import PROJECT_ROOT
 
 DATA_ROOT = Path(os.environ.get("LETHE_DATA_ROOT", PROJECT_ROOT.parent / "shared" / "data")).resolve()
 LOCOMO = DATA_ROOT / "locomo" / "locomo10.json"

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from hydra.utils import instantiate
 
-from experiments.config import CONF_DIR, load_config, to_dict
+from experiments.config import load_config, to_dict
+from lethe.core.paths import CONF_DIR
 from lethe.core.models import ModelNotFoundError
 from tests.conftest import DATA_ROOT
 

@@ -11,7 +11,7 @@ import yaml
 
 from analysis.expected import (Tolerance, compare, expected_record, format_verification, measure, measure_study,
                                passed, provenance, read_expected, summary_line, tolerance_for, verify, write_expected)
-from experiments.config import PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import RunFolder
 
 METRICS = ["ndcg@10", "recall@50", "mrr@10"]

@@ -4,7 +4,6 @@ the unjudged rule, item loading, and the table writer (with a fake judge, no mod
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

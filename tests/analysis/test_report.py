@@ -11,7 +11,7 @@ from nbclient import NotebookClient
 
 from analysis.report import build_report, load_cfg
 from analysis.results import RunRef
-from experiments.config import PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")

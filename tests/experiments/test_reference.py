@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 from experiments.reference import DeclaredRun, load_tier, report_tiers, resolve, select, tier_names
 from tests.conftest import DATA_ROOT
 

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from experiments import reproduce as R
-from experiments.config import CONF_DIR, load_config
+from experiments.config import load_config
+from lethe.core.paths import CONF_DIR
 from experiments.runner import run_experiment
 from tests.conftest import DATA_ROOT
 

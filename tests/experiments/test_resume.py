@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.config import PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import RunFolder, finished_runs
 from tests.conftest import DATA_ROOT
 

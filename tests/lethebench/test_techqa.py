@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from experiments.config import CONF_DIR
+from lethe.core.paths import CONF_DIR
 from lethebench.loaders.techqa import detect_kind, load_techqa
 from lethebench.schema import CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, read_dataset
 from tests.conftest import DATA_ROOT

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from experiments.config import CONF_DIR
+from lethe.core.paths import CONF_DIR
 from lethebench.build import build_dataset
 from lethebench.chunking import ChunkParams, chunk_corpus
 from lethebench.loaders.ultradomain import content_tokens, grade_chunks, load_ultradomain, read_rows

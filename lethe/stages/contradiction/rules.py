@@ -286,8 +286,8 @@ _PROSE: list[tuple[re.Pattern[str], str | None]] = [(re.compile(p, re.I), a) for
     (rf"\b{_E}\s+(?:times\s+out|gives\s+up(?:\s+on\s+(?:a|the|each)\s+(?:request|call))?)\s+after\s+(?P<v>[\d.]+\s*(?:ms|milliseconds|s|seconds)\b)", "timeout"),
     (rf"\b{_E}\s+exceeded\s+its\s+(?P<v>\S+)\s+(?:memory\s+)?limit", "memory"),
     # 9 versions / pins
-    (rf"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])==(?P<v>\d+(?:\.\d+)+[\w.+-]*)", "version"),
-    (rf"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])@(?P<v>\d+(?:\.\d+)+)\b", "version"),
+    (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])==(?P<v>\d+(?:\.\d+)+[\w.+-]*)", "version"),
+    (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])@(?P<v>\d+(?:\.\d+)+)\b", "version"),
     (rf"\b{_E}\s+(?P<v>v\d+(?:\.\d+)+)\b", "version"),
     (rf"\bpinned\s+{_E}\s+(?:to|at)\s+(?P<v>v?\d+(?:\.\d+)+)", "version"),
     (rf"\bimage:\s*(?:[\w.\-]+/)*{_E}:(?P<v>v?\d+(?:\.\d+)+)", "version"),

@@ -3,14 +3,13 @@ demotion with the rules detector on constructed updates, and the seeded generati
 
 from __future__ import annotations
 
-import time
 from typing import Any, Sequence
 
 import numpy as np
 import pytest
 
 import lethe.llm.backends as backends
-from lethe.llm.base import Decoding, LLMResponse, LLMTimeout, Message
+from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.core.protocol import Doc, Query
 from lethe.methods.pipeline import LethePipeline
 from tests.support.fake_llm import FakeLLM

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
+from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, Message
 from lethe.llm.prompts import load_prompt
 from lethe.stages.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
 from lethe.core.paths import PROJECT_ROOT

@@ -15,7 +15,7 @@ import pytest
 from lethe.stages.contradiction.rules import detect
 from lethe.stages.contradiction.detectors import (DECODING, DetectionResult, LLMContradictionDetector, RulesDetector,
                                      candidate_pairs, make_detector, subject_keys, value_kinds, value_tokens)
-from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
+from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
 from lethe.core.protocol import Doc
 from lethe.core.paths import PROJECT_ROOT
