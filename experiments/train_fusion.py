@@ -42,7 +42,6 @@ from experiments.provenance import git_info
 from experiments.runner import group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
-from lethe.stages.planning import plan_alpha
 from lethe.core.hashing import sha256_file
 from lethebench.schema import Dataset, read_dataset
 
@@ -88,8 +87,8 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
     """
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
     method = base_method(cfg, progress)
-    alphas = [float(a) for a in method.lf_cfg.alpha_grid]
-    lams = [float(x) for x in method.lf_cfg.lambda_grid] if method.div_cfg.enabled else [0.0]
+    alphas = [float(a) for a in method.learned_fusion.alpha_grid]
+    lams = [float(x) for x in method.learned_fusion.lambda_grid] if method.diversifier.enabled else [0.0]
     cells = [(a, lam) for a in alphas for lam in lams]
 
     if query_ids is not None:  # other queries are never looked at, not even their qrels
@@ -113,7 +112,7 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
         if new_docs is not None:
             method.index(new_docs)
         p = method.prepare(Query(row.text, tuple(row.history), row.query_id, scope_id))
-        static = (plan_alpha(p.plan, method.plan_cfg), method.div_cfg.lam if method.div_cfg.enabled else 0.0)
+        static = (method.planner.alpha_for(p.plan), method.diversifier.lam if method.diversifier.enabled else 0.0)
         split = row.split if isinstance(row.split, str) else None
         metas.append({"query_id": row.query_id, "scope_id": scope_id, "split": split,
                       "static_alpha": static[0], "static_lambda": static[1]})

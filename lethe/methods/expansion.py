@@ -72,7 +72,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from lethe.retrieval.bm25 import BM25Index
-from lethe.stages.boost import BoostConfig, QuerySignals, boost_scores
+from lethe.stages.boost import MetadataBoost, QuerySignals
 from lethe.retrieval.dense import DenseIndex, make_embedder
 from lethe.retrieval.embedder import Embedder
 from lethe.text.entities import exact_terms
@@ -91,7 +91,7 @@ _ROLES = ("query", "doc")
 _STAGES = ("llm", "encode_query", "retrieval", "fusion")
 
 
-_MATCH_SHARE = BoostConfig(exact=1.0, kind=0.0)
+_MATCH_SHARE = MetadataBoost(enabled=True, exact=1.0, kind=0.0, kind_affinity={})
 
 
 def _ms(t0: float) -> float:
@@ -386,7 +386,7 @@ class KeywordBoostSearch(_ExpansionMethod):
             kw = lex[cand].astype(np.float64) / best if best > 0 else np.zeros(cand.size)
         else:  # share of the terms found in the doc: the exact-match part of Lethe's metadata boost
             sig = QuerySignals(tuple(t.lower() for t in terms), frozenset())
-            kw = boost_scores(sig, [self.texts_lower[i] for i in cand], [""] * cand.size, _MATCH_SHARE)
+            kw = _MATCH_SHARE.scores(sig, [self.texts_lower[i] for i in cand], [""] * cand.size)
         fused = (1.0 - self.weight) * cos.astype(np.float64)
         fused[cand] += self.weight * kw
         idx = top_indices(fused, k)

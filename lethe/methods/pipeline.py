@@ -18,7 +18,13 @@ and an ablation is an override):
    the rest follow in fused order;
 7. iteration 4 (``llm_rerank``, ``contradiction``, ``generation``; ``lethe.stages.iteration4``): budgeted
    LLM reranking of the top candidates, demotion of contradicted (stale) docs, and answer
-   generation with a hallucination judge on a seeded sample of queries.
+   generation with a hallucination judge on a seeded sample of queries;
+8. ``extra_stages``: further ranking stages (``lethe.stages.ranking_stage.RankingStage``), applied in
+   order to the final ranking; a new stage is its own module plus a ``_target_`` entry in a method YAML.
+
+Every stage is an object built by Hydra from its ``_target_`` section of the method YAML
+(``conf/method/lethe_iter1.yaml`` holds every value; no stage has defaults in code); the pipeline
+receives the built stages, so a test can hand in any object with the same methods.
 
 Scores returned are the fused scores, except after diversification, where the ranking is the
 greedy order and scores are ``1 / rank`` (only the order carries meaning).
@@ -29,117 +35,67 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.protocol import Annotates, Doc, Query, SearchResult, UsesQuerySet
 from lethe.retrieval.bm25 import BM25Index
-from lethe.text.analyzer import analyze
-from lethe.stages.boost import BoostConfig, QuerySignals, boost_scores, query_signals
 from lethe.retrieval.dense import make_embedder
-from lethe.retrieval.ranking import top_indices
-from lethe.stages.diversify import entity_matrix, entity_weights, greedy_diversify
 from lethe.retrieval.embedder import Embedder
-from lethe.text.entities import entities
 from lethe.retrieval.fusion import minmax, rrf
-from lethe.stages.iteration4 import Iteration4
-from lethe.stages.learned_fusion import FusionModel
-from lethe.core.protocol import Doc, Query, SearchResult
-from lethe.core.typed_config import build_section as _build
-from lethe.stages.candidates import Prepared, SubCandidates
-from lethe.stages.planning import PlanningConfig, as_dict, choose_plan, plan_alpha, plan_inputs
-from lethe.stages.understanding.base import TimesLLMCalls, understand
-from lethe.stages.understanding.factory import make_backend
+from lethe.retrieval.ranking import top_indices
+from lethe.stages.boost import MetadataBoost, QuerySignals, query_signals
+from lethe.stages.candidates import BM25Params, Prepared, SubCandidates
+from lethe.stages.diversify import EntityDiversifier
+from lethe.stages.iteration4 import ContradictionConfig, GenerationConfig, Iteration4, RerankConfig
+from lethe.stages.learned_fusion import FusionModel, LearnedFusionConfig
+from lethe.stages.planning import Planner, as_dict, plan_inputs
+from lethe.stages.ranking_stage import IndexAware, RankingStage
+from lethe.stages.understanding.base import TimesLLMCalls
+from lethe.stages.understanding.stage import QueryUnderstanding
+from lethe.text.analyzer import analyze
+from lethe.text.entities import entities
 
 
-@dataclass(frozen=True)
-class BM25Config:
-    """``idf_scope``: 'session' = statistics of the docs the query may see (Eq. 1); 'corpus' = IDF
-    from the whole collection (needs the runner's ``set_collection`` call)."""
-
-    k1: float = 1.2
-    b: float = 0.75
-    idf_scope: str = "session"
-
-    def __post_init__(self) -> None:
-        if self.idf_scope not in ("session", "corpus"):
-            raise ValueError(f"bm25.idf_scope must be 'session' or 'corpus', got {self.idf_scope!r}")
-
-
-@dataclass(frozen=True)
-class DiversifyConfig:
-    """Greedy entity coverage (Eq. 4) over the top ``pool`` fused candidates.
-
-    ``lam``: weight of the coverage gain vs relevance; ``weights``: 'uniform' or 'idf';
-    ``query_weight``: extra weight of entities the query itself names.
-    """
-
-    enabled: bool = True
-    lam: float = 0.3
-    pool: int = 30
-    weights: str = "uniform"
-    query_weight: float = 1.0
-
-
-@dataclass(frozen=True)
-class QUConfig:
-    """Iteration 2 switches: ``rewrite``, ``decompose``; ``backend`` and its ``options``;
-    ``rrf_k`` fuses the sub-query lists."""
-
-    rewrite: bool = False
-    decompose: bool = False
-    backend: str = "rule"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    rrf_k: int = 60
-
-
-@dataclass(frozen=True)
-class LearnedFusionConfig:
-    """Iteration 3: predict alpha (and lambda) per query with the model saved in ``model_dir``
-    by ``python -m experiments.train_fusion``."""
-
-    enabled: bool = False
-    model_dir: str | None = None    # relative: under the cache dir
-    predict_lambda: bool = True
-    alpha_grid: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-    lambda_grid: Sequence[float] = (0.0, 0.15, 0.3, 0.5)
-    folds: int = 5
-    families: Sequence[str] = ("constant", "ridge", "forest", "gbr")
-    seed: int = 0
+def _stage(value: Any, cls: type, key: str) -> Any:
+    """``value`` if it is a built ``cls``; a TypeError naming ``method.<key>`` otherwise (e.g. a plain
+    mapping given where Hydra should have built the stage from its ``_target_``)."""
+    if not isinstance(value, cls):
+        raise TypeError(f"method.{key} must be a built {cls.__module__}.{cls.__qualname__} "
+                        f"(a config section with _target_), got {type(value).__name__}")
+    return value
 
 
 class LethePipeline:
-    """Lethe iterations 1-3 (see the module docstring); implements ``lethe.core.protocol.Method``."""
+    """Lethe iterations 1-4 (see the module docstring); implements ``lethe.core.protocol.Method``."""
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, name: str = "lethe", depth: int = 100,
-                 bm25: Mapping[str, Any] | None = None, planning: Mapping[str, Any] | None = None,
-                 boost: Mapping[str, Any] | None = None, diversify: Mapping[str, Any] | None = None,
-                 query_understanding: Mapping[str, Any] | None = None,
-                 learned_fusion: Mapping[str, Any] | None = None,
-                 llm_rerank: Mapping[str, Any] | None = None, contradiction: Mapping[str, Any] | None = None,
-                 generation: Mapping[str, Any] | None = None,
-                 cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(self, embedder: Mapping[str, Any] | Embedder, *, depth: int, bm25: BM25Params,
+                 planning: Planner, boost: MetadataBoost, diversify: EntityDiversifier,
+                 query_understanding: QueryUnderstanding, learned_fusion: LearnedFusionConfig,
+                 llm_rerank: RerankConfig | None, contradiction: ContradictionConfig | None,
+                 generation: GenerationConfig | None, extra_stages: Mapping[str, RankingStage],
+                 name: str = "lethe", cache_dir: str | Path | None = None, progress: bool = True):
+        """``depth``: candidates per list and sub-query; the stages as built from the method YAML;
+        ``cache_dir``/``progress``: given by the runner."""
         self.name, self.depth = name, int(depth)
-        self.bm25_cfg: BM25Config = _build(BM25Config, bm25, "bm25")
-        self.plan_cfg: PlanningConfig = _build(PlanningConfig, planning, "planning")
-        self.boost_cfg: BoostConfig = _build(BoostConfig, boost, "boost")
-        self.div_cfg: DiversifyConfig = _build(DiversifyConfig, diversify, "diversify")
-        self.qu_cfg: QUConfig = _build(QUConfig, query_understanding, "query_understanding")
-        self.lf_cfg: LearnedFusionConfig = _build(LearnedFusionConfig, learned_fusion, "learned_fusion")
-        if not 0.0 <= self.div_cfg.lam <= 1.0:
-            raise ValueError(f"diversify.lam must be in [0, 1], got {self.div_cfg.lam}")
-        qu_options = dict(self.qu_cfg.options)
-        if self.qu_cfg.backend == "llm":
-            qu_options.setdefault("cache_dir", cache_dir)  # LLM responses are cached beside the embeddings
-        self.qu = make_backend(self.qu_cfg.backend, **qu_options) if (self.qu_cfg.rewrite or self.qu_cfg.decompose) else None
-        if self.lf_cfg.enabled and not self.lf_cfg.model_dir:
-            raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
+        self.bm25_params: BM25Params = _stage(bm25, BM25Params, "bm25")
+        self.planner: Planner = _stage(planning, Planner, "planning")
+        self.boost: MetadataBoost = _stage(boost, MetadataBoost, "boost")
+        self.diversifier: EntityDiversifier = _stage(diversify, EntityDiversifier, "diversify")
+        self.understanding: QueryUnderstanding = _stage(query_understanding, QueryUnderstanding, "query_understanding")
+        self.learned_fusion: LearnedFusionConfig = _stage(learned_fusion, LearnedFusionConfig, "learned_fusion")
+        self.extra_stages: dict[str, RankingStage] = {}
+        for key, st in (extra_stages or {}).items():
+            if st is not None:  # null switches a stage off
+                self.extra_stages[key] = _stage(st, RankingStage, f"extra_stages.{key}")
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.qu = self.understanding.build_backend(cache_dir)
         self.embedder = make_embedder(embedder, cache_dir, progress)
         self.fusion_model: FusionModel | None = None
-        if self.lf_cfg.enabled:
+        if self.learned_fusion.enabled:
             self.fusion_model = FusionModel.load(self.fusion_dir(), self.base_config(), self.training_config())
         self.it4 = Iteration4(llm_rerank, contradiction, generation, cache_dir)
         self._terms: dict[str, list[str]] = {}
@@ -147,7 +103,7 @@ class LethePipeline:
         self._collection_df: dict[str, int] | None = None
         self._collection_n = 0
         self.docs: list[Doc] = []
-        self.bm25 = BM25Index(self.bm25_cfg.k1, self.bm25_cfg.b)
+        self.bm25 = BM25Index(self.bm25_params.k1, self.bm25_params.b)
         self.vecs = np.zeros((0, 1), np.float32)
 
     # -- configuration --------------------------------------------------------------------------
@@ -155,36 +111,37 @@ class LethePipeline:
         """Parameters that shape the candidates and features (everything but learned fusion and
         the values it predicts); a fusion model is valid only for the base it was trained on."""
         return json.loads(json.dumps({
-            "depth": self.depth, "bm25": asdict(self.bm25_cfg), "planning": asdict(self.plan_cfg),
-            "boost": asdict(self.boost_cfg),
-            "diversify": {k: v for k, v in asdict(self.div_cfg).items() if k != "lam"},
-            "query_understanding": asdict(self.qu_cfg),
+            "depth": self.depth, "bm25": asdict(self.bm25_params), "planning": asdict(self.planner),
+            "boost": asdict(self.boost),
+            "diversify": {k: v for k, v in asdict(self.diversifier).items() if k != "lam"},
+            "query_understanding": asdict(self.understanding),
             "embedder": {"name": self.embedder.model.name, "sha256": self.embedder.model.sha256},
         }, sort_keys=True, default=str))
 
     def fusion_dir(self) -> Path:
         """``learned_fusion.model_dir``; a relative one lies under the cache dir."""
-        d = Path(str(self.lf_cfg.model_dir))
+        d = Path(str(self.learned_fusion.model_dir))
         return d if d.is_absolute() or self.cache_dir is None else self.cache_dir / d
 
     def training_config(self) -> dict[str, Any]:
         """Learned-fusion training settings (they key the saved model together with the base)."""
-        lf = asdict(self.lf_cfg)
+        lf = asdict(self.learned_fusion)
         return json.loads(json.dumps({k: lf[k] for k in ("alpha_grid", "lambda_grid", "folds", "families", "seed")}))
 
     def describe(self) -> dict[str, Any]:
         out = {"name": self.name, **self.base_config(),
-               "diversify": asdict(self.div_cfg), "learned_fusion": asdict(self.lf_cfg),
+               "diversify": asdict(self.diversifier), "learned_fusion": asdict(self.learned_fusion),
                "query_understanding_backend": self.qu.describe() if self.qu else None,
                "embedder": self.embedder.stats()}
         if self.fusion_model is not None:
             out["fusion_model"] = self.fusion_model.card
         out["iteration4"] = self.it4.describe()
+        out["extra_stages"] = {k: st.describe() for k, st in self.extra_stages.items()}
         return out
 
     def set_collection(self, docs: Sequence[Doc]) -> None:
         """Collection statistics for ``bm25.idf_scope=corpus`` (called once by the runner)."""
-        if self.bm25_cfg.idf_scope != "corpus":
+        if self.bm25_params.idf_scope != "corpus":
             return
         df: dict[str, int] = {}
         for d in docs:
@@ -206,7 +163,7 @@ class LethePipeline:
 
     def index(self, docs: Sequence[Doc]) -> None:
         self.docs = list(docs)
-        self.bm25 = BM25Index(self.bm25_cfg.k1, self.bm25_cfg.b).fit_terms([self._analyzed(d) for d in self.docs])
+        self.bm25 = BM25Index(self.bm25_params.k1, self.bm25_params.b).fit_terms([self._analyzed(d) for d in self.docs])
         if self._collection_df is not None:
             self.bm25.set_idf(self._collection_df, self._collection_n)
         missing = [d for d in self.docs if d.doc_id not in self._vecs]
@@ -215,11 +172,14 @@ class LethePipeline:
                 self._vecs[d.doc_id] = v
         self.vecs = np.stack([self._vecs[d.doc_id] for d in self.docs]) if self.docs else np.zeros((0, 1), np.float32)
         self.doc_entities = [entities(d.text) for d in self.docs]
-        self.history_entities = frozenset().union(*self.doc_entities) if self.plan_cfg.history_docs else frozenset()
+        self.history_entities = frozenset().union(*self.doc_entities) if self.planner.history_docs else frozenset()
         self.texts_lower = [d.text.lower() for d in self.docs]
         self.kinds = [d.kind for d in self.docs]
         self.docs_by_id = {d.doc_id: d for d in self.docs}
         self.it4.on_index(self.docs)
+        for st in self.extra_stages.values():
+            if isinstance(st, IndexAware):
+                st.on_index(self.docs)
 
     # -- search ---------------------------------------------------------------------------------
     def _candidates(self, text: str, signals: QuerySignals) -> tuple[SubCandidates, float, float]:
@@ -231,7 +191,7 @@ class LethePipeline:
         cos = self.vecs @ q
         dense_top = top_indices(cos, self.depth)
         union = np.union1d(lex_top, dense_top).astype(np.int64)
-        boost = boost_scores(signals, [self.texts_lower[i] for i in union], [self.kinds[i] for i in union], self.boost_cfg)
+        boost = self.boost.scores(signals, [self.texts_lower[i] for i in union], [self.kinds[i] for i in union])
         t2 = time.perf_counter()
         return (SubCandidates(text, union, lex[union].astype(np.float64), cos[union].astype(np.float64), boost,
                               lex_top, dense_top), (t1 - t0) * 1e3, (t2 - t1) * 1e3)
@@ -242,19 +202,18 @@ class LethePipeline:
         t0 = time.perf_counter()
         u = None
         if self.qu is not None:
-            u = understand(query.text, list(query.history), self.qu, rewrite=self.qu_cfg.rewrite,
-                           decompose=self.qu_cfg.decompose)
+            u = self.understanding.run(query.text, query.history, self.qu)
         t1 = time.perf_counter()
         llm_ms = self.qu.take_llm_ms() if isinstance(self.qu, TimesLLMCalls) else None
         text = u.rewritten if u else query.text
         q_ents = entities(text)
         hist_ents = self.history_entities.union(*(entities(h) for h in query.history))
-        hist_vocab: Any = self.bm25.vocab if self.plan_cfg.history_docs else {}
+        hist_vocab: Any = self.bm25.vocab if self.planner.history_docs else {}
         if query.history:
             hist_vocab = set(hist_vocab) | {t for h in query.history for t in analyze(h)}
         q_terms = analyze(text)
         inputs = plan_inputs(text, q_ents, hist_ents, q_terms, hist_vocab)
-        plan = choose_plan(inputs, self.plan_cfg) if self.plan_cfg.enabled else None
+        plan = self.planner.plan(inputs)
         t2 = time.perf_counter()
         subs, signals, bm25_ms, enc_ms = [], [], 0.0, 0.0
         for s in (u.subqueries if u else (text,)):  # subqueries[0] is the rewritten query itself
@@ -280,19 +239,15 @@ class LethePipeline:
         if len(lists) == 1:
             idx, rel = lists[0]
         else:
-            fused = rrf([list(ix[: self.depth]) for ix, _ in lists], self.qu_cfg.rrf_k)
+            fused = rrf([list(ix[: self.depth]) for ix, _ in lists], self.understanding.rrf_k)
             keys = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
             vals = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
             order = top_indices(vals, len(vals), tie_rank=keys)
             idx, rel = keys[order], vals[order]
         t1 = time.perf_counter()
         ids = [self.docs[i].doc_id for i in idx]
-        if self.div_cfg.enabled and lam > 0 and len(idx) > 1:
-            pool = min(self.div_cfg.pool, len(idx))
-            inc, names = entity_matrix([self.doc_entities[i] for i in idx[:pool]])
-            q_cols = [j for j, e in enumerate(names) if e in p.query_entities]
-            w = entity_weights(inc, self.div_cfg.weights, q_cols, self.div_cfg.query_weight)
-            order = greedy_diversify(rel[:pool], inc, w, lam, pool) + list(range(pool, len(idx)))
+        if self.diversifier.enabled and lam > 0 and len(idx) > 1:
+            order = self.diversifier.reorder(rel, [self.doc_entities[i] for i in idx], p.query_entities, lam)
             out = [(ids[j], 1.0 / (r + 1)) for r, j in enumerate(order[:k])]
         else:
             out = [(ids[j], float(rel[j])) for j in range(min(k, len(idx)))]
@@ -302,14 +257,14 @@ class LethePipeline:
     def search(self, query: Query, k: int) -> SearchResult:
         p = self.prepare(query)
         timings = dict(p.timings_ms)
-        alpha = plan_alpha(p.plan, self.plan_cfg)
-        lam = self.div_cfg.lam if self.div_cfg.enabled else 0.0
+        alpha = self.planner.alpha_for(p.plan)
+        lam = self.diversifier.lam if self.diversifier.enabled else 0.0
         flags: dict[str, Any] = {"plan": p.plan, "plan_inputs": as_dict(p.inputs), **p.signals.as_record()}
         if self.fusion_model is not None:
             t0 = time.perf_counter()
             pred = self.fusion_model.predict(p, query)
             alpha = pred["alpha"]
-            if self.lf_cfg.predict_lambda and "lam" in pred and self.div_cfg.enabled:
+            if self.learned_fusion.predict_lambda and "lam" in pred and self.diversifier.enabled:
                 lam = pred["lam"]
             flags["fusion_fold"] = pred["fold"]
             timings["features"] = (time.perf_counter() - t0) * 1e3
@@ -323,16 +278,26 @@ class LethePipeline:
                       "candidates": int(sum(len(c.idx) for c in p.subs))})
         if self.it4.active:
             ranking = self.it4.apply(query, ranking, self.docs_by_id, timings, flags)
+        for st in self.extra_stages.values():
+            ranking = st.apply(query, ranking, self.docs_by_id, timings, flags)
         return SearchResult(ranking, timings, flags)
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Runner hook: the run's query ids (iteration 4 draws its generation sample from them)."""
         self.it4.set_queries(query_ids)
+        for st in self.extra_stages.values():
+            if isinstance(st, UsesQuerySet):
+                st.set_queries(query_ids)
 
     def annotate(self, query: Query, result: SearchResult) -> None:
         """Runner hook, outside the timed search: answer generation and judging (iteration 4)."""
         self.it4.annotate(query, result, self.docs_by_id)
+        for st in self.extra_stages.values():
+            if isinstance(st, Annotates):
+                st.annotate(query, result)
 
     def close(self) -> None:
         self.embedder.flush()
         self.it4.close()
+        for st in self.extra_stages.values():
+            st.close()

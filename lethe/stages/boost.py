@@ -12,29 +12,39 @@ so conversational queries pay nothing (the keyword-boost study's design, seeds/0
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from lethe.text.entities import exact_terms
 
-DEFAULT_AFFINITY = {"code": ["camel_case", "snake_case", "file", "url_path"],
-                    "tool": ["screaming_case", "code_number", "version"]}
-
-
 @dataclass(frozen=True)
-class BoostConfig:
-    """``exact``: weight of the exact-term match share; ``kind``: weight of a kind match.
+class MetadataBoost:
+    """The boost stage. ``exact``: weight of the exact-term match share; ``kind``: weight of a kind match.
 
     ``kind_affinity`` maps a doc kind (the corpus ``kind`` column) to the query term kinds that
-    prefer it; kinds absent from a dataset simply never match.
+    prefer it; kinds absent from a dataset simply never match. Values: the method YAML.
     """
 
-    enabled: bool = True
-    exact: float = 0.1
-    kind: float = 0.05
-    kind_affinity: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_AFFINITY))
+    enabled: bool
+    exact: float
+    kind: float
+    kind_affinity: Mapping[str, Sequence[str]]
+
+    def scores(self, signals: QuerySignals, texts_lower: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
+        """Additive boost per doc, shape (len(texts_lower),); zeros when the query has no signal."""
+        out = np.zeros(len(texts_lower), dtype=np.float64)
+        if not self.enabled or not signals.terms:
+            return out
+        if self.exact:
+            for t in signals.terms:
+                out += self.exact / len(signals.terms) * np.fromiter((t in x for x in texts_lower), bool, len(texts_lower))
+        if self.kind:
+            preferred = {k for k, qk in self.kind_affinity.items() if signals.kinds & set(qk)}
+            if preferred:
+                out += self.kind * np.fromiter((k in preferred for k in kinds), bool, len(kinds))
+        return out
 
 
 @dataclass(frozen=True)
@@ -51,18 +61,3 @@ class QuerySignals:
 def query_signals(text: str) -> QuerySignals:
     found = exact_terms(text)
     return QuerySignals(tuple(dict.fromkeys(t.lower() for _, t in found)), frozenset(k for k, _ in found))
-
-
-def boost_scores(signals: QuerySignals, texts_lower: Sequence[str], kinds: Sequence[str], cfg: BoostConfig) -> np.ndarray:
-    """Additive boost per doc, shape (len(texts_lower),); zeros when the query has no signal."""
-    out = np.zeros(len(texts_lower), dtype=np.float64)
-    if not cfg.enabled or not signals.terms:
-        return out
-    if cfg.exact:
-        for t in signals.terms:
-            out += cfg.exact / len(signals.terms) * np.fromiter((t in x for x in texts_lower), bool, len(texts_lower))
-    if cfg.kind:
-        preferred = {k for k, qk in cfg.kind_affinity.items() if signals.kinds & set(qk)}
-        if preferred:
-            out += cfg.kind * np.fromiter((k in preferred for k in kinds), bool, len(kinds))
-    return out

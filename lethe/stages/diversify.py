@@ -55,7 +55,8 @@ once.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import AbstractSet, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -215,3 +216,33 @@ def greedy_diversify(
         avail[selected] = False
         selected.extend(int(i) for i in _relevance_order(np.flatnonzero(avail), rel)[: k - len(selected)])
     return selected
+
+
+@dataclass(frozen=True)
+class EntityDiversifier:
+    """The diversification stage (Eq. 4): greedy entity coverage over the top ``pool`` fused candidates.
+
+    ``lam``: weight of the coverage gain vs relevance (the pipeline's lambda unless learned fusion
+    predicts one); ``weights``: 'uniform' or 'idf'; ``query_weight``: extra weight of entities the
+    query itself names. Values: the method YAML.
+    """
+
+    enabled: bool
+    lam: float
+    pool: int
+    weights: str
+    query_weight: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"diversify.lam must be in [0, 1], got {self.lam}")
+
+    def reorder(self, relevance: np.ndarray, doc_entities: Sequence[frozenset[str]],
+                query_entities: AbstractSet[str], lam: float) -> list[int]:
+        """Positions 0..n-1 of the fused list (relevance (n,), descending) in diversified order: the
+        greedy order over the top ``pool``, then the rest in fused order."""
+        pool = min(self.pool, len(relevance))
+        inc, names = entity_matrix(list(doc_entities[:pool]))
+        q_cols = [j for j, e in enumerate(names) if e in query_entities]
+        w = entity_weights(inc, self.weights, q_cols, self.query_weight)
+        return greedy_diversify(relevance[:pool], inc, w, lam, pool) + list(range(pool, len(relevance)))

@@ -41,7 +41,6 @@ import numpy as np
 
 from lethe.stages.contradiction.rules import Conflict, demote
 from lethe.core.protocol import Doc, Query, SearchResult
-from lethe.core.typed_config import build_section as _build
 
 
 @dataclass(frozen=True)
@@ -52,18 +51,18 @@ class RerankConfig:
     cross-encoder model config (conf/model/cross_encoder.yaml) scoring the unjudged; ``cache``: use
     the LLM response cache (off: latencies are real)."""
 
-    enabled: bool = False
-    top_n: int = 10
-    budget_ms: float = 1200.0
-    weight: float = 0.5
-    prompt_version: str = "v1"
-    max_passage_chars: int = 400
-    predictive_stop: bool = True
-    predict_quantile: float = 0.9
-    probe_every: int = 25
-    fallback: Mapping[str, Any] | None = None
-    cache: bool = False
-    llm: Mapping[str, Any] | None = None
+    enabled: bool
+    top_n: int
+    budget_ms: float
+    weight: float
+    prompt_version: str
+    max_passage_chars: int
+    predictive_stop: bool
+    predict_quantile: float
+    probe_every: int
+    fallback: Mapping[str, Any] | None
+    cache: bool
+    llm: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -74,14 +73,14 @@ class ContradictionConfig:
     normalized: strong after LLM reranking, weak on iteration 3's 1/rank scores) or 'rank' (scale-free,
     see lethe.stages.contradiction.rules.demote); ``options``: detector settings (lethe.stages.contradiction.detectors)."""
 
-    enabled: bool = False
-    backend: str = "rules"
-    penalty: float = 0.5
-    check_depth: int | None = None
-    log_depth: int = 10
-    demote_on: str = "score"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    llm: Mapping[str, Any] | None = None
+    enabled: bool
+    backend: str
+    penalty: float
+    check_depth: int | None
+    log_depth: int
+    demote_on: str
+    options: Mapping[str, Any]
+    llm: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -89,29 +88,26 @@ class GenerationConfig:
     """Answers for a seeded ``sample`` of the run's queries (null = all) from the top ``context_docs``;
     ``options`` go to AnswerGenerator; ``judge`` = {enabled, llm, options} for HallucinationJudge."""
 
-    enabled: bool = False
-    sample: int | None = 30
-    seed: int = 0
-    context_docs: int = 5
-    options: Mapping[str, Any] = field(default_factory=dict)
-    llm: Mapping[str, Any] | None = None
-    judge: Mapping[str, Any] = field(default_factory=dict)
-
-
+    enabled: bool
+    sample: int | None
+    seed: int
+    context_docs: int
+    options: Mapping[str, Any]
+    llm: Mapping[str, Any] | None
+    judge: Mapping[str, Any]
 
 
 class Iteration4:
     """The iteration-4 stages of one ``LethePipeline`` (module docstring)."""
 
-    def __init__(self, llm_rerank: Mapping[str, Any] | None, contradiction: Mapping[str, Any] | None,
-                 generation: Mapping[str, Any] | None, cache_dir: str | Path | None):
-        self.rr_cfg: RerankConfig = _build(RerankConfig, llm_rerank, "llm_rerank")
-        self.ct_cfg: ContradictionConfig = _build(ContradictionConfig, contradiction, "contradiction")
-        self.gen_cfg: GenerationConfig = _build(GenerationConfig, generation, "generation")
+    def __init__(self, llm_rerank: RerankConfig | None, contradiction: ContradictionConfig | None,
+                 generation: GenerationConfig | None, cache_dir: str | Path | None):
+        """Each section is a built config (``_target_`` in the method YAML) or None (stage off)."""
+        self.rr_cfg, self.ct_cfg, self.gen_cfg = llm_rerank, contradiction, generation
         self.cache_dir = cache_dir
         self._llms: dict[str, Any] = {}
         self.reranker = self.detector = self.generator = self.judge = None
-        if self.rr_cfg.enabled:
+        if self.rr_cfg is not None and self.rr_cfg.enabled:
             from lethe.stages.rerank import BudgetedReranker
 
             llm = self._llm(self.rr_cfg.llm, "llm_rerank", cache=self.rr_cfg.cache)
@@ -120,14 +116,14 @@ class Iteration4:
                 prompt_version=self.rr_cfg.prompt_version, max_passage_chars=self.rr_cfg.max_passage_chars,
                 fallback=self._fallback(self.rr_cfg.fallback), predictive_stop=self.rr_cfg.predictive_stop,
                 predict_quantile=self.rr_cfg.predict_quantile, probe_every=self.rr_cfg.probe_every)
-        if self.ct_cfg.enabled:
+        if self.ct_cfg is not None and self.ct_cfg.enabled:
             from lethe.stages.contradiction.detectors import make_detector
 
             if not 0.0 <= self.ct_cfg.penalty <= 1.0:
                 raise ValueError(f"contradiction.penalty must be in [0, 1], got {self.ct_cfg.penalty}")
             llm = self._llm(self.ct_cfg.llm, "contradiction") if self.ct_cfg.backend == "llm" else None
             self.detector = make_detector(self.ct_cfg.backend, llm=llm, **dict(self.ct_cfg.options))
-        if self.gen_cfg.enabled:
+        if self.gen_cfg is not None and self.gen_cfg.enabled:
             from lethe.stages.generation import AnswerGenerator, HallucinationJudge
 
             self.generator = AnswerGenerator(self._llm(self.gen_cfg.llm, "generation"),
@@ -173,8 +169,8 @@ class Iteration4:
         return lambda query, texts: score_pairs(model, query, texts)
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"llm_rerank": asdict(self.rr_cfg), "contradiction": asdict(self.ct_cfg),
-                               "generation": asdict(self.gen_cfg)}
+        out: dict[str, Any] = {k: asdict(c) if c is not None else None for k, c in
+                               (("llm_rerank", self.rr_cfg), ("contradiction", self.ct_cfg), ("generation", self.gen_cfg))}
         if self.reranker is not None:
             out["llm_rerank"]["reranker"] = self.reranker.describe()
         if self.detector is not None:

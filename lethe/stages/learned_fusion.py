@@ -44,6 +44,26 @@ _CODE = {"camel_case", "snake_case", "file", "url_path"}
 _ERROR = {"screaming_case", "code_number"}
 
 
+@dataclass(frozen=True)
+class LearnedFusionConfig:
+    """Iteration 3: predict alpha (and lambda) per query with the model saved in ``model_dir`` (relative:
+    under the cache dir) by ``python -m experiments.train_fusion``; the grids, folds, regressor
+    families and seed are its training settings. Values: the method YAML."""
+
+    enabled: bool
+    model_dir: str | None
+    predict_lambda: bool
+    alpha_grid: Sequence[float]
+    lambda_grid: Sequence[float]
+    folds: int
+    families: Sequence[str]
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.enabled and not self.model_dir:
+            raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
+
+
 class LeakageError(RuntimeError):
     """A fusion model was asked to score a query it was trained or selected on."""
 

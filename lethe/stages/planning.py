@@ -17,31 +17,32 @@ The paper leaves its inputs informal; here they are exactly:
   stopwords removed, Porter stems) that occur nowhere in the history; 0 for a query with no
   analyzed term. novel(Q_q) holds when novelty >= theta_n.
 
-Defaults are the paper's appendix A.2: theta_v = 0.4, theta_e = 0.1, theta_s = 10, and
+The method YAML's values are the paper's appendix A.2: theta_v = 0.4, theta_e = 0.1, theta_s = 10, and
 alpha (the BM25 weight of Eq. 3) = 0.7 / 0.3 / 0.5 for VERIFY / EXPLORE / EXPLOIT. theta_n = 0.5
 is ours (the paper gives none).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import AbstractSet, Any, Mapping
 
 PLANS = ("verify", "explore", "exploit")
 
 
 @dataclass(frozen=True)
-class PlanningConfig:
-    """Thresholds and per-plan BM25 weights; ``enabled=False`` uses ``static_alpha`` for every query."""
+class Planner:
+    """The planning stage: thresholds of Eq. 2 and per-plan BM25 weights (values: the method YAML,
+    ``conf/method/lethe_iter1.yaml``); ``enabled=False`` uses ``static_alpha`` for every query."""
 
-    enabled: bool = True
-    theta_v: float = 0.4
-    theta_e: float = 0.1
-    theta_s: int = 10
-    theta_n: float = 0.5
-    alpha: Mapping[str, float] = field(default_factory=lambda: {"verify": 0.7, "explore": 0.3, "exploit": 0.5})
-    static_alpha: float = 0.5
-    history_docs: bool = True
+    enabled: bool
+    theta_v: float
+    theta_e: float
+    theta_s: int
+    theta_n: float
+    alpha: Mapping[str, float]
+    static_alpha: float
+    history_docs: bool
 
     def __post_init__(self) -> None:
         if set(self.alpha) != set(PLANS):
@@ -51,6 +52,22 @@ class PlanningConfig:
                 raise ValueError(f"planning alpha {name}={a} is outside [0, 1]")
         if not 0.0 <= self.theta_e <= 1.0 or not 0.0 <= self.theta_v <= 1.0 or not 0.0 <= self.theta_n <= 1.0:
             raise ValueError("planning thresholds theta_v, theta_e, theta_n must lie in [0, 1]")
+
+    def plan(self, x: PlanInputs) -> str | None:
+        """Eq. 2: 'verify', 'explore' or 'exploit'; None when planning is off."""
+        if not self.enabled:
+            return None
+        if x.overlap > self.theta_v and x.query_terms < self.theta_s:
+            return "verify"
+        if x.overlap < self.theta_e and x.novelty >= self.theta_n:
+            return "explore"
+        return "exploit"
+
+    def alpha_for(self, plan: str | None) -> float:
+        """BM25 weight of Eq. 3 for ``plan`` (``static_alpha`` when planning is off or plan is None)."""
+        if not self.enabled or plan is None:
+            return float(self.static_alpha)
+        return float(self.alpha[plan])
 
 
 @dataclass(frozen=True)
@@ -69,22 +86,6 @@ def plan_inputs(query: str, query_entities: AbstractSet[str], history_entities: 
     terms = set(query_analyzed)
     novelty = sum(t not in history_vocab for t in terms) / len(terms) if terms else 0.0
     return PlanInputs(float(overlap), len(query.split()), float(novelty))
-
-
-def choose_plan(x: PlanInputs, cfg: PlanningConfig) -> str:
-    """Eq. 2: 'verify', 'explore' or 'exploit'."""
-    if x.overlap > cfg.theta_v and x.query_terms < cfg.theta_s:
-        return "verify"
-    if x.overlap < cfg.theta_e and x.novelty >= cfg.theta_n:
-        return "explore"
-    return "exploit"
-
-
-def plan_alpha(plan: str | None, cfg: PlanningConfig) -> float:
-    """BM25 weight of Eq. 3 for ``plan`` (``static_alpha`` when planning is off or plan is None)."""
-    if not cfg.enabled or plan is None:
-        return float(cfg.static_alpha)
-    return float(cfg.alpha[plan])
 
 
 def as_dict(x: PlanInputs) -> dict[str, float]:

@@ -3,7 +3,7 @@
 
 Backends: ``lethe.stages.understanding.rules`` (deterministic rules, documented there) and
 ``lethe.stages.understanding.llm`` (a language model, the rules as fallback);
-``lethe.stages.understanding.factory.make_backend`` builds one by name.
+``lethe.stages.understanding.stage.make_backend`` builds one by name.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 ``Understanding``: the query as given, its standalone rewrite, the sub-queries to retrieve with, the
 names of the rules that fired and the backend name. A backend is anything with ``name``, ``rewrite``,
 ``decompose`` and ``describe`` (``QueryUnderstandingBackend``); ``make_backend("rule")``
-(``lethe.stages.understanding.factory``) builds the deterministic rule backend below, and the LLM
+(``lethe.stages.understanding.stage``) builds the deterministic rule backend below, and the LLM
 backend (``lethe.stages.understanding.llm``) plugs in through the same interface.
 
 ``understand`` rewrites first (if enabled), then decomposes the rewritten text (if enabled).

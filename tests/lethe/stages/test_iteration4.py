@@ -13,6 +13,7 @@ from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.core.protocol import Doc, Query
 from lethe.methods.pipeline import LethePipeline
 from tests.support.fake_llm import FakeLLM
+from tests.support.method_yaml import build_pipeline, built_sections
 
 FAKE_LLM = {"kind": "fake", "name": "fake"}
 
@@ -58,7 +59,7 @@ def fake_llm(monkeypatch):
 
 
 def pipeline(embedder, **it4: Any) -> LethePipeline:
-    p = LethePipeline(embedder, progress=False, diversify={"enabled": False}, **it4)
+    p = build_pipeline(embedder, diversify={"enabled": False}, **it4)
     p.index(DOCS)
     return p
 
@@ -143,12 +144,14 @@ def test_generation_sample_is_seeded_and_annotates_outside_search(embedder, fake
 
 
 def test_bad_iteration4_config_fails_loudly(embedder):
-    with pytest.raises(ValueError, match="llm_rerank"):
-        LethePipeline(embedder, progress=False, llm_rerank={"enabled": True, "budgt_ms": 5})
+    with pytest.raises(Exception, match="budgt_ms"):   # Hydra names the unknown key and the stage class
+        build_pipeline(embedder, llm_rerank={"enabled": True, "budgt_ms": 5})
     with pytest.raises(ValueError, match="llm is required"):
-        LethePipeline(embedder, progress=False, llm_rerank={"enabled": True})
+        build_pipeline(embedder, llm_rerank={"enabled": True, "llm": None})
     with pytest.raises(ValueError, match="penalty"):
-        LethePipeline(embedder, progress=False, contradiction={"enabled": True, "penalty": 2.0})
+        build_pipeline(embedder, contradiction={"enabled": True, "penalty": 2.0})
+    with pytest.raises(TypeError, match="method.planning must be a built"):   # a mapping where a stage belongs
+        LethePipeline(embedder, **{**built_sections(), "planning": {"enabled": True}})
 
 
 def test_abstention_is_not_a_judgment(embedder, fake_llm):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lethe.stages.boost import BoostConfig, boost_scores, query_signals
+from lethe.stages.boost import query_signals
 from lethe.text.analyzer import analyze
 from lethe.text.entities import entities, exact_terms
-from lethe.stages.planning import PlanInputs, PlanningConfig, choose_plan, plan_alpha, plan_inputs
+from lethe.stages.planning import PlanInputs, plan_inputs
+from tests.support.method_yaml import build_stage
 
-CFG = PlanningConfig()
+CFG = build_stage("planning")   # the values of conf/method/lethe_iter1.yaml (the paper's appendix A.2)
 
 
 @pytest.mark.parametrize("overlap,terms,novelty,plan", [
@@ -25,16 +26,16 @@ CFG = PlanningConfig()
     (0.3, 4, 1.0, "exploit"),     # between the thresholds
 ])
 def test_eq2_decision_table(overlap, terms, novelty, plan):
-    assert choose_plan(PlanInputs(overlap, terms, novelty), CFG) == plan
+    assert CFG.plan(PlanInputs(overlap, terms, novelty)) == plan
 
 
 def test_plan_alpha_is_per_plan_and_static_when_off():
-    assert [plan_alpha(p, CFG) for p in ("verify", "explore", "exploit")] == [0.7, 0.3, 0.5]
-    assert plan_alpha("verify", PlanningConfig(enabled=False, static_alpha=0.2)) == 0.2
-    with pytest.raises(ValueError):
-        PlanningConfig(alpha={"verify": 0.7, "explore": 0.3})
-    with pytest.raises(ValueError):
-        PlanningConfig(static_alpha=1.5)
+    assert [CFG.alpha_for(p) for p in ("verify", "explore", "exploit")] == [0.7, 0.3, 0.5]
+    assert build_stage("planning", enabled=False, static_alpha=0.2).alpha_for("verify") == 0.2
+    with pytest.raises(Exception, match="planning.alpha needs exactly"):   # Hydra wraps the ValueError
+        build_stage("planning", alpha={"verify": 0.7, "explore": 0.3})
+    with pytest.raises(Exception, match="static_alpha=1.5 is outside"):
+        build_stage("planning", static_alpha=1.5)
 
 
 def test_plan_inputs_from_text():
@@ -46,10 +47,10 @@ def test_plan_inputs_from_text():
     assert x.overlap == 1.0 and x.query_terms == 9
     # analyzed terms: when, did, carolin, go, lgbtq, support, group -> 'when', 'did', 'go' are new
     assert x.novelty == pytest.approx(3 / 7)
-    assert choose_plan(x, CFG) == "verify"
+    assert CFG.plan(x) == "verify"
     q2 = "Which paintings of sunsets by Monet does anybody like?"
     x2 = plan_inputs(q2, entities(q2), h_ents, analyze(q2), h_vocab)
-    assert x2.overlap == 0.0 and x2.novelty == 1.0 and choose_plan(x2, CFG) == "explore"
+    assert x2.overlap == 0.0 and x2.novelty == 1.0 and CFG.plan(x2) == "explore"
     x3 = plan_inputs("what is it?", entities("what is it?"), h_ents, analyze("what is it?"), h_vocab)
     assert x3 == PlanInputs(0.0, 3, 1.0) or x3.novelty in (0.0, 1.0)
 
@@ -77,8 +78,8 @@ def test_boost_adds_exact_share_and_kind_match():
     sig = query_signals("Why does parseJWT throw ECONNREFUSED?")
     assert set(sig.terms) == {"parsejwt", "econnrefused"} and sig.kinds == {"camel_case", "screaming_case"}
     texts = ["def parsejwt(token): ...", "error ECONNREFUSED from parseJWT", "unrelated prose"]
-    out = boost_scores(sig, [t.lower() for t in texts], ["code", "tool", "prose"], BoostConfig(exact=0.1, kind=0.05))
+    out = build_stage("boost", exact=0.1, kind=0.05).scores(sig, [t.lower() for t in texts], ["code", "tool", "prose"])
     assert np.allclose(out, [0.05 + 0.05, 0.1 + 0.05, 0.0])
     none = query_signals("how are you today?")
-    assert not boost_scores(none, ["x"], ["code"], BoostConfig()).any()
-    assert not boost_scores(sig, ["parsejwt"], ["code"], BoostConfig(enabled=False)).any()
+    assert not build_stage("boost").scores(none, ["x"], ["code"]).any()
+    assert not build_stage("boost", enabled=False).scores(sig, ["parsejwt"], ["code"]).any()

@@ -27,7 +27,7 @@ from lethe.llm.prompts import PROMPT_DIR, _split, available_prompts, load_prompt
 from lethe.stages.understanding.llm import LLMQueryUnderstanding
 from lethe.core.protocol import Doc, Query
 from lethe.stages.understanding.base import QueryUnderstandingBackend, understand
-from lethe.stages.understanding.factory import BACKENDS
+from lethe.stages.understanding.stage import BACKENDS
 from lethe.stages.understanding.rules import RuleBasedBackend
 
 PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_support", "keywords", "rerank_pointwise", "rewrite"]
@@ -418,11 +418,11 @@ def test_llm_config_is_built_with_make_llm_and_closed(fake_backends):
 
 
 def test_pipeline_uses_the_llm_backend(monkeypatch, embedder):
-    from lethe.methods.pipeline import LethePipeline
+    from tests.support.method_yaml import build_pipeline
 
     monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)
     llm = FakeLLM({"rewrite": LLMTimeout(), "decompose": '["Who owns auth-core?"]'})
-    p = LethePipeline(embedder, progress=False, query_understanding={
+    p = build_pipeline(embedder, query_understanding={
         "rewrite": True, "decompose": True, "backend": "llm", "options": {"llm": llm, "timeout_s": 1.0}})
     p.index([Doc("a", "auth-core is owned by Pika.", 0), Doc("b", "The weather was sunny.", 1)])
     res = p.search(Query("What about auth-core?", tuple(OWNER)), 2)
@@ -632,14 +632,14 @@ def test_method_configs_build(method, cls, expect, embedder, fake_backends, tmp_
 
 
 def test_lethe_iter2_llm_config(monkeypatch, embedder, fake_backends):
-    from lethe.methods.pipeline import LethePipeline
+    from tests.support.method_yaml import build_pipeline
 
-    monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)  # until make_backend knows "llm"
+    monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)
     params = to_dict(load_config(["method=lethe_iter2_llm", "++llm.backend=fake"]).method)
     qcfg = params["query_understanding"]
     assert qcfg["backend"] == "llm" and qcfg["rewrite"] and qcfg["decompose"]
     assert qcfg["options"]["components"] == {"rewrite": "llm", "decompose": "llm"}
     assert qcfg["options"]["llm"]["backend"] == "fake"
-    p = LethePipeline(embedder, progress=False, query_understanding=qcfg)
+    p = build_pipeline(embedder, query_understanding=qcfg)
     assert isinstance(p.qu, LLMQueryUnderstanding) and p.qu.timeout_s == 20.0 and len(fake_backends) == 1
     assert p.describe()["query_understanding_backend"]["prompts"]["decompose"] == load_prompt("decompose").describe()
