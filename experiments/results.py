@@ -29,17 +29,18 @@ def method_label(method_cfg: Any) -> str:
     """The name results are filed and reported under: ``name``, or ``name+variant`` for a variant
     (an ablation or sweep point of the same method, e.g. ``lethe_iter1+no_boost``)."""
     variant = method_cfg.get("variant")
-    return f"{method_cfg.name}+{variant}" if variant else str(method_cfg.name)
+    return f"{method_cfg['name']}+{variant}" if variant else str(method_cfg["name"])
 
 
-def hashed_config(cfg: DictConfig, build_key: str) -> dict[str, Any]:
-    """The part of the config that determines results (paths and display options excluded)."""
-    run = to_dict(cfg.run)
+def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
+    """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
+    options excluded)."""
+    run = resolved["run"]
     return {
-        "dataset": to_dict(cfg.dataset),
+        "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
-        "method": to_dict(cfg.method),
-        "chunking": to_dict(cfg.chunking),
+        "method": resolved["method"],
+        "chunking": resolved["chunking"],
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
     }
 
@@ -54,9 +55,11 @@ class RunIdentity:
     folder: Path               # <results_dir>/<dataset>/<label>/<config_hash>
 
 
-def run_identity(cfg: DictConfig, build_key: str) -> RunIdentity:
-    """The identity of the run ``cfg`` describes on the dataset build ``build_key``."""
-    hashed = hashed_config(cfg, build_key)
+def run_identity(cfg: DictConfig | Mapping[str, Any], build_key: str) -> RunIdentity:
+    """The identity of the run ``cfg`` (a config, or its resolved dict) describes on the dataset build ``build_key``."""
+    resolved = to_dict(cfg) if isinstance(cfg, DictConfig) else cfg
+    hashed = hashed_config(resolved, build_key)
     chash = config_hash(hashed)
-    label = method_label(cfg.method)
-    return RunIdentity(label, hashed, chash, run_path(project_path(cfg.results_dir), cfg.dataset.name, label, chash))
+    label = method_label(resolved["method"])
+    folder = run_path(project_path(resolved["results_dir"]), resolved["dataset"]["name"], label, chash)
+    return RunIdentity(label, hashed, chash, folder)

@@ -31,7 +31,7 @@ from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
 from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
-from experiments.results import run_identity
+from experiments.results import RunIdentity, run_identity
 from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
@@ -50,28 +50,49 @@ class RunFailed(RuntimeError):
     """Too many queries failed; the run is not marked done."""
 
 
-def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Queries to run: those with qrels, in the configured scopes/categories; counts the rest."""
+@dataclass(frozen=True)
+class QuerySelection:
+    """Which queries a run evaluates (``dataset.scopes/split/categories/sample``; ``seed`` draws the sample)."""
+
+    scopes: tuple[str, ...] | None
+    split: str | None
+    categories: tuple[str, ...] | None
+    sample: int | None
+    seed: int
+
+    @classmethod
+    def from_config(cls, dataset: Mapping[str, Any], seed: int) -> "QuerySelection":
+        """From a resolved ``dataset`` section."""
+        def names(key: str) -> tuple[str, ...] | None:
+            return tuple(dataset[key]) if dataset.get(key) else None
+        return cls(names("scopes"), dataset.get("split") or None, names("categories"),
+                   int(dataset["sample"]) if dataset.get("sample") else None, int(seed))
+
+
+def select_queries(ds: Dataset, selection: QuerySelection | DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Queries to run: those with qrels, in the selected scopes/split/categories (a seeded sample if
+    asked); counts what each filter excluded. A DictConfig is read as a run config."""
+    sel = (QuerySelection.from_config(to_dict(selection.dataset), int(selection.run.seed))
+           if isinstance(selection, DictConfig) else selection)
     q = ds.queries
     counts = {"queries_total": int(len(q))}
-    if cfg.dataset.get("scopes"):
-        keep = set(cfg.dataset.scopes)
+    if sel.scopes:
+        keep = set(sel.scopes)
         unknown = keep - set(q["scope_id"])
         if unknown:
             raise ValueError(f"dataset.scopes names unknown scope(s) {sorted(unknown)}; known: {ds.scope_ids()}")
         q = q[q["scope_id"].isin(keep)]
     counts["excluded_by_scope_filter"] = counts["queries_total"] - int(len(q))
-    split = cfg.dataset.get("split")
-    if split:
+    if sel.split:
         splits = q["split"]
         known = sorted(set(splits.dropna()))
-        if split not in known:
-            raise ValueError(f"dataset.split={split!r} not in this dataset; known: {known}")
+        if sel.split not in known:
+            raise ValueError(f"dataset.split={sel.split!r} not in this dataset; known: {known}")
         before = len(q)
-        q = q[splits == split]
+        q = q[splits == sel.split]
         counts["excluded_by_split"] = before - int(len(q))
-    if cfg.dataset.get("categories"):
-        cats = set(cfg.dataset.categories)
+    if sel.categories:
+        cats = set(sel.categories)
         unknown = cats - set(ds.queries["category"].dropna())
         if unknown:
             raise ValueError(f"dataset.categories names unknown categor(ies) {sorted(unknown)}; "
@@ -84,10 +105,9 @@ def select_queries(ds: Dataset, cfg: DictConfig) -> tuple[pd.DataFrame, dict[str
     before = len(q)
     q = q[q["query_id"].isin(ds.qrels.keys()) & q["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
     counts["excluded_no_qrels"] = before - int(len(q))
-    sample = cfg.dataset.get("sample")
-    if sample:  # a seeded random subset (for slow methods); the same seed gives the same queries
+    if sel.sample:  # a seeded random subset (for slow methods); the same seed gives the same queries
         before = len(q)
-        q = q.sample(n=min(int(sample), before), random_state=int(cfg.run.seed)) if before else q
+        q = q.sample(n=min(sel.sample, before), random_state=sel.seed) if before else q
         counts["excluded_by_sample"] = before - int(len(q))
     counts["evaluated"] = int(len(q))
     return q.sort_values(["scope_id", "position", "query_id"], kind="stable"), counts
@@ -163,6 +183,71 @@ class RunOutcome:
     skipped: bool
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """The ``run`` section, typed: cutoff ``k``, metric names, seed, warm-up, the error share past which
+    the run fails, and display/overwrite switches."""
+
+    k: int
+    metrics: tuple[str, ...]
+    seed: int
+    warmup: bool
+    max_error_share: float
+    progress: bool
+    print_summary: bool
+    overwrite: bool
+
+    @classmethod
+    def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
+        return cls(int(run["k"]), tuple(run["metrics"]), int(run["seed"]), bool(run["warmup"]),
+                   float(run["max_error_share"]), bool(run["progress"]), bool(run["print_summary"]),
+                   bool(run["overwrite"]))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One job's config, resolved once: everything the steps below need, and the whole resolved config
+    for the manifest."""
+
+    config: dict[str, Any]          # to_dict(cfg): every parameter, recorded in the manifest
+    identity: RunIdentity
+    dataset_folder: Path
+    build_key: str
+    selection: QuerySelection
+    answer_rules: str | None        # 'locomo' or None (dataset.answer_rules)
+    method_params: dict[str, Any]   # the method section without name/variant, for Hydra
+    cache_dir: Path
+    settings: RunSettings
+
+    @property
+    def dataset(self) -> str:
+        return str(self.config["dataset"]["name"])
+
+
+def plan_run(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> RunPlan:
+    """Resolve ``cfg`` once into a typed plan (errors name the key)."""
+    resolved = to_dict(cfg)
+    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+    answer_rules = resolved["dataset"].get("answer_rules")
+    if answer_rules not in (None, "locomo"):
+        raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
+    params = {k: v for k, v in resolved["method"].items() if k not in ("name", "variant")}
+    settings = RunSettings.from_config(resolved["run"])
+    return RunPlan(resolved, run_identity(resolved, build_key), ds_folder, build_key,
+                   QuerySelection.from_config(resolved["dataset"], settings.seed), answer_rules, params,
+                   project_path(resolved["cache_dir"]), settings)
+
+
+@dataclass
+class Searched:
+    """What searching every selected query produced: the run, per-query records, index statistics."""
+
+    run: dict[str, list[tuple[str, float]]]
+    records: list[dict[str, Any]]
+    index_seconds: float
+    index_calls: int
+
+
 def run_experiment(cfg: DictConfig) -> Path:
     """Run one (dataset, method) job; return its results folder (skipped if already DONE)."""
     return run_job(cfg).folder
@@ -170,54 +255,95 @@ def run_experiment(cfg: DictConfig) -> Path:
 
 def run_job(cfg: DictConfig) -> RunOutcome:
     """Run one (dataset, method) job unless its results folder is done (``run.overwrite`` forces it)."""
-    progress = bool(cfg.run.progress)
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
-    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
-    ident = run_identity(cfg, build_key)
-    hashed, chash, method_name, folder = ident.hashed, ident.config_hash, ident.label, ident.folder
-    if RunFolder(folder).is_done and not cfg.run.overwrite:
-        log.info("skip: %s is done", folder)
-        print(f"[skip] {cfg.dataset.name}/{method_name}/{chash}: already done")
-        return RunOutcome(folder, True)
+    plan = plan_run(cfg, ds_folder, ds)
+    ident = plan.identity
+    if RunFolder(ident.folder).is_done and not plan.settings.overwrite:
+        log.info("skip: %s is done", ident.folder)
+        print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done")
+        return RunOutcome(ident.folder, True)
 
     started = dt.datetime.now(dt.timezone.utc)
-    rss_start = peak_rss_mb()
-    load_start = load_average()
-    queries, counts = select_queries(ds, cfg)
-    params = to_dict(cfg.method)
-    params.pop("name")
-    params.pop("variant", None)
+    rss_start, load_start = peak_rss_mb(), load_average()
+    queries, counts = select_queries(ds, plan.selection)
     t0 = time.perf_counter()
-    method = instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
+    method = instantiate(plan.method_params, cache_dir=plan.cache_dir, progress=plan.settings.progress, _convert_="all")
     init_s = time.perf_counter() - t0
-
     docs_by_scope = group_docs(ds)
+    bind_method(method, plan, docs_by_scope, list(queries["query_id"]))
+    try:
+        searched = search_queries(method, plan, ds, queries, docs_by_scope)
+    finally:
+        method.close()
+    per_query = pd.DataFrame(searched.records)
+    check_error_share(per_query, plan.settings.max_error_share)
+    per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
+    ended = dt.datetime.now(dt.timezone.utc)
+    manifest = {
+        "config": plan.config,
+        "hashed_config": ident.hashed,
+        "config_hash": ident.config_hash,
+        "dataset": {"name": plan.dataset, "folder": str(ds_folder), "build_key": plan.build_key,
+                    "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
+        "method": method.describe(),
+        "git": git_info(),
+        "packages": package_versions(),
+        "hardware": hardware(),
+        "seed": plan.settings.seed,
+        "started": started.isoformat(),
+        "ended": ended.isoformat(),
+        "wall_seconds": round((ended - started).total_seconds(), 3),
+        "method_init_seconds": round(init_s, 3),
+        "index_build_seconds": round(searched.index_seconds, 3),
+        "index_calls": searched.index_calls,
+        "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
+        "load_average": {"at_start": load_start, "at_end": load_average(), "cores": os.cpu_count(),
+                         "note": "latencies measured while load exceeds the cores are inflated by contention"},
+        "tie_rule": "score descending, then doc id descending (trec_eval)",
+        "latency": "warm: one discarded warm-up search per run" if plan.settings.warmup else "includes the first (cold) search",
+    }
+    qrels = {q: ds.qrels[q] for q in queries["query_id"]}
+    RunFolder(ident.folder).write(searched.run, qrels, per_query, metrics, manifest, tag=f"{ident.label}-{ident.config_hash}")
+    if plan.settings.print_summary:
+        from experiments.summary import format_table
+
+        print(format_table([metrics]))
+        print(f"results: {ident.folder}")
+    return RunOutcome(ident.folder, False)
+
+
+def bind_method(method: Any, plan: RunPlan, docs_by_scope: Mapping[str, list[Doc]], query_ids: list[str]) -> None:
+    """The optional runner hooks (``lethe.core.protocol``), each called if the method implements it."""
     if isinstance(method, BindsDataset):
-        method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
+        method.bind_dataset({"name": plan.dataset, "build_key": plan.build_key})
     if isinstance(method, UsesCollection):
         method.set_collection([d for docs in docs_by_scope.values() for d in docs])
     if isinstance(method, UsesQuerySet):
-        method.set_queries(list(queries["query_id"]))
+        method.set_queries(query_ids)
+
+
+def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFrame,
+                   docs_by_scope: Mapping[str, list[Doc]]) -> Searched:
+    """Index and search every selected query in eligibility order; per-query errors are recorded, an
+    ineligible or duplicate doc stops the run."""
+    label, k = plan.identity.label, plan.settings.k
     answers = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
-    answer_rules = cfg.dataset.get("answer_rules")
-    if answer_rules not in (None, "locomo"):
-        raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
-    k = int(cfg.run.k)
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
-    index_seconds, index_calls, warmed = 0.0, 0, not cfg.run.warmup
-    bar = tqdm(total=len(queries), desc=f"{cfg.dataset.name}/{method_name}", disable=not progress, unit="q")
+    index_seconds, index_calls, warmed = 0.0, 0, not plan.settings.warmup
+    allowed: set[str] = set()
+    bar = tqdm(total=len(queries), desc=f"{plan.dataset}/{label}", disable=not plan.settings.progress, unit="q")
     try:
         for scope_id, row, ne, new_docs in walk_eligible(queries, docs_by_scope):
             rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
                                    "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
                                    "latency_ms": None, **encode_cells({}, {})}
+            records.append(rec)
+            bar.update()
             if ne == 0:
                 rec["status"] = "no_eligible_docs"
                 run[row.query_id] = []
-                records.append(rec)
-                bar.update()
                 continue
             if new_docs is not None:
                 ti = time.perf_counter()
@@ -238,17 +364,15 @@ def run_job(cfg: DictConfig) -> RunOutcome:
             except Exception as exc:  # noqa: BLE001 - recorded per query; max_error_share decides
                 rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
                 run[row.query_id] = []
-                records.append(rec)
-                bar.update()
                 continue
             rec["latency_ms"] = (time.perf_counter() - ts) * 1e3
             ids = [d for d, _ in res.ranking]
             bad = [d for d in ids if d not in allowed]
             if bad:
                 raise EligibilityViolation(
-                    f"method '{method_name}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
+                    f"method '{label}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
             if len(set(ids)) != len(ids):
-                raise ValueError(f"method '{method_name}' returned duplicate doc ids for query {row.query_id}")
+                raise ValueError(f"method '{label}' returned duplicate doc ids for query {row.query_id}")
             if isinstance(method, Annotates):  # answer generation and judging: not part of the query's latency
                 try:
                     method.annotate(query, res)
@@ -260,34 +384,38 @@ def run_job(cfg: DictConfig) -> RunOutcome:
             if not ranking:
                 rec["status"] = "no_results"
             rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
-                                     row.category if answer_rules == "locomo" else None))
+                                     row.category if plan.answer_rules == "locomo" else None))
             rec.update(encode_cells(res.timings_ms, res.flags))
-            records.append(rec)
-            bar.update()
     finally:
         bar.close()
-        method.close()
+    return Searched(run, records, index_seconds, index_calls)
 
-    per_query = pd.DataFrame(records)
+
+def check_error_share(per_query: pd.DataFrame, max_share: float) -> None:
+    """RunFailed when more than ``max_share`` of the queries raised."""
     n_err = int((per_query["status"] == "error").sum()) if len(per_query) else 0
-    max_share = float(cfg.run.max_error_share)
     if len(per_query) and n_err / len(per_query) > max_share:
         first = per_query.loc[per_query["status"] == "error", "error"].iloc[0]
         raise RunFailed(f"{n_err}/{len(per_query)} queries failed (max_error_share={max_share}); first error: {first}")
 
+
+def evaluate(plan: RunPlan, ds: Dataset, queries: pd.DataFrame, counts: Mapping[str, int],
+             run: Mapping[str, list[tuple[str, float]]], per_query: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per-query metrics joined onto ``per_query``, and the run's ``metrics.json`` (means, latency summaries
+    in ms, status counts, answer metrics)."""
     qrels = {q: ds.qrels[q] for q in queries["query_id"]}
-    metric_names = list(cfg.run.metrics)
-    scores = evaluate_run(qrels, run, metric_names)
+    metric_names = list(plan.settings.metrics)
+    scores = evaluate_run(qrels, dict(run), metric_names)
     per_query = per_query.merge(scores, left_on="query_id", right_index=True, how="left")
     lat = [x for x in per_query["latency_ms"].tolist() if x is not None and not pd.isna(x)]
     timings = timings_frame(per_query)  # ms; NaN where a stage did not run
     stages = {s: summarize(timings[s].dropna().tolist()) for s in sorted(timings.columns)}
     status_counts = per_query["status"].value_counts().to_dict() if len(per_query) else {}
     metrics = {
-        "dataset": cfg.dataset.name,
-        "method": method_name,
-        "config_hash": chash,
-        "filters": {k: to_dict(cfg.dataset).get(k) for k in ("split", "scopes", "categories", "sample")},
+        "dataset": plan.dataset,
+        "method": plan.identity.label,
+        "config_hash": plan.identity.config_hash,
+        "filters": {k: plan.config["dataset"].get(k) for k in ("split", "scopes", "categories", "sample")},
         "queries": {**counts, "status": {k: int(v) for k, v in sorted(status_counts.items())}},
         "means": {m: float(scores[m].mean()) if len(scores) else 0.0 for m in metric_names},
         "latency_ms": summarize(lat),
@@ -295,35 +423,4 @@ def run_job(cfg: DictConfig) -> RunOutcome:
         "qps": (len(lat) / (sum(lat) / 1e3)) if lat and sum(lat) > 0 else None,
     }
     metrics.update(answer_summary(per_query))
-
-    ended = dt.datetime.now(dt.timezone.utc)
-    manifest = {
-        "config": to_dict(cfg),
-        "hashed_config": hashed,
-        "config_hash": chash,
-        "dataset": {"name": cfg.dataset.name, "folder": str(ds_folder), "build_key": build_key,
-                    "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
-        "method": method.describe(),
-        "git": git_info(),
-        "packages": package_versions(),
-        "hardware": hardware(),
-        "seed": int(cfg.run.seed),
-        "started": started.isoformat(),
-        "ended": ended.isoformat(),
-        "wall_seconds": round((ended - started).total_seconds(), 3),
-        "method_init_seconds": round(init_s, 3),
-        "index_build_seconds": round(index_seconds, 3),
-        "index_calls": index_calls,
-        "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
-        "load_average": {"at_start": load_start, "at_end": load_average(), "cores": os.cpu_count(),
-                         "note": "latencies measured while load exceeds the cores are inflated by contention"},
-        "tie_rule": "score descending, then doc id descending (trec_eval)",
-        "latency": "warm: one discarded warm-up search per run" if cfg.run.warmup else "includes the first (cold) search",
-    }
-    RunFolder(folder).write(run, qrels, per_query, metrics, manifest, tag=f"{method_name}-{chash}")
-    if cfg.run.print_summary:
-        from experiments.summary import format_table
-
-        print(format_table([metrics]))
-        print(f"results: {folder}")
-    return RunOutcome(folder, False)
+    return per_query, metrics

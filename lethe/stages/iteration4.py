@@ -185,6 +185,8 @@ class Iteration4:
     # -- runner hooks ---------------------------------------------------------------------------
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Choose the seeded generation sample among the run's queries."""
+        if self.generator is None:
+            return
         ids = sorted(set(query_ids))
         n = self.gen_cfg.sample
         if n is None or n >= len(ids):
