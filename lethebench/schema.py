@@ -75,27 +75,12 @@ class Dataset:
     card: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if "split" not in self.queries.columns:
-            self.queries = self.queries.assign(split=_split_from_meta(self.queries))
+        if "split" not in self.queries.columns:  # a dataset without splits may omit the column
+            self.queries = self.queries.assign(split=None)
 
     def scope_ids(self) -> list[str]:
         """Scope ids in first-appearance order of the corpus."""
         return list(dict.fromkeys(self.corpus["scope_id"]))
-
-
-def _split_from_meta(queries: pd.DataFrame) -> list[str | None]:
-    """The ``split`` of each query as queries written before the column existed stored it (in ``meta``)."""
-    if "meta" not in queries.columns:
-        return [None] * len(queries)
-    out: list[str | None] = []
-    for m in queries["meta"]:
-        try:
-            meta = json.loads(m) if isinstance(m, str) else {}
-        except json.JSONDecodeError:  # validate() names the bad cell
-            meta = {}
-        split = meta.get("split") if isinstance(meta, dict) else None
-        out.append(split if isinstance(split, str) else None)
-    return out
 
 
 def _check_columns(df: pd.DataFrame, spec: dict[str, str], where: str) -> None:

@@ -68,8 +68,7 @@ def generate(seed: int = 0, splits: Mapping[str, int] | None = None, session_tur
                         "query_id": qid, "scope_id": scope, "position": q.position, "text": q.text, "history": list(q.history),
                         "domain": domain, "category": q.category, "complexity": q.complexity,
                         "plan_label": PLAN_LABEL[q.category], "answer": q.answer, "split": split,
-                        # meta keeps its split too (unchanged meta); readers use the split column
-                        "meta": json.dumps({"split": split, "gold_entities": q.gold_entities, "hops": q.hops,
+                        "meta": json.dumps({"gold_entities": q.gold_entities, "hops": q.hops,
                                             "subject": q.subject}, sort_keys=True),
                     })
                     qrels[qid] = {doc_id[i]: g for i, g in sorted(q.rel.items(), key=lambda x: doc_id[x[0]])}

@@ -76,7 +76,7 @@ def test_the_test_split_is_refused(tiny_ds):
 
 def _session(ds, split: str) -> tuple[list[Doc], pd.Series]:
     """The docs a query of ``split`` may see (its session, earlier turns) and that query."""
-    q = ds.queries[ds.queries["meta"].map(lambda m: json.loads(m)["split"]) == split].iloc[0]
+    q = ds.queries[ds.queries["split"] == split].iloc[0]
     c = ds.corpus[(ds.corpus["scope_id"] == q["scope_id"]) & (ds.corpus["position"] < q["position"])]
     c = c.sort_values(["position", "doc_id"])
     return [Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp) for r in c.itertuples()], q

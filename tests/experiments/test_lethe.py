@@ -65,7 +65,7 @@ def test_learned_fusion_with_splits_never_reads_test_labels(cfg_for, monkeypatch
     assert len(a.folds) == 1 and a.card["folds"][0]["chosen"] in ("constant", "ridge")
     fold = a.folds[0]
     ds = train_fusion.read_dataset(train_fusion.prepare_dataset(cfg), "lethebench")
-    split = ds.queries.set_index("query_id")["meta"].map(lambda m: json.loads(m)["split"])
+    split = ds.queries.set_index("query_id")["split"]
     test_ids = set(split.index[split == "test"])
     assert test_ids and not (test_ids & (fold.train_ids | fold.dev_ids))
     assert fold.train_ids == set(split.index[split == "train"]) & set(ds.qrels)
