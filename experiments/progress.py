@@ -79,8 +79,12 @@ class Progress:
 
 def sweep_size(task_overrides: Sequence[str], sweeper_params: dict[str, Any] | None = None) -> tuple[int, list[str]]:
     """(number of jobs, swept keys) of a basic/joblib sweep: the product of every sweep override's
-    length (command-line overrides replace ``hydra.sweeper.params`` of the same key)."""
+    length (command-line overrides replace ``hydra.sweeper.params`` of the same key). A glob over a
+    config group (``dataset=glob(*,exclude=custom)``) counts the group's configs it matches in ``conf/``."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
+
+    from lethe.core.paths import CONF_DIR
 
     parser = OverridesParser.create()
     by_key = {k: f"{k}={v}" for k, v in (sweeper_params or {}).items()}
@@ -89,8 +93,13 @@ def sweep_size(task_overrides: Sequence[str], sweeper_params: dict[str, Any] | N
     n, swept = 1, []
     for o in parser.parse_overrides(list(by_key.values())):
         if o.is_sweep_override():
-            n *= len(list(o.sweep_string_iterator()))
-            swept.append(o.get_key_element().lstrip("+~"))
+            key = o.get_key_element().lstrip("+~")
+            if isinstance(o.value(), Glob):
+                options = sorted(p.stem for p in (CONF_DIR / key.split("@", 1)[0]).glob("*.yaml"))
+                n *= len(o.value().filter(options))
+            else:
+                n *= len(list(o.sweep_string_iterator()))
+            swept.append(key)
     return n, swept
 
 

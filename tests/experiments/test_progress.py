@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from experiments import progress as progress_mod
 from experiments.progress import Progress, SweepProgressCallback, eta_seconds, fmt_seconds, sweep_size
+from lethe.core.paths import CONF_DIR
 
 
 def test_eta_scales_known_estimates_by_observed_speed():
@@ -176,3 +177,9 @@ def test_callback_names_a_job_by_an_appended_swept_key(sweep, capsys):
     cb = sweep.start(["method=a,b", "+ablation=x,y"])
     sweep.job(cb, ["method=a", "+ablation=x"], 1.0)
     assert capsys.readouterr().out.startswith("[1/4] method=a +ablation=x: done")
+
+
+def test_sweep_size_counts_a_glob_over_a_config_group():
+    datasets = sorted(p.stem for p in (CONF_DIR / "dataset").glob("*.yaml"))
+    assert sweep_size(["dataset=glob(*,exclude=custom)"]) == (len(datasets) - 1, ["dataset"])
+    assert sweep_size(["dataset=glob(ultradomain_*)", "method=bm25,vector"]) == (4, ["dataset", "method"])
