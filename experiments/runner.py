@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import re
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +32,13 @@ from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
-from experiments.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
+from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import RunIdentity, run_identity
 from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
 from lethe.core.hashing import sha256_file
+from lethe.core.typed_config import ConfigError, check_section
 from lethebench.runs import RunFolder, encode_cells, timings_frame
 from lethebench.schema import Dataset, read_dataset
 
@@ -224,16 +227,56 @@ class RunPlan:
         return str(self.config["dataset"]["name"])
 
 
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def _int_at_least(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def validate_run_config(resolved: Mapping[str, Any]) -> None:
+    """Refuse a run config that cannot give a meaningful result, before any compute: ``run.k`` >= 1,
+    ``dataset.sample`` null or >= 1, ``run.max_error_share`` in [0, 1], dataset/method/variant names that
+    are plain names (never paths), method parameters that fit their ``_target_``
+    (lethe.core.typed_config), and a writable results folder. Errors name the key and the value."""
+    run, dataset, method = resolved["run"], resolved["dataset"], resolved["method"]
+    if not _int_at_least(run.get("k"), 1):
+        raise ConfigError(f"run.k={run.get('k')!r}: must be an integer >= 1 (the depth of each ranked list)")
+    if dataset.get("sample") is not None and not _int_at_least(dataset["sample"], 1):
+        raise ConfigError(f"dataset.sample={dataset['sample']!r}: must be null (every query) or an integer >= 1")
+    share = run.get("max_error_share")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise ConfigError(f"run.max_error_share={share!r}: must be a number in [0, 1]")
+    for key, value in (("dataset.name", dataset.get("name")), ("method.name", method.get("name")),
+                       ("method.variant", method.get("variant", "x") or "x")):
+        if not isinstance(value, str) or not _PLAIN_NAME.match(value) or ".." in value:
+            raise ConfigError(f"{key}={value!r}: must be a plain name (letters, digits and _ . + -), not a path")
+    check_section({k: v for k, v in method.items() if k not in ("name", "variant")}, "method",
+                  given=("cache_dir", "progress"))
+    results = project_path(resolved["results_dir"])
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"results_dir={resolved['results_dir']!r} ({results}) is not writable: {exc}") from exc
+
+
 def plan_run(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> RunPlan:
     """Resolve ``cfg`` once into a typed plan (errors name the key)."""
     resolved = to_dict(cfg)
+    validate_run_config(resolved)
     build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
     answer_rules = resolved["dataset"].get("answer_rules")
     if answer_rules not in (None, "locomo"):
         raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
     params = {k: v for k, v in resolved["method"].items() if k not in ("name", "variant")}
     settings = RunSettings.from_config(resolved["run"])
-    return RunPlan(resolved, run_identity(resolved, build_key), ds_folder, build_key,
+    identity = run_identity(resolved, build_key)
+    root = project_path(resolved["results_dir"]).resolve()
+    if not identity.folder.resolve().is_relative_to(root):
+        raise ConfigError(f"the results folder {identity.folder} lies outside results_dir={root}")
+    return RunPlan(resolved, identity, ds_folder, build_key,
                    QuerySelection.from_config(resolved["dataset"], settings.seed), answer_rules, params,
                    project_path(resolved["cache_dir"]), settings)
 
@@ -255,6 +298,7 @@ def run_experiment(cfg: DictConfig) -> Path:
 
 def run_job(cfg: DictConfig) -> RunOutcome:
     """Run one (dataset, method) job unless its results folder is done (``run.overwrite`` forces it)."""
+    validate_run_config(to_dict(cfg))   # before the dataset is built or anything is computed
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
     plan = plan_run(cfg, ds_folder, ds)

@@ -19,6 +19,7 @@ from experiments import reproduce as R
 from experiments.config import load_config
 from lethe.core.paths import CONF_DIR
 from experiments.runner import run_experiment
+from lethe.core.typed_config import ConfigError
 from tests.conftest import DATA_ROOT
 
 
@@ -75,8 +76,12 @@ def test_undeclared_runs_change_nothing_in_the_report(smoke):
     run_paths = [p for p in smoke["paths"] if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir",
                                                                       "results_dir", "run.progress")]
     scope = "dataset.scopes=[conv-26,conv-30]"
-    k0 = run_experiment(load_config(["dataset=locomo", "method=window", scope, "run.k=0", *run_paths]))
+    # run.k=0 is refused before any compute (it scored 0.0 and replaced the reference before issue 13/15);
+    # a shallower run of a declared method and an undeclared method stand in for mistaken runs
+    with pytest.raises(ConfigError, match="run.k=0"):
+        run_experiment(load_config(["dataset=locomo", "method=window", scope, "run.k=0", *run_paths]))
+    k5 = run_experiment(load_config(["dataset=locomo", "method=window", scope, "run.k=5", *run_paths]))
     other = run_experiment(load_config(["dataset=locomo", "method=bm25_memory", scope, *run_paths]))
-    assert (k0 / "DONE").is_file() and (other / "DONE").is_file()
+    assert (k5 / "DONE").is_file() and (other / "DONE").is_file()
     assert R.reproduce(R.load(["tier=smoke", "action=report", *smoke["paths"]])) == 0
     assert _snapshot(smoke["out"]) == before

@@ -1,0 +1,54 @@
+"""A run config that cannot give a meaningful result is refused before any compute, naming the key
+(issue 15, cases 3, 6 and 7): each case below used to finish with DONE, write outside its root, fail
+late or fail without naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.runner import run_experiment
+from lethe.core.typed_config import ConfigError
+from tests.conftest import overrides_for
+from experiments.config import load_config
+
+SCOPE = "dataset.scopes=[conv-26]"
+
+
+def _cfg(tmp_path, *extra):
+    work = {"processed": tmp_path / "processed", "cache": tmp_path / "cache", "results": tmp_path / "results"}
+    return load_config(overrides_for(work, SCOPE, *extra))
+
+
+@pytest.mark.parametrize("extra, key", [
+    (["run.k=0"], "run.k=0"),
+    (["run.k=-5", "method=window"], "run.k=-5"),
+    (["dataset.sample=0"], "dataset.sample=0"),
+    (["dataset.sample=-3"], "dataset.sample=-3"),
+    (["run.max_error_share=1.5"], "run.max_error_share=1.5"),
+    (["method.k1=abc"], "method.k1='abc': must be float"),
+    (["+method.k3=1"], "method.k3: unknown parameter of baselines.bm25.PyseriniBM25"),
+    (["dataset.name=../../x"], "dataset.name='../../x': must be a plain name"),
+    (["dataset.name=/tmp/abs"], "dataset.name='/tmp/abs'"),
+    (["method.name=../../../x"], "method.name='../../../x'"),
+    (["+method.variant=a/b"], "method.variant='a/b'"),
+])
+def test_bad_values_are_refused_before_any_compute(tmp_path, extra, key):
+    with pytest.raises(ConfigError, match=key.replace("+", r"\+").replace(".", r"\.").replace("[", r"\[")):
+        run_experiment(_cfg(tmp_path, *extra))
+    # nothing was built, cached or written: the check ran first
+    assert not (tmp_path / "processed").exists() and not (tmp_path / "cache").exists()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_an_unwritable_results_folder_fails_before_the_compute(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the results folder should be")
+    with pytest.raises(ConfigError, match="results_dir=.* is not writable"):
+        run_experiment(_cfg(tmp_path, f"results_dir={blocker / 'runs'}"))
+    assert not (tmp_path / "processed").exists()
+
+
+def test_a_valid_config_still_runs(tmp_path):
+    folder = run_experiment(_cfg(tmp_path, "method=window", "run.k=5"))
+    assert (folder / "DONE").is_file() and folder.is_relative_to(tmp_path / "results")
