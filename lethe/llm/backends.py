@@ -379,7 +379,7 @@ class OpenAICompatibleBackend(_CachedChat):
     kind = "openai_compatible"
     OPTIONAL_FIELDS = ("seed", "logprobs", "stream_options", "repeat_penalty")
 
-    def __init__(self, base_url: str, model: str = "local", api_key: str | None = None,
+    def __init__(self, base_url: str, model: str = "local", api_key_env: str | None = None,
                  cache_dir: str | os.PathLike | None = None, model_sha256: str | None = None, *,
                  name: str | None = None, stream: bool = True, timeout_s: float | None = None,
                  connect_timeout_s: float = 10.0):
@@ -396,12 +396,16 @@ class OpenAICompatibleBackend(_CachedChat):
         self.model_calls = 0
         self._dropped: set[str] = set()  # optional request fields this server rejected
         self._session = requests.Session()
-        if api_key:
-            self._session.headers["Authorization"] = f"Bearer {api_key}"
+        self.api_key_env = api_key_env  # the key itself is read from the environment per request, never stored
 
     @property
     def url(self) -> str:
         return f"{self.base_url}/v1/chat/completions"
+
+    def _auth_header(self) -> dict[str, str] | None:
+        """``Authorization: Bearer <key>`` from the environment variable ``api_key_env``, read at call time."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return {"Authorization": f"Bearer {key}"} if key else None
 
     def _key_extra(self) -> dict[str, Any] | None:
         return None if self.model_sha256 else {"base_url": self.base_url, "model": self.model}
@@ -438,7 +442,8 @@ class OpenAICompatibleBackend(_CachedChat):
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             connect = self.connect_timeout_s if remaining is None else min(self.connect_timeout_s, remaining)
             try:
-                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, remaining))
+                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, remaining),
+                                       headers=self._auth_header())
             except requests.exceptions.Timeout as exc:
                 limit = f"{timeout:g}s deadline" if timeout is not None else f"{self.connect_timeout_s:g}s connect timeout"
                 raise LLMTimeout(f"{self.name}: no response within the {limit} ({type(exc).__name__})") from exc
@@ -556,6 +561,7 @@ class OpenAICompatibleBackend(_CachedChat):
         return {"name": self.name, "kind": self.kind, "base_url": self.base_url, "model": self.model,
                 "model_sha256": self.model_sha256, "stream": self.stream, "timeout_s": self.timeout_s,
                 "dropped_fields": sorted(self._dropped), "model_calls": self.model_calls,
+                "api_key_env": self.api_key_env,
                 "cache": self.cache.stats() if self.cache is not None else None}
 
     def close(self) -> None:
@@ -627,8 +633,11 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
         sha = c.get("model_sha256")
         if not sha and c.get("gguf"):
             sha = resolve_model({**c["gguf"], "format": "gguf"}, cache_dir=cache_dir).sha256
+        if c.get("api_key"):
+            raise ValueError("llm.api_key is set: a key never goes in a config (it would be written to manifests and "
+                             "hashed into config hashes); put it in the environment variable named by llm.api_key_env")
         return OpenAICompatibleBackend(c["base_url"], model=c.get("model") or "local",
-                                       api_key=c.get("api_key") or None, cache_dir=resp_cache, model_sha256=sha,
+                                       api_key_env=c.get("api_key_env") or None, cache_dir=resp_cache, model_sha256=sha,
                                        name=c.get("name"), stream=bool(c.get("stream", True)),
                                        timeout_s=c.get("timeout_s"),
                                        connect_timeout_s=c.get("connect_timeout_s") or 10.0)
