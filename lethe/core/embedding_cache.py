@@ -4,6 +4,12 @@ Layout: ``<root>/embeddings/<namespace>/<shard>.npz`` where ``namespace`` hashes
 the role (query/doc) and encoding options, and each shard holds ``keys`` (sha256 of the text)
 and ``vecs`` (float32, one row per key). Shards are written whole to a temporary file and
 renamed, so a crash leaves either a complete shard or none.
+
+A shard that cannot be read all the same (a disk error, a truncated copy, flipped bytes: a bad zip
+or CRC, missing or mismatched arrays) must not stop every run of its model: it is logged as a
+warning with its path and the error, moved aside to ``<namespace>/quarantine/<shard>.npz`` (kept
+for inspection, never deleted) and counted in :attr:`EmbeddingCache.quarantined`; its vectors are
+then misses, recomputed by the caller and written to a new shard.
 """
 
 from __future__ import annotations
@@ -11,12 +17,23 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
+import os
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+
+log = logging.getLogger(__name__)
+
+QUARANTINE = "quarantine"
+# what reading a damaged .npz raises: not a zip / bad CRC, a damaged deflate stream, a short file,
+# a member that is not an array (or not there), arrays of different lengths
+_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError)
 
 
 def text_key(text: str) -> str:
@@ -36,16 +53,44 @@ class EmbeddingCache:
         self._vecs: dict[str, np.ndarray] | None = None
         self.hits = 0
         self.misses = 0
+        self.quarantined = 0  # unreadable shards this cache found and moved to quarantine/
 
     def _load(self) -> dict[str, np.ndarray]:
         if self._vecs is None:
             self._vecs = {}
             if self.dir.is_dir():
                 for shard in sorted(self.dir.glob("*.npz")):
-                    with np.load(shard) as z:
-                        for k, v in zip(z["keys"].tolist(), z["vecs"]):
-                            self._vecs[k] = v
+                    try:
+                        with open(shard, "rb") as fh:
+                            inode = os.fstat(fh.fileno()).st_ino
+                            keys, vecs = _read_shard(fh)
+                    except FileNotFoundError:
+                        continue  # quarantined by another process meanwhile
+                    except _CORRUPT as err:
+                        self._quarantine(shard, inode, err)
+                        continue
+                    self._vecs.update(zip(keys, vecs))
         return self._vecs
+
+    def _quarantine(self, shard: Path, inode: int, err: BaseException) -> None:
+        """Move the unreadable ``shard`` to ``quarantine/`` (a new name if one is there already)."""
+        self.quarantined += 1
+        qdir = self.dir / QUARANTINE
+        qdir.mkdir(exist_ok=True)
+        target, n = qdir / shard.name, 0
+        while target.exists():
+            n += 1
+            target = qdir / f"{shard.stem}.{n}{shard.suffix}"
+        try:
+            if os.stat(shard).st_ino != inode:
+                raise FileNotFoundError(shard)  # rewritten whole since it was read: not the damaged file
+            os.rename(shard, target)
+        except FileNotFoundError:
+            log.warning("embedding cache: unreadable shard %s (%s: %s), already replaced or moved aside by "
+                        "another process; its vectors will be recomputed", shard, type(err).__name__, err)
+            return
+        log.warning("embedding cache: unreadable shard %s (%s: %s) moved to %s; its vectors will be recomputed",
+                    shard, type(err).__name__, err, target)
 
     def get(self, keys: Sequence[str]) -> list[np.ndarray | None]:
         """Cached vector per key, or None; counts hits and misses."""
@@ -81,3 +126,12 @@ class EmbeddingCache:
         np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
         atomic_write_bytes(self.dir / f"{shard_id}.npz", buf.getvalue())
         self._pending = []
+
+
+def _read_shard(fh) -> tuple[list[str], np.ndarray]:
+    """The keys and vectors of one shard, checked whole (raises one of ``_CORRUPT`` if damaged)."""
+    with np.load(fh) as z:
+        keys, vecs = z["keys"].tolist(), z["vecs"]
+    if vecs.ndim != 2 or len(keys) != len(vecs) or not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"{len(keys)} keys for vectors of shape {vecs.shape}")
+    return keys, vecs

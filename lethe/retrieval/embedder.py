@@ -116,12 +116,14 @@ class Embedder:
             c.flush()
 
     def stats(self) -> dict[str, Any]:
-        """Cache hits/misses and encode time, for the run manifest."""
+        """Cache hits/misses, unreadable shards set aside (``quarantined``, see
+        :mod:`lethe.core.embedding_cache`) and encode time, for the run manifest."""
         return {
             "model": self.model.describe(),
             "batch_size": self.batch_size,
             "cache_roles": list(self.cache_roles),
             "encoded_texts": self.encoded_texts,
             "encode_seconds": round(self.encode_seconds, 3),
-            "cache": {r: {"hits": c.hits, "misses": c.misses, "dir": str(c.dir)} for r, c in self._caches.items()},
+            "cache": {r: {"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)}
+                      for r, c in self._caches.items()},
         }

@@ -1,6 +1,11 @@
-"""The embedding cache: hits after the first encode, and no partial entry after a crash."""
+"""The embedding cache: hits after the first encode, no partial entry after a crash, and a damaged
+shard is set aside (quarantined, logged, counted) and its vectors recomputed instead of stopping
+every run of the model."""
 
 from __future__ import annotations
+
+import logging
+import os
 
 import numpy as np
 import pytest
@@ -56,3 +61,93 @@ def test_embedder_encodes_each_text_once(tmp_path, embedder):
     assert np.allclose(v1, bare, atol=1e-6)
     e2.encode(texts[:1], "query")
     assert e2.encoded_texts == 1  # roles are cached apart
+
+
+def _damage(shard, how: str) -> None:
+    data = bytearray(shard.read_bytes())
+    if how == "truncated":
+        data = data[: len(data) // 2]
+    elif how == "flipped":  # a byte inside the keys array: the zip's CRC-32 no longer matches
+        data[60] ^= 0xFF
+    elif how == "empty":
+        data = bytearray()
+    elif how == "mismatched":  # a readable zip whose arrays disagree
+        import io
+        buf = io.BytesIO()
+        np.savez(buf, keys=np.array([text_key("a")]), vecs=np.ones((2, 4), np.float32))
+        data = bytearray(buf.getvalue())
+    shard.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "empty", "mismatched"])
+def test_a_damaged_shard_is_quarantined_and_recomputed(tmp_path, how, caplog):
+    """Before: BadZipFile ('Bad CRC-32', 'File is not a zip file') naming no path, on every run."""
+    c = EmbeddingCache(tmp_path, NS)
+    good, bad = [text_key("good")], [text_key("a"), text_key("b")]
+    c.put(good, np.ones((1, 4), np.float32))
+    c.flush()
+    c.put(bad, np.eye(2, 4, dtype=np.float32))
+    c.flush()
+    shard = next(s for s in c.dir.glob("*.npz") if bad[0] in np.load(s)["keys"].tolist())
+    kept = shard.read_bytes()
+    _damage(shard, how)
+    damaged = shard.read_bytes()
+
+    fresh = EmbeddingCache(tmp_path, NS)
+    with caplog.at_level(logging.WARNING, logger="lethe.core.embedding_cache"):
+        got = fresh.get(good + bad)
+    assert np.array_equal(got[0], np.ones(4)) and got[1:] == [None, None]  # misses, for the caller to recompute
+    assert (fresh.hits, fresh.misses, fresh.quarantined) == (1, 2, 1)
+    moved = c.dir / "quarantine" / shard.name
+    assert not shard.exists() and moved.read_bytes() == damaged  # kept for inspection, not deleted
+    assert str(shard) in caplog.text and str(moved) in caplog.text
+    fresh.put(bad, np.eye(2, 4, dtype=np.float32))  # the recomputed vectors
+    fresh.flush()
+    assert shard.read_bytes() == kept  # the same shard again, whole
+    again = EmbeddingCache(tmp_path, NS)
+    assert all(v is not None for v in again.get(good + bad)) and again.quarantined == 0
+
+
+def test_a_shard_damaged_twice_keeps_both_copies(tmp_path):
+    c = EmbeddingCache(tmp_path, NS)
+    c.put([text_key("a")], np.ones((1, 4), np.float32))
+    c.flush()
+    shard = next(c.dir.glob("*.npz"))
+    for _ in range(2):
+        shard.write_bytes(b"not a zip")
+        assert EmbeddingCache(tmp_path, NS).get([text_key("a")]) == [None]
+    assert {p.name for p in (c.dir / "quarantine").iterdir()} == {shard.name, f"{shard.stem}.1.npz"}
+
+
+def test_an_unreadable_shard_is_not_taken_for_damage(tmp_path):
+    """A permission problem is not corruption: it is raised (with the path), the shard stays."""
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    c = EmbeddingCache(tmp_path, NS)
+    c.put([text_key("a")], np.ones((1, 4), np.float32))
+    c.flush()
+    shard = next(c.dir.glob("*.npz"))
+    shard.chmod(0)
+    try:
+        with pytest.raises(PermissionError, match=shard.name):
+            EmbeddingCache(tmp_path, NS).get([text_key("a")])
+    finally:
+        shard.chmod(0o644)
+    assert shard.exists() and not (c.dir / "quarantine").exists()
+
+
+def test_embedder_recomputes_a_damaged_shard_and_reports_it(tmp_path, embedder):
+    e = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False)
+    e._st = embedder.st
+    texts = ["Caroline went to a support group.", "Melanie painted a sunrise."]
+    v1 = e.encode(texts, "doc")
+    e.flush()
+    assert e.stats()["cache"]["doc"]["quarantined"] == 0
+    (shard,) = e._cache("doc").dir.glob("*.npz")
+    _damage(shard, "flipped")
+    e2 = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False)
+    e2._st = embedder.st
+    v2 = e2.encode(texts, "doc")
+    assert e2.encoded_texts == 2 and np.allclose(v1, v2, atol=1e-6)
+    stats = e2.stats()["cache"]["doc"]
+    assert (stats["quarantined"], stats["misses"], stats["hits"]) == (1, 2, 0)
