@@ -11,8 +11,11 @@
 - ``metrics.json`` (means, counts, latency summaries) and ``manifest.json`` (config, provenance);
 - ``DONE``, written last.
 
-The folder is assembled under a temporary name and renamed into place
-(:func:`lethe.core.atomic.atomic_dir`), so it is either complete or absent.
+The folder is assembled under a temporary name and swapped into place
+(:func:`lethe.core.atomic.atomic_dir`), so it is either complete or absent, and once it exists a
+rewrite never leaves it missing. :meth:`RunFolder.claim` holds the run's lock (the hidden file
+``.<config_hash>.lock`` beside the folder) so that an identical job started concurrently waits for
+the first one and then finds its folder done.
 
 Two per-query columns hold JSON strings (the on-disk format; every existing folder reads):
 ``timings_ms`` (stage name -> milliseconds, only the stages that ran) and ``flags`` (what the
@@ -23,15 +26,17 @@ Nothing else encodes or decodes these columns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir
+from lethe.core.locking import hold
 from lethebench.trec import Qrels, Ranking, read_qrels, read_run, write_qrels, write_run
 
 DONE = "DONE"
@@ -133,6 +138,20 @@ class RunFolder:
     def is_done(self) -> bool:
         """True when the folder is complete (its ``DONE`` exists)."""
         return (self.path / DONE).is_file()
+
+    @contextlib.contextmanager
+    def claim(self, overwrite: bool = False, timeout: float | None = None) -> Iterator[bool]:
+        """Hold this run's lock for the block; yields whether the caller should run the job.
+
+        ``with RunFolder(path).claim(overwrite) as fresh:`` then ``if fresh:`` run and :meth:`write`
+        inside the block. ``fresh`` is False when the folder is done (written before, or by an
+        identical job this one waited for) and ``overwrite`` is false. A holder that crashes or
+        fails without writing releases the lock and the next one runs the job. Waits ``timeout``
+        seconds at most when given (then :class:`filelock.Timeout`). The lock file
+        ``.<config_hash>.lock`` stays beside the folder; readers skip names starting with ``.``.
+        """
+        with hold(self.path, timeout=timeout):
+            yield overwrite or not self.is_done
 
     @property
     def results_dir(self) -> Path:
