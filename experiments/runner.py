@@ -34,7 +34,7 @@ from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
 from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import RunIdentity, run_identity
-from lethe.core.protocol import Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
+from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
 from lethe.core.hashing import sha256_file
@@ -196,6 +196,7 @@ class RunSettings:
     seed: int
     warmup: bool
     max_error_share: float
+    max_parse_fallback_share: float
     progress: bool
     print_summary: bool
     overwrite: bool
@@ -203,7 +204,7 @@ class RunSettings:
     @classmethod
     def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
         return cls(int(run["k"]), tuple(run["metrics"]), int(run["seed"]), bool(run["warmup"]),
-                   float(run["max_error_share"]), bool(run["progress"]), bool(run["print_summary"]),
+                   float(run["max_error_share"]), float(run["max_parse_fallback_share"]), bool(run["progress"]), bool(run["print_summary"]),
                    bool(run["overwrite"]))
 
 
@@ -244,9 +245,10 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
         raise ConfigError(f"run.k={run.get('k')!r}: must be an integer >= 1 (the depth of each ranked list)")
     if dataset.get("sample") is not None and not _int_at_least(dataset["sample"], 1):
         raise ConfigError(f"dataset.sample={dataset['sample']!r}: must be null (every query) or an integer >= 1")
-    share = run.get("max_error_share")
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
-        raise ConfigError(f"run.max_error_share={share!r}: must be a number in [0, 1]")
+    for key in ("max_error_share", "max_parse_fallback_share"):
+        share = run.get(key)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+            raise ConfigError(f"run.{key}={share!r}: must be a number in [0, 1]")
     for key, value in (("dataset.name", dataset.get("name")), ("method.name", method.get("name")),
                        ("method.variant", method.get("variant", "x") or "x")):
         if not isinstance(value, str) or not _PLAIN_NAME.match(value) or ".." in value:
@@ -322,6 +324,8 @@ def run_job(cfg: DictConfig) -> RunOutcome:
         method.close()
     per_query = pd.DataFrame(searched.records)
     check_error_share(per_query, plan.settings.max_error_share)
+    check_llm_failures(llm_failure_summary(per_query, plan.settings.max_parse_fallback_share),
+                       plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
     ended = dt.datetime.now(dt.timezone.utc)
     manifest = {
@@ -430,6 +434,9 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
             rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
                                      row.category if plan.answer_rules == "locomo" else None))
             rec.update(encode_cells(res.timings_ms, res.flags))
+            llm = res.flags.get(LLM_FAILURES)
+            if llm is not None:  # a query that called an LLM: its failed calls (lethe.core.protocol)
+                rec.update(llm_infra_failures=int(llm["infra"]), llm_parse_fallbacks=int(llm["parse"]))
     finally:
         bar.close()
     return Searched(run, records, index_seconds, index_calls)
@@ -441,6 +448,32 @@ def check_error_share(per_query: pd.DataFrame, max_share: float) -> None:
     if len(per_query) and n_err / len(per_query) > max_share:
         first = per_query.loc[per_query["status"] == "error", "error"].iloc[0]
         raise RunFailed(f"{n_err}/{len(per_query)} queries failed (max_error_share={max_share}); first error: {first}")
+
+
+def llm_failure_summary(per_query: pd.DataFrame, max_parse_share: float) -> dict[str, Any]:
+    """Queries that called an LLM, those with a failed call that got no answer (infra) and those where an
+    unparseable answer was replaced by a fallback (parse), with shares; ``degraded`` past ``max_parse_share``.
+    {} when no query called an LLM."""
+    if "llm_infra_failures" not in per_query:
+        return {}
+    used = per_query["llm_infra_failures"].notna()
+    n = int(used.sum())
+    infra = int((per_query.loc[used, "llm_infra_failures"] > 0).sum())
+    parse = int((per_query.loc[used, "llm_parse_fallbacks"] > 0).sum())
+    return {"llm": {"queries": n, "infra_failure_queries": infra, "infra_failure_share": infra / n if n else 0.0,
+                    "parse_fallback_queries": parse, "parse_fallback_share": parse / n if n else 0.0,
+                    "max_parse_fallback_share": max_parse_share,
+                    "degraded": bool(n and parse / n > max_parse_share)}}
+
+
+def check_llm_failures(summary: Mapping[str, Any], max_share: float) -> None:
+    """RunFailed when the share of LLM-using queries whose LLM call got no answer exceeds ``max_share``: the
+    run's numbers would be those of its fallbacks, filed under the LLM method's name."""
+    llm = summary.get("llm")
+    if llm and llm["infra_failure_share"] > max_share:
+        raise RunFailed(f"{llm['infra_failure_queries']}/{llm['queries']} queries had an LLM call fail without an "
+                        f"answer (connection or HTTP error, timeout; max_error_share={max_share}); the per-query "
+                        f"flags name the causes (qu_rules / llm_fallback / rerank)")
 
 
 def evaluate(plan: RunPlan, ds: Dataset, queries: pd.DataFrame, counts: Mapping[str, int],
@@ -467,4 +500,5 @@ def evaluate(plan: RunPlan, ds: Dataset, queries: pd.DataFrame, counts: Mapping[
         "qps": (len(lat) / (sum(lat) / 1e3)) if lat and sum(lat) > 0 else None,
     }
     metrics.update(answer_summary(per_query))
+    metrics.update(llm_failure_summary(per_query, plan.settings.max_parse_fallback_share))
     return per_query, metrics

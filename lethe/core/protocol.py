@@ -49,6 +49,25 @@ class SearchResult:
     flags: dict[str, Any] = field(default_factory=dict)
 
 
+LLM_FAILURES = "llm_failures"   # the per-query flag below
+
+
+def record_llm_failures(flags: dict[str, Any], infra: int = 0, parse: int = 0) -> None:
+    """Count, in ``flags["llm_failures"]``, this query's LLM calls that failed: ``infra`` = no usable answer
+    (connection or HTTP error, timeout of a call that had to answer) and ``parse`` = an answer that did not
+    parse (a fallback answered instead). A method that calls an LLM records every query, zeros included:
+    the runner fails a run whose share of queries with infra failures exceeds ``run.max_error_share`` and
+    marks it degraded past ``run.max_parse_fallback_share``."""
+    rec = flags.setdefault(LLM_FAILURES, {"infra": 0, "parse": 0})
+    rec["infra"] += int(infra)
+    rec["parse"] += int(parse)
+
+
+def count_fallback_causes(causes: Sequence[str]) -> tuple[int, int]:
+    """(infra, parse) from fallback causes ``timeout`` / ``error`` / ``parse``."""
+    return sum(c in ("timeout", "error") for c in causes), sum(c == "parse" for c in causes)
+
+
 @runtime_checkable
 class Method(Protocol):
     def index(self, docs: Sequence[Doc]) -> None:

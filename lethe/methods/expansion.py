@@ -82,7 +82,7 @@ from lethe.llm.base import Decoding, LLMBackend
 from lethe.llm.parsing import ExactTerms, Keywords, normalize, parse_exact_terms, parse_keywords, parse_passage
 from lethe.llm.prompts import load_prompt
 from lethe.stages.understanding.llm import CallStats, Outcome, as_decoding, ask, build_llm
-from lethe.core.protocol import Doc, Query, SearchResult
+from lethe.core.protocol import Doc, Query, SearchResult, count_fallback_causes, record_llm_failures
 
 __all__ = ["HyDESearch", "KeywordSearch", "KeywordBoostSearch", "DEFAULT_DECODING"]
 
@@ -141,6 +141,7 @@ class _ExpansionMethod:
         timings["llm"] += out.latency_ms
         flags["llm_calls"] += 1
         flags["llm_cached"] += int(out.cached)
+        record_llm_failures(flags, *count_fallback_causes([] if out.ok else [str(out.cause)]))
         if not out.ok:
             self.stats[component].fallbacks += 1
             flags["llm_fallback"].append(f"{component}:{out.cause}")

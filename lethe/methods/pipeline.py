@@ -41,7 +41,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.core.protocol import Annotates, Doc, Query, SearchResult, UsesQuerySet
+from lethe.core.protocol import (Annotates, Doc, Query, SearchResult, UsesQuerySet, count_fallback_causes,
+                                 record_llm_failures)
 from lethe.retrieval.bm25 import BM25Index
 from lethe.retrieval.dense import make_embedder
 from lethe.retrieval.embedder import Embedder
@@ -274,6 +275,9 @@ class LethePipeline:
             u = p.understanding
             flags.update({"rewritten": u.rewritten if u.rewritten != u.original else None,
                           "subqueries": list(u.subqueries[1:]), "qu_rules": list(u.rules)})
+            if isinstance(self.qu, TimesLLMCalls):  # an LLM backend: its failed calls fell back to the rules
+                causes = [r.split(":")[2] for r in u.rules if r.startswith("llm_fallback:")]
+                record_llm_failures(flags, *count_fallback_causes(causes))
         flags.update({"alpha": round(float(alpha), 4), "lambda": round(float(lam), 4),
                       "candidates": int(sum(len(c.idx) for c in p.subs))})
         if self.it4.active:

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from lethe.stages.contradiction.rules import Conflict, demote
-from lethe.core.protocol import Doc, Query, SearchResult
+from lethe.core.protocol import Doc, Query, SearchResult, record_llm_failures
 
 
 @dataclass(frozen=True)
@@ -219,6 +219,8 @@ class Iteration4:
                                "predicted_stops": res.predicted_stops, "probes": res.probes,
                                "fallback_used": res.fallback_used,
                                "llm_ms": round(res.llm_ms, 1)}
+            # budget timeouts are the design (unjudged candidates keep their prior order), not failures
+            record_llm_failures(flags, infra=res.errors, parse=res.parse_failures)
         if self.detector is not None and ranking:
             t0 = time.perf_counter()
             conflicts = self._conflicts
@@ -230,6 +232,8 @@ class Iteration4:
                 det = {"scope": f"top{self.ct_cfg.check_depth}", "pairs_considered": res_d.pairs_considered,
                        "judged": res_d.judged, "parse_failures": res_d.parse_failures,
                        "timeouts": res_d.timeouts, "errors": res_d.errors, "llm_ms": round(res_d.llm_ms, 1)}
+                if self.ct_cfg.backend == "llm":
+                    record_llm_failures(flags, infra=res_d.errors, parse=res_d.parse_failures)
             in_ranking = {d for d, _ in ranking}
             hit = [c for c in conflicts if c.stale_doc_id in in_ranking]
             if hit and self.ct_cfg.penalty > 0:
@@ -248,11 +252,14 @@ class Iteration4:
             return
         contexts = [docs_by_id[d].text for d, _ in result.ranking[: self.gen_cfg.context_docs]]
         g = self.generator.generate(query.text, contexts)
+        record_llm_failures(result.flags, infra=int(g.status in ("timeout", "error")))
         result.timings_ms["generation"] = g.llm_ms
         out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
                                "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
         if self.judge is not None and g.answer is not None:
             j = self.judge.judge(g.answer, contexts, query.text)
+            record_llm_failures(result.flags, infra=int(j.status in ("timeout", "error")),
+                                parse=int(j.status == "parse_failure"))
             result.timings_ms["judge"] = j.llm_ms
             # only a model judgment counts: abstentions (not sent to the judge) and failures stay None
             out.update(supported=j.supported if j.status == "ok" else None, p_supported=j.p_supported,
