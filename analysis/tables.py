@@ -35,8 +35,22 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
             "P95 latency (ms, this machine)": fmt(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
             f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
             "Hallucination": hallucination_cell(pq),
+            "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
         })
     return pd.DataFrame(rows)
+
+
+def llm_failure_cell(metrics: Mapping[str, Any]) -> str:
+    """Shares of the run's LLM-using queries whose LLM call got no answer / whose unparseable answer a
+    fallback replaced ("degraded" past run.max_parse_fallback_share); "-" for a run without LLM calls,
+    n/m for a run made before these were counted."""
+    llm = metrics.get("llm")
+    if llm is None:
+        return NM
+    if not llm.get("queries"):
+        return "-"
+    cell = f"{100 * llm['infra_failure_share']:.1f}% / {100 * llm['parse_fallback_share']:.1f}%"
+    return cell + " (degraded)" if llm.get("degraded") else cell
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:

@@ -453,9 +453,9 @@ def check_error_share(per_query: pd.DataFrame, max_share: float) -> None:
 def llm_failure_summary(per_query: pd.DataFrame, max_parse_share: float) -> dict[str, Any]:
     """Queries that called an LLM, those with a failed call that got no answer (infra) and those where an
     unparseable answer was replaced by a fallback (parse), with shares; ``degraded`` past ``max_parse_share``.
-    {} when no query called an LLM."""
+    ``{"llm": {"queries": 0}}`` when no query called an LLM."""
     if "llm_infra_failures" not in per_query:
-        return {}
+        return {"llm": {"queries": 0}}
     used = per_query["llm_infra_failures"].notna()
     n = int(used.sum())
     infra = int((per_query.loc[used, "llm_infra_failures"] > 0).sum())
@@ -470,7 +470,7 @@ def check_llm_failures(summary: Mapping[str, Any], max_share: float) -> None:
     """RunFailed when the share of LLM-using queries whose LLM call got no answer exceeds ``max_share``: the
     run's numbers would be those of its fallbacks, filed under the LLM method's name."""
     llm = summary.get("llm")
-    if llm and llm["infra_failure_share"] > max_share:
+    if llm and llm["queries"] and llm["infra_failure_share"] > max_share:
         raise RunFailed(f"{llm['infra_failure_queries']}/{llm['queries']} queries had an LLM call fail without an "
                         f"answer (connection or HTTP error, timeout; max_error_share={max_share}); the per-query "
                         f"flags name the causes (qu_rules / llm_fallback / rerank)")
