@@ -157,8 +157,11 @@ def _new_temp_dir(final: Path) -> tuple[Path, int | None]:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
         try:
             os.chmod(tmp, mode)
-            fd = _lock_folder(tmp, blocking=True)
         except FileNotFoundError:  # a cleaner took it for debris before it was locked: start again
+            continue
+        try:
+            fd = _lock_folder(tmp, blocking=True)
+        except FileNotFoundError:
             continue
         except OSError as err:
             log.debug("cannot lock %s (%s); stale folders of %s will not be removed", tmp, err, final)
