@@ -305,11 +305,19 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     ds = read_dataset(ds_folder, cfg.dataset.name)
     plan = plan_run(cfg, ds_folder, ds)
     ident = plan.identity
-    if RunFolder(ident.folder).is_done and not plan.settings.overwrite:
-        log.info("skip: %s is done", ident.folder)
-        print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done")
-        return RunOutcome(ident.folder, True)
+    # the run's lock: an identical job running at the same time is waited for, then this one skips
+    with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
+        if not fresh:
+            log.info("skip: %s is done", ident.folder)
+            print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done")
+            return RunOutcome(ident.folder, True)
+        execute(plan, ds)
+    return RunOutcome(ident.folder, False)
 
+
+def execute(plan: RunPlan, ds: Dataset) -> None:
+    """Compute the run ``plan`` describes on ``ds`` and write its results folder (the caller holds its lock)."""
+    ident, ds_folder = plan.identity, plan.dataset_folder
     started = dt.datetime.now(dt.timezone.utc)
     rss_start, load_start = peak_rss_mb(), load_average()
     queries, counts = select_queries(ds, plan.selection)
@@ -358,7 +366,6 @@ def run_job(cfg: DictConfig) -> RunOutcome:
 
         print(format_table([metrics]))
         print(f"results: {ident.folder}")
-    return RunOutcome(ident.folder, False)
 
 
 def bind_method(method: Any, plan: RunPlan, docs_by_scope: Mapping[str, list[Doc]], query_ids: list[str]) -> None:
