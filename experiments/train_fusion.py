@@ -1,6 +1,8 @@
-"""Train Lethe iteration 3's learned fusion for one dataset (``make fusion-models``).
+"""Train Lethe iteration 3's learned fusion for one dataset (``make fusion-models``; settings:
+``conf/train_fusion.yaml``).
 
-    python -m experiments.train_fusion dataset=lethebench [method=lethe_iter3] [--force] [overrides]
+    python -m experiments.train_fusion dataset=lethebench [method=lethe_iter3] [force=true] [overrides]
+    python -m experiments.train_fusion -m dataset=lethebench,locomo     # several datasets (a Hydra sweep)
 
 1. Runs the method's base pipeline (the same config with learned fusion off) over the labelled
    queries exactly as the runner would (each query sees only its eligible docs) and, per query,
@@ -24,10 +26,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import hydra
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
@@ -35,14 +37,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
-from experiments.config import load_config, to_dict
+from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
-from experiments.provenance import git_info
 from experiments.runner import group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
 from lethe.core.hashing import sha256_file
+from lethebench.provenance import git_info
 from lethebench.schema import Dataset, read_dataset
 
 FAMILIES = ("constant", "ridge", "forest", "gbr")
@@ -253,7 +255,7 @@ def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     """(model folder, trained now): train and save the model of ``cfg`` unless it exists (or ``force``)."""
     folder = model_folder(cfg)
     if (folder / "card.json").is_file() and not force:
-        print(f"[keep] {folder} exists (use --force to retrain)")
+        print(f"[keep] {folder} exists (force=true retrains)")
         return folder, False
     model = train(cfg, progress=bool(cfg.run.progress))
     if config_key(model.card["base"], model.card["training"]) != folder.name:
@@ -264,14 +266,10 @@ def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     return folder, True
 
 
-def main(argv: Sequence[str]) -> int:
-    force = "--force" in argv
-    overrides = [a for a in argv if a != "--force"]
-    if not any(o.startswith("method=") for o in overrides):
-        overrides.append("method=lethe_iter3")
-    ensure_model(load_config(overrides), force=force)
-    return 0
+@hydra.main(config_path="../conf", config_name="train_fusion", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    ensure_model(cfg, force=bool(cfg.force))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main()

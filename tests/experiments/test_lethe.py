@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from experiments import train_fusion
+from experiments.config import load_config
 from experiments.runner import RunFailed, run_experiment
 from lethe.stages.learned_fusion import FEATURES, LeakageError
 from lethebench.schema import Dataset
@@ -80,7 +81,10 @@ def test_learned_fusion_with_splits_never_reads_test_labels(cfg_for, monkeypatch
 
 
 def test_iteration_3_scores_only_unseen_queries(cfg_for):
-    assert train_fusion.main([f"{o}" for o in _cli(cfg_for, *SMALL_LB, *FAST)]) == 0
+    # trained as `python -m experiments.train_fusion <overrides>` does: its top config, conf/train_fusion.yaml
+    top = load_config(_cli(cfg_for, *SMALL_LB, *FAST), config_name="train_fusion")
+    folder, _ = train_fusion.ensure_model(top, force=bool(top.force))
+    assert (folder / "card.json").is_file() and folder == train_fusion.model_folder(cfg_for(*SMALL_LB, *FAST))
     folder = run_experiment(cfg_for(*SMALL_LB, *FAST))
     pq = pd.read_parquet(folder / "per_query.parquet")
     assert set(pq["status"]) == {"ok"} and len(pq) == 12
