@@ -188,7 +188,7 @@ def read_dataset(folder: str | Path, name: str | None = None) -> Dataset:
     folder = Path(folder)
     for f in ("corpus.parquet", "queries.parquet", "qrels.trec", "card.json"):
         if not (folder / f).is_file():
-            raise DatasetError(f"{folder}: missing {f}; build the dataset first (python -m lethebench.build)")
+            raise DatasetError(f"{folder}: missing {f}; build the dataset first (python -m experiments.build_data dataset=<name>)")
     contra = folder / "contradictions.parquet"
     ds = Dataset(
         name=name or folder.name,
