@@ -31,17 +31,29 @@ def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Non
     atomic_write_text(path, "".join(lines))
 
 
+def _lines(path: str | Path) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from exc
+
+
 def read_qrels(path: str | Path) -> Qrels:
-    """Read TREC qrels; grades <= 0 are dropped (non-relevant)."""
+    """Read TREC qrels; grades <= 0 are dropped (non-relevant). A malformed line raises ValueError
+    naming the file and line."""
     out: Qrels = {}
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 4:
             raise ValueError(f"{path}:{n}: expected 'qid 0 docid grade', got {line!r}")
         qid, _, did, grade = parts
-        g = int(grade)
+        try:
+            g = int(grade)
+        except ValueError:
+            raise ValueError(f"{path}:{n}: grade {grade!r} is not an integer (line {line!r}; expected 'qid 0 docid "
+                             f"grade' with an integer grade, > 0 for relevant)") from None
         out.setdefault(qid, {})
         if g > 0:
             out[qid][did] = g
@@ -60,11 +72,15 @@ def write_run(run: Mapping[str, Sequence[tuple[str, float]]], path: str | Path, 
 def read_run(path: str | Path) -> dict[str, Ranking]:
     """Read a TREC run into qid -> [(docid, score)] in file order."""
     out: dict[str, Ranking] = {}
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 6:
             raise ValueError(f"{path}:{n}: expected 'qid Q0 docid rank score tag', got {line!r}")
-        out.setdefault(parts[0], []).append((parts[2], float(parts[4])))
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise ValueError(f"{path}:{n}: score {parts[4]!r} is not a number (line {line!r})") from None
+        out.setdefault(parts[0], []).append((parts[2], score))
     return out
