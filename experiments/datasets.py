@@ -14,6 +14,7 @@ from lethe.core.models import resolve_model
 from lethebench.build import build_dataset, build_key
 from lethe.core.hashing import sha256_file
 from lethebench.chunking import ChunkParams
+from lethebench.schema import Dataset, dataset_content_sha256
 
 
 def chunk_params(cfg: DictConfig) -> ChunkParams:
@@ -41,11 +42,35 @@ def prepare_dataset(cfg: DictConfig, force: bool = False, embedder: Embedder | N
     )
 
 
+def _folder_key(folder: Path, card: dict, content_sha256: str) -> str:
+    """Key of a dataset given as a folder (``dataset.folder``): its card's build key (else the card's
+    sha256) plus the content hash of its checked data files, so a folder edited in place (and its card
+    updated, lethebench.schema.update_card_hashes) gets a new key and its runs a new config hash."""
+    base = card.get("build", {}).get("key") or sha256_file(folder / "card.json")[:16]
+    return f"{base}+{content_sha256[:16]}"
+
+
 def dataset_build_key(cfg: DictConfig) -> str:
-    """The build key of ``cfg.dataset`` without building it (the key its processed folder has or will have)."""
+    """The build key of ``cfg.dataset`` without building it (the key its processed folder has or will have).
+
+    For ``dataset.folder`` the key includes the content hash of the folder's data files, checked
+    against its card (a file changed after the card was written raises DatasetError naming it).
+    """
     if cfg.dataset.get("folder"):
         folder = _custom_folder(cfg)
         card = json.loads((folder / "card.json").read_text())
-        return card.get("build", {}).get("key") or sha256_file(folder / "card.json")
+        return _folder_key(folder, card, dataset_content_sha256(folder))
     tokenizer_sha = resolve_model(to_dict(cfg.embedder)).sha256
     return build_key(to_dict(cfg.dataset), project_path(cfg.data.root), chunk_params(cfg), tokenizer_sha)
+
+
+def dataset_key(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> str:
+    """The dataset's part of a run's identity, from the folder ``prepare_dataset(cfg)`` returned and the
+    Dataset ``read_dataset`` read from it (no file is hashed again): equal to ``dataset_build_key(cfg)``.
+    Built datasets: their build key (the folder's name; read_dataset checked the files against the card).
+    ``dataset.folder``: the card's key plus the content hash of the checked files (``ds.content_sha256``)."""
+    if cfg.dataset.get("folder"):
+        if ds.content_sha256 is None:
+            raise ValueError(f"dataset {cfg.dataset.name}: the Dataset has no content_sha256; read it with read_dataset")
+        return _folder_key(ds_folder, ds.card, ds.content_sha256)
+    return ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")

@@ -3,21 +3,30 @@
 A processed dataset is a folder holding ``corpus.parquet``, ``queries.parquet``, ``qrels.trec``,
 optionally ``contradictions.parquet``, and ``card.json`` / ``card.md``. :class:`Dataset` is the
 in-memory form; :func:`validate` rejects bad input with a message that says what and where.
+
+``card.json`` records the sha256 of every data file (``outputs_sha256``); :func:`read_dataset`
+checks the files against it, so a file edited after the folder was written is an error, never a
+silently reused dataset, and gives the content hash of the checked files
+(:attr:`Dataset.content_sha256`, :func:`dataset_content_sha256`) for run identities.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from lethe.core.atomic import atomic_dir
+from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethebench.card import render_card_md
 from lethe.core.hashing import sha256_file
 from lethebench.trec import Qrels, read_qrels, write_qrels
+
+log = logging.getLogger(__name__)
 
 # column -> pandas dtype family: "str", "int", "str?" (nullable str), "list" (list of str), "json"
 CORPUS_COLUMNS: dict[str, str] = {
@@ -63,8 +72,9 @@ class Dataset:
 
     ``corpus`` and ``queries`` follow :data:`CORPUS_COLUMNS` / :data:`QUERY_COLUMNS`; ``meta`` cells
     are JSON strings. ``qrels`` maps query_id -> {doc_id: grade >= 1}. Queries without a ``split``
-    column (folders written before it existed, hand-built tables) get one: the ``split`` their
-    ``meta`` names, else null.
+    column (folders written before it existed, hand-built tables) get one, null for every query.
+    ``content_sha256`` is the content hash of the folder's data files (:func:`content_sha256`), set
+    by :func:`read_dataset` and :func:`write_dataset`; None for a dataset that was never on disk.
     """
 
     name: str
@@ -73,6 +83,7 @@ class Dataset:
     qrels: Qrels
     contradictions: pd.DataFrame | None = None
     card: dict[str, Any] = field(default_factory=dict)
+    content_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if "split" not in self.queries.columns:  # a dataset without splits may omit the column
@@ -166,6 +177,93 @@ def validate(ds: Dataset) -> None:
                     raise DatasetError(f"{where}: row {i}: unknown doc '{did}'")
 
 
+DATA_SUFFIXES = (".parquet", ".trec")  # the data files of a folder; card.json records their sha256
+
+# (resolved path, size, mtime_ns, inode) -> sha256: a file is hashed once per process until it changes, so
+# a large dataset read again (another job of a sweep in the same process) is not rehashed. Kept in memory,
+# never in the content-addressed folder.
+_SHA256_CACHE: dict[tuple[str, int, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    sha = _SHA256_CACHE.get(key)
+    if sha is None:
+        sha = _SHA256_CACHE[key] = sha256_file(path)
+    return sha
+
+
+def _data_files(folder: Path) -> list[str]:
+    return sorted(f.name for f in folder.iterdir() if f.is_file() and f.suffix in DATA_SUFFIXES)
+
+
+def content_sha256(files_sha256: Mapping[str, str]) -> str:
+    """The content hash of a dataset: sha256 of its data files' names and sha256 (sorted JSON)."""
+    return hashlib.sha256(json.dumps(dict(files_sha256), sort_keys=True).encode()).hexdigest()
+
+
+def _read_card(folder: Path) -> dict[str, Any]:
+    path = folder / "card.json"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(card, dict):
+        raise DatasetError(f"{path}: expected a JSON object, got {type(card).__name__}")
+    return card
+
+
+def _fix_hint(folder: Path, card: Mapping[str, Any]) -> str:
+    if isinstance(card.get("build"), dict):
+        return ("rebuild it (python -m experiments.build_data dataset=<name> force=true), or delete the folder so "
+                "the next run builds it again")
+    return (f"if the change is intended, record the new hashes with lethebench.schema.update_card_hashes('{folder}') "
+            f"(it validates the folder first)")
+
+
+def verify_files(folder: str | Path, card: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """sha256 of every data file of ``folder`` (``*.parquet``, ``*.trec``), checked against ``card.json``.
+
+    Raises :class:`DatasetError` naming the file when a file's sha256 differs from the one
+    ``outputs_sha256`` records, a recorded file is missing, or a data file is not recorded. A card
+    without ``outputs_sha256`` (a folder assembled by hand) cannot be checked: a warning says so and
+    the hashes are returned unchecked. Hashes are cached in memory by path, size, mtime and inode.
+    """
+    folder = Path(folder)
+    card = _read_card(folder) if card is None else card
+    actual = {f: _file_sha256(folder / f) for f in _data_files(folder)}
+    expected = card.get("outputs_sha256")
+    if expected is None:
+        log.warning("%s: card.json has no outputs_sha256, so its files cannot be checked; write the folder with "
+                    "lethebench.schema.write_dataset or call update_card_hashes on it", folder)
+        return actual
+    if not isinstance(expected, dict) or not all(isinstance(v, str) for v in expected.values()):
+        raise DatasetError(f"{folder / 'card.json'}: outputs_sha256 must map file names to sha256 hex strings, "
+                           f"got {expected!r:.120}")
+    for name, sha in sorted(expected.items()):
+        if name not in actual:
+            raise DatasetError(f"{folder / name}: missing, but card.json lists it in outputs_sha256; "
+                               f"{_fix_hint(folder, card)}")
+        if actual[name] != sha:
+            raise DatasetError(
+                f"{folder / name}: content changed after the dataset was written (sha256 {actual[name][:16]}..., "
+                f"card.json records {sha[:16]}...); a changed file must not be used under the old dataset's "
+                f"identity: {_fix_hint(folder, card)}"
+            )
+    extra = sorted(set(actual) - set(expected))
+    if extra:
+        raise DatasetError(f"{folder / extra[0]}: data file not listed in card.json outputs_sha256 "
+                           f"(unlisted: {extra}); {_fix_hint(folder, card)}")
+    return actual
+
+
+def dataset_content_sha256(folder: str | Path) -> str:
+    """The content hash of a processed folder's data files, after :func:`verify_files` checked them
+    against its card (without reading the tables). Equal to ``read_dataset(folder).content_sha256``."""
+    return content_sha256(verify_files(folder))
+
+
 def write_dataset(ds: Dataset, folder: str | Path) -> Path:
     """Validate ``ds`` and write it atomically to ``folder`` (replacing an older copy)."""
     validate(ds)
@@ -176,27 +274,34 @@ def write_dataset(ds: Dataset, folder: str | Path) -> Path:
         write_qrels(ds.qrels, tmp / "qrels.trec")
         if ds.contradictions is not None:
             ds.contradictions.to_parquet(tmp / "contradictions.parquet", index=False)
-        files = sorted(f.name for f in tmp.iterdir() if f.suffix in (".parquet", ".trec"))
+        files = sorted(f.name for f in tmp.iterdir() if f.suffix in DATA_SUFFIXES)
         ds.card = {**ds.card, "outputs_sha256": {f: sha256_file(tmp / f) for f in files}}
         (tmp / "card.json").write_text(json.dumps(ds.card, indent=2, sort_keys=True) + "\n")
         (tmp / "card.md").write_text(render_card_md(ds.card))
+    ds.content_sha256 = content_sha256(ds.card["outputs_sha256"])
     return folder
 
 
-def read_dataset(folder: str | Path, name: str | None = None) -> Dataset:
-    """Read and validate a processed dataset folder."""
-    folder = Path(folder)
-    for f in ("corpus.parquet", "queries.parquet", "qrels.trec", "card.json"):
-        if not (folder / f).is_file():
-            raise DatasetError(f"{folder}: missing {f}; build the dataset first (python -m experiments.build_data dataset=<name>)")
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file; all mean the same
+        raise DatasetError(f"{path}: cannot read it as parquet ({type(exc).__name__}: {exc})") from exc
+
+
+def _load(folder: Path, name: str | None, card: dict[str, Any]) -> Dataset:
+    try:
+        qrels = read_qrels(folder / "qrels.trec")
+    except ValueError as exc:  # the message names file and line
+        raise DatasetError(str(exc)) from exc
     contra = folder / "contradictions.parquet"
     ds = Dataset(
         name=name or folder.name,
-        corpus=pd.read_parquet(folder / "corpus.parquet"),
-        queries=pd.read_parquet(folder / "queries.parquet"),
-        qrels=read_qrels(folder / "qrels.trec"),
-        contradictions=pd.read_parquet(contra) if contra.is_file() else None,
-        card=json.loads((folder / "card.json").read_text()),
+        corpus=_read_parquet(folder / "corpus.parquet"),
+        queries=_read_parquet(folder / "queries.parquet"),
+        qrels=qrels,
+        contradictions=_read_parquet(contra) if contra.is_file() else None,
+        card=card,
     )
     for df in (ds.corpus, ds.queries):
         for col in ("entities", "history"):
@@ -204,6 +309,43 @@ def read_dataset(folder: str | Path, name: str | None = None) -> Dataset:
                 df[col] = [list(v) for v in df[col]]
     validate(ds)
     return ds
+
+
+def _check_required(folder: Path) -> None:
+    for f in ("corpus.parquet", "queries.parquet", "qrels.trec", "card.json"):
+        if not (folder / f).is_file():
+            raise DatasetError(f"{folder}: missing {f}; build the dataset first (python -m experiments.build_data dataset=<name>)")
+
+
+def read_dataset(folder: str | Path, name: str | None = None) -> Dataset:
+    """Read and validate a processed dataset folder, after checking its files against ``card.json``
+    (:func:`verify_files`); the result carries their content hash (``content_sha256``)."""
+    folder = Path(folder)
+    _check_required(folder)
+    card = _read_card(folder)
+    files = verify_files(folder, card)
+    ds = _load(folder, name, card)
+    ds.content_sha256 = content_sha256(files)
+    return ds
+
+
+def update_card_hashes(folder: str | Path) -> str:
+    """Record the current sha256 of a folder's data files in its ``card.json`` (and ``card.md``), after
+    validating the data; returns the new content hash.
+
+    For a dataset folder of your own (``dataset=custom``) that you edited on purpose: runs on it get a
+    new identity. Never use it on a built folder under ``data.processed`` (its name is the hash of
+    what built it): rebuild that instead.
+    """
+    folder = Path(folder)
+    _check_required(folder)
+    card = _read_card(folder)
+    _load(folder, None, card)
+    files = {f: sha256_file(folder / f) for f in _data_files(folder)}
+    card = {**card, "outputs_sha256": files}
+    atomic_write_text(folder / "card.json", json.dumps(card, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(folder / "card.md", render_card_md(card))
+    return content_sha256(files)
 
 
 @dataclass
