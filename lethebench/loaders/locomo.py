@@ -67,22 +67,41 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             f"LoCoMo file not found at {path}. Point data.root (or LETHE_DATA_ROOT) at the folder that "
             f"holds locomo/locomo10.json; upstream: {UPSTREAM}."
         )
+    raw = path.read_bytes()
     try:
-        data = json.loads(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatasetError(
+            f"{path}: not UTF-8 text: byte {raw[exc.start]:#04x} at line {line}, column {col} (offset {exc.start}) "
+            f"({exc.reason}); LoCoMo files are UTF-8 JSON"
+        ) from exc
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a JSON list of conversations, got {type(data).__name__}")
+    if not data:
+        raise DatasetError(f"{path}: the JSON list holds no conversations; expected at least one "
+                           f"{{sample_id, conversation, qa}} object")
 
     sources, queries, qrels = [], [], {}
     report: dict[str, Any] = {"questions": 0, "without_evidence": [], "dangling_evidence": [],
                               "malformed_evidence_tokens": [], "stray_session_keys": {}}
     for ci, conv in enumerate(data):
+        if not isinstance(conv, dict):
+            raise DatasetError(f"{path}: conversation #{ci}: expected a JSON object, got {type(conv).__name__}")
         for key in ("sample_id", "conversation", "qa"):
             if key not in conv:
                 raise DatasetError(f"{path}: conversation #{ci}: missing key '{key}'")
         sid = str(conv["sample_id"])
         c = conv["conversation"]
+        if not isinstance(c, dict):
+            raise DatasetError(f"{path}: {sid}: key 'conversation' must be an object, got {type(c).__name__}")
+        if not isinstance(conv["qa"], list):
+            raise DatasetError(f"{path}: {sid}: key 'qa' must be a list, got {type(conv['qa']).__name__}")
         sessions = sorted((int(m.group(1)), k) for k in c if (m := _SESSION_RE.match(k)))
         stray = sorted((k for k in c if k.endswith("_date_time") and k[: -len("_date_time")] not in c),
                        key=lambda k: int(re.findall(r"\d+", k)[0]))
@@ -96,6 +115,8 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
                 raise DatasetError(f"{path}: {sid}/{skey}: expected a list of turns, got {type(turns).__name__}")
             when = c.get(f"{skey}_date_time")
             for ti, t in enumerate(turns):
+                if not isinstance(t, dict):
+                    raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: expected a JSON object, got {type(t).__name__}")
                 for key in ("speaker", "dia_id", "text"):
                     if key not in t:
                         raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: missing key '{key}'")
@@ -116,6 +137,8 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
         for qi, qa in enumerate(conv["qa"]):
             report["questions"] += 1
             qid = f"{sid}:q{qi}"
+            if not isinstance(qa, dict):
+                raise DatasetError(f"{path}: {sid} qa #{qi}: expected a JSON object, got {type(qa).__name__}")
             for key in ("question", "category"):
                 if key not in qa:
                     raise DatasetError(f"{path}: {sid} qa #{qi}: missing key '{key}'")
@@ -144,6 +167,9 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
                 "plan_label": None, "answer": None if answer is None else str(answer), "split": None,
                 "meta": json.dumps(meta, sort_keys=True),
             })
+    if not sources:
+        raise DatasetError(f"{path}: no dialog turns in any of its {len(data)} conversation(s); expected "
+                           f"session_<N> lists of turns under 'conversation'")
     src = pd.DataFrame(sources)
     qdf = pd.DataFrame(queries)
     card = {

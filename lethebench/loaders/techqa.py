@@ -119,6 +119,13 @@ def detect_kind(path: Path) -> str:
     return "ibm_technotes"
 
 
+def _json_error(exc: json.JSONDecodeError, line: bool) -> str:
+    """``exc`` as 'what at line L, column C': some of json's messages already end in ' at'
+    ('Unterminated string starting at', 'Invalid control character at'), which is not repeated."""
+    what = exc.msg.removesuffix(" at")
+    return f"{what} at line {exc.lineno}, column {exc.colno}" if line else f"{what} at column {exc.colno}"
+
+
 def _type_error(where: str, key: str, expected: str, value: Any) -> DatasetError:
     return DatasetError(f"{where}: key '{key}': expected {expected}, got {type(value).__name__} {value!r:.60}")
 
@@ -136,7 +143,7 @@ def _read_nvidia(path: Path, col: _Collected) -> None:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+            raise DatasetError(f"{where}: not valid JSON ({_json_error(exc, line=False)})") from exc
         if not isinstance(row, dict):
             raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
         if isinstance(row.get("id"), str | int):
@@ -191,7 +198,7 @@ def _load_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+        raise DatasetError(f"{path}: not valid JSON ({_json_error(exc, line=True)})") from exc
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text ({exc})") from exc
 

@@ -97,3 +97,30 @@ def test_malformed_inputs_name_file_row_and_key(tmp_path, locomo_path):
     bad.write_text(json.dumps(conv))
     with pytest.raises(DatasetError, match=r"conv-26/session_2 turn #1: missing key 'speaker'"):
         load_locomo(bad)
+
+
+def test_non_utf8_file_names_file_line_and_byte(tmp_path, locomo_path):
+    # used to be a bare UnicodeDecodeError naming no file
+    text = locomo_path.read_bytes()[:4000]
+    bad = tmp_path / "locomo10.json"
+    bad.write_bytes(text[:2000] + b"\n\xff" + text[2000:])
+    line = text[:2000].count(b"\n") + 2
+    with pytest.raises(DatasetError, match=rf"locomo10\.json: not UTF-8 text: byte 0xff at line {line}, column 1 "):
+        load_locomo(bad)
+
+
+def test_empty_or_turnless_file_is_a_clear_error(tmp_path):
+    # an empty list used to load, then fail in the build with KeyError: 'scope_id'
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    with pytest.raises(DatasetError, match=r"empty\.json: the JSON list holds no conversations"):
+        load_locomo(empty)
+    turnless = tmp_path / "turnless.json"
+    turnless.write_text(json.dumps([{"sample_id": "c1", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}]))
+    with pytest.raises(DatasetError, match=r"turnless\.json: no dialog turns in any of its 1 conversation"):
+        load_locomo(turnless)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps([["not", "an", "object"]]))
+    with pytest.raises(DatasetError, match=r"wrong\.json: conversation #0: expected a JSON object, got list"):
+        load_locomo(wrong)
+

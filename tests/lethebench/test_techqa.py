@@ -280,6 +280,29 @@ def test_malformed_ibm_files_name_file_item_and_key(ibm_files, which, edit, mess
         load_techqa(*ibm_files.values())
 
 
+def _write_technotes(path):
+    path.write_text(json.dumps({"swg1": {"id": "swg1", "title": "T", "text": "text"}}))
+    return path
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": "Q1", "question": "unterminated', "Unterminated string starting at column 26"),
+    ('{"id": "Q1", "question": "tab\x01"}', "Invalid control character at column 30"),
+])
+def test_json_error_says_at_once(tmp_path, line, message):
+    # json's own message ends in 'at' for these two errors: it used to read "starting at at column 26"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    with pytest.raises(DatasetError, match=r"bad\.jsonl: line 1: not valid JSON \(" + message + r"\)$") as err:
+        load_techqa(bad)
+    assert "at at" not in str(err.value)
+    ibm = tmp_path / "x_Q_A.json"
+    ibm.write_text("[" + line)
+    with pytest.raises(DatasetError, match=r"x_Q_A\.json: not valid JSON \(\w[\w ]+ at line 1, column \d+\)$") as err:
+        load_techqa(ibm, _write_technotes(tmp_path / "technotes.json"))
+    assert "at at" not in str(err.value)
+
+
 def test_truncated_ibm_json_names_file_and_line(ibm_files):
     ibm_files["train"].write_text(ibm_files["train"].read_text()[:200])
     with pytest.raises(DatasetError, match=r"training_Q_A\.json: not valid JSON \(.* at line \d+, column \d+\)"):
