@@ -1,6 +1,9 @@
 """``make bench``: performance figures, as ratios within one run and medians (never test asserts).
 
-Measures on LoCoMo (sections selectable with --only):
+    python -m experiments.bench                                  # every section (make bench)
+    python -m experiments.bench sections=[jobs] tiers=[core]     # some sections; settings: conf/bench.yaml
+
+Measures on LoCoMo (``sections``):
 1. encode throughput of the runner's embedder (cold cache) vs a bare ``SentenceTransformer.encode``
    over the same texts in the same process (target: runner >= 0.9 x bare);
 2. queries/s and P50/P95 warm latency per baseline (full LoCoMo runs into a scratch folder);
@@ -15,14 +18,13 @@ Measures on LoCoMo (sections selectable with --only):
 8. LLM backends (in-process llama.cpp): prompt and generation tokens/s per model, cache-hit
    latency, and the share of ``lethe_iter2_llm``'s per-query latency spent in the LLM (from its
    finished runs);
-9. time per job of the reproduction tiers (``--tiers``), from the declared runs' manifests (wall,
+9. time per job of the reproduction tiers (``tiers``), from the declared runs' manifests (wall,
    method start-up and index build seconds) and the measured prerequisite times (datasets, models).
-Writes ``results/bench/bench.json`` and prints a summary.
+Writes ``<out_dir>/bench.json`` (default ``results/bench``) and prints a summary.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -31,6 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import hydra
+from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
 from lethe.core.paths import PROJECT_ROOT, project_path
@@ -294,58 +299,53 @@ def bench_reproduce(scratch: Path) -> dict[str, Any]:
             "verification": verified}
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Lethe harness benchmarks")
-    ap.add_argument("--texts", type=int, default=2000, help="texts for the encode comparison")
-    ap.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
-    ap.add_argument("--methods", default="window,bm25,bm25_memory,vector,hybrid,faiss_ivf,mmr,cross_encoder")
-    ap.add_argument("--skip-reproduce", action="store_true", help="skip the cold/warm make reproduce timing")
-    ap.add_argument("--lethe", default="lethe_iter1,lethe_iter2,lethe_iter3", help="Lethe iterations for the lethe section")
-    ap.add_argument("--llms", default="smollm2,qwen_coder_0_5b,qwen_coder_1_5b", help="conf/llm configs for the llm section")
-    ap.add_argument("--tiers", default="core,ablations,llm", help="reproduction tiers for the jobs section")
-    ap.add_argument("--run-overrides", default="", help="run-config overrides for the jobs section, e.g. 'results_dir=/x'")
-    ap.add_argument("--only", default=None,
-                    help="comma list of sections: encode,methods,bm25,faiss,analysis,reproduce,lethe,llm,jobs")
-    args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else {"encode", "methods", "bm25", "faiss", "analysis", "reproduce", "lethe", "llm",
-                                                                  "jobs"}
-    if args.skip_reproduce:
-        only.discard("reproduce")
-    out_dir = project_path("results/bench")
+SECTIONS = ("encode", "methods", "bm25", "faiss", "lethe", "llm", "jobs", "analysis", "reproduce")
+
+
+def bench(cfg: DictConfig) -> dict[str, Any]:
+    """Run ``cfg.sections`` (settings: ``conf/bench.yaml``), print each, update ``<out_dir>/bench.json``;
+    return its content."""
+    only = set(cfg.sections)
+    unknown = sorted(only - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"unknown bench sections {unknown}; known: {list(SECTIONS)}")
+    reps = int(cfg.reps)
+    out_dir = project_path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     previous = out_dir / "bench.json"
-    # sections not re-run keep their last figures (--only updates just the sections it names)
+    # sections not re-run keep their last figures (`sections` updates just the sections it names)
     report: dict[str, Any] = json.loads(previous.read_text()) if previous.is_file() else {}
     if "encode" in only:
-        e = report["encode"] = bench_encode(args.texts, args.reps)
+        e = report["encode"] = bench_encode(int(cfg.texts), reps)
         print(f"encode ({e['texts']} LoCoMo turns, median of {e['reps']}): runner {e['runner_texts_per_s']:.1f} texts/s, "
               f"bare SentenceTransformer {e['bare_texts_per_s']:.1f} texts/s, ratio {e['runner_over_bare']:.3f} (target >= 0.9)")
     if "methods" in only:
         with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
-            report["methods"] = bench_methods(args.methods.split(","), Path(scratch) / "runs")
+            report["methods"] = bench_methods(list(cfg.methods), Path(scratch) / "runs")
         print(f"{'method':14} {'queries':>7} {'QPS':>9} {'P50 ms':>8} {'P95 ms':>8} {'index s':>8} {'nDCG@10':>8}")
         for m, r in report["methods"].items():
             print(f"{m:14} {r['queries']:7d} {r['qps']:9.1f} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['index_build_s']:8.2f} {r['ndcg@10']:8.4f}")
     if "bm25" in only:
-        b = report["bm25"] = bench_bm25(args.reps)
-        print(f"BM25 on LoCoMo ({b['in_memory']['queries']} queries, k=100, median of {args.reps}): in-memory "
+        b = report["bm25"] = bench_bm25(reps)
+        print(f"BM25 on LoCoMo ({b['in_memory']['queries']} queries, k=100, median of {reps}): in-memory "
               f"{b['in_memory']['qps']:.0f} q/s, index {b['in_memory']['index_s']:.2f} s; Pyserini {b['pyserini']['qps']:.0f} q/s, "
               f"index {b['pyserini']['index_s']:.2f} s; ratio {b['qps_ratio_in_memory_over_pyserini']:.2f}")
     if "faiss" in only:
-        report["faiss"] = bench_faiss(64, 8, args.reps)
+        ivf = load_config(["method=faiss_ivf"]).method
+        report["faiss"] = bench_faiss(int(ivf.nlist), int(ivf.nprobe), reps)
         for name, r in report["faiss"].items():
             print(f"FAISS-IVF on {name} (nlist used {r['nlist_used']}, nprobe {r['nprobe']}): recall@10 vs exact "
                   f"{r['recall@10_vs_exact']:.4f}, exact {r['exact_ms_per_query']:.3f} ms/q, IVF {r['ivf_ms_per_query (batched)']:.3f} ms/q, "
                   f"speed-up {r['speedup']:.1f}x")
     if "lethe" in only:
         with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
-            report["lethe"] = bench_lethe(args.lethe.split(","), Path(scratch) / "runs")
+            report["lethe"] = bench_lethe(list(cfg.lethe), Path(scratch) / "runs")
         for m, r in report["lethe"].items():
             shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted(r["stage_share"].items(), key=lambda x: -x[1]))
             print(f"{m} on LoCoMo ({r['queries']} queries): P50 {r['p50_ms']:.2f} ms, P95 {r['p95_ms']:.2f} ms "
                   f"(target < 50), nDCG@10 {r['ndcg@10']:.4f}; stages: {shares}, other {r['unattributed_share']:.0%}")
     if "llm" in only:
-        report["llm"] = bench_llm(args.llms.split(","), args.reps)
+        report["llm"] = bench_llm(list(cfg.llms), reps)
         for m, r in report["llm"]["models"].items():
             print(f"LLM {m}: prompt {r['prompt_tokens_per_s'] or float('nan'):.1f} tok/s, generation "
                   f"{r['generation_tokens_per_s'] or float('nan'):.1f} tok/s ({r['prompt_tokens']} prompt tokens, "
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"lethe_iter2_llm on {ds} ({r['queries']} queries, {r['llm']}): mean {r['mean_latency_ms']:.0f} ms per query, "
                   f"LLM {r['mean_llm_ms']:.0f} ms = {r['llm_share']:.0%}")
     if "jobs" in only:
-        report["jobs"] = bench_jobs(args.tiers.split(","), args.run_overrides.split())
+        report["jobs"] = bench_jobs(list(cfg.tiers), [str(o) for o in cfg.run_overrides])
         for tier, j in report["jobs"].items():
             print(f"tier {tier}: {len(j['runs']) - len(j['missing'])} finished runs, {j['total_run_s'] / 60:.1f} min of "
                   f"runs; prerequisites: " + (", ".join(f"{k} {v:.0f} s" for k, v in j["prepare_s"].items()) or "none measured"))
@@ -375,6 +375,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"make reproduce: cold {r['cold_s']:.1f} s, warm {r['warm_s']:.1f} s, warm/cold {r['warm_over_cold']:.3f} (target < 0.25)")
     (out_dir / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"written: {out_dir / 'bench.json'}")
+    return report
+
+
+@hydra.main(config_path="../conf", config_name="bench", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    bench(cfg)
 
 
 if __name__ == "__main__":

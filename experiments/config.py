@@ -34,8 +34,3 @@ def to_dict(cfg: DictConfig | dict) -> dict[str, Any]:
     if isinstance(cfg, dict):
         return cfg
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-
-
-def all_dataset_names() -> list[str]:
-    """Dataset configs that build from upstream files or a generator (all but ``custom``)."""
-    return sorted(p.stem for p in (CONF_DIR / "dataset").glob("*.yaml") if p.stem != "custom")

@@ -1,27 +1,33 @@
 """Each dataset card's difficulty table, from real runs of window, BM25 and vector.
 
-``python -m experiments.difficulty [dataset ...] [key=value overrides]`` runs (or reuses) the three
-baselines on each dataset; ``experiments.reproduce`` calls :func:`write_difficulty` with the core
-tier's declared runs instead. The table (nDCG@10 overall and per category) is written beside the
-processed dataset's card as ``difficulty.json`` (the card itself, which runs record by hash, is never
-rewritten) and, with the card, to ``results/cards/<name>.md``.
+    python -m experiments.difficulty dataset=locomo [key=value overrides]
+    python -m experiments.difficulty -m dataset=locomo,techqa
+
+runs (or reuses) the methods of ``conf/difficulty.yaml`` on the dataset (:func:`difficulty`);
+``experiments.reproduce`` calls :func:`write_difficulty` with the core tier's declared runs instead.
+The table (nDCG@10 overall and per category) is written beside the processed dataset's card as
+``difficulty.json`` (the card itself, which runs record by hash, is never rewritten) and, with the
+card, to ``<cards_dir>/<name>.md``.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from experiments.config import all_dataset_names, load_config
+import hydra
+from omegaconf import DictConfig, open_dict
+
+from experiments.config import load_config
 from lethe.core.paths import project_path
 from experiments.runner import run_experiment
 from lethe.core.atomic import atomic_write_text
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 
-METHODS = ("window", "bm25", "vector")
+OWN_KEYS = ("methods", "cards_dir")   # keys of conf/difficulty.yaml that are not run config
 
 
 def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Path]:
@@ -44,7 +50,7 @@ def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Pat
     return section, project_path(manifest["dataset"]["folder"])
 
 
-def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path = "results/cards") -> dict[str, Any]:
+def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path) -> dict[str, Any]:
     """Write ``difficulty.json`` beside the dataset's card and ``<cards_dir>/<name>.md``; return the section."""
     section, ds_folder = difficulty_section(folders)
     atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
@@ -54,14 +60,26 @@ def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Pa
     return section
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    names = [a for a in argv if "=" not in a] or all_dataset_names()
-    overrides = [a for a in argv if "=" in a]
-    for name in names:
-        folders = {m: run_experiment(load_config([f"dataset={name}", f"method={m}", "run.print_summary=false", *overrides]))
-                   for m in METHODS}
-        write_difficulty(name, folders)
+def method_run_config(cfg: DictConfig, method: str) -> DictConfig:
+    """The run config of ``method`` on ``cfg``'s dataset: ``cfg`` without difficulty's own keys, its
+    method node composed from ``conf/method/<method>.yaml`` (interpolations resolve against ``cfg``)."""
+    run = copy.deepcopy(cfg)
+    with open_dict(run):
+        for key in OWN_KEYS:
+            run.pop(key, None)
+        run.method = load_config([f"method={method}"]).method
+    return run
+
+
+def difficulty(cfg: DictConfig) -> dict[str, Any]:
+    """Run (or reuse) each of ``cfg.methods`` on ``cfg.dataset`` and write the dataset's difficulty table."""
+    folders = {m: run_experiment(method_run_config(cfg, str(m))) for m in cfg.methods}
+    return write_difficulty(str(cfg.dataset.name), folders, str(cfg.cards_dir))
+
+
+@hydra.main(config_path="../conf", config_name="difficulty", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    difficulty(cfg)
 
 
 if __name__ == "__main__":

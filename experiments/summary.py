@@ -1,10 +1,15 @@
-"""One-screen summaries of results folders: ``python -m experiments.summary [results_dir]``."""
+"""One-screen summaries of results folders (settings: ``conf/summary.yaml``).
+
+    python -m experiments.summary [results_dir=results/smoke/runs]
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+import hydra
+from omegaconf import DictConfig
 
 from lethe.core.paths import project_path
 from lethebench.runs import finished_runs
@@ -48,13 +53,18 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), notes])
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    results_dir = project_path(argv[0] if argv else "results/runs")
+def summary(cfg: DictConfig) -> str:
+    """The table of every finished run under ``cfg.results_dir``; SystemExit when there is none."""
+    results_dir = project_path(cfg.results_dir)
     rows = load_metrics(results_dir)
     if not rows:
-        sys.exit(f"no finished runs under {results_dir}")
-    print(format_table(rows))
+        raise SystemExit(f"no finished runs under {results_dir}")
+    return format_table(rows)
+
+
+@hydra.main(config_path="../conf", config_name="summary", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    print(summary(cfg))
 
 
 if __name__ == "__main__":

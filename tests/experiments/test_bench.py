@@ -1,0 +1,34 @@
+"""python -m experiments.bench (conf/bench.yaml): every setting is a key of its top config, an unknown
+section is refused, and the cheap `jobs` section runs on the smoke tier into a folder of one's own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.bench import SECTIONS, bench
+from experiments.config import load_config
+from tests.conftest import DATA_ROOT
+
+
+def test_top_config_lists_every_section():
+    cfg = load_config([], config_name="bench")
+    assert tuple(cfg.sections) == SECTIONS and cfg.reps == 3 and cfg.out_dir == "results/bench"
+    assert list(cfg.tiers) == ["core", "ablations", "llm"] and list(cfg.run_overrides) == []
+
+
+def test_an_unknown_section_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="unknown bench sections"):
+        bench(load_config(["sections=[jobs,warp]", f"out_dir={tmp_path}"], config_name="bench"))
+    assert not (tmp_path / "bench.json").exists()
+
+
+def test_jobs_section_on_the_smoke_tier(tmp_path):
+    runs = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'processed'}", f"results_dir={tmp_path / 'runs'}"]
+    cfg = load_config(["sections=[jobs]", "tiers=[smoke]", f"out_dir={tmp_path / 'bench'}",
+                       "run_overrides=[" + ",".join(f"'{o}'" for o in runs) + "]"], config_name="bench")
+    report = bench(cfg)
+    assert set(report) == {"jobs"} and len(report["jobs"]["smoke"]["missing"]) == 20   # nothing run in these folders
+    (tmp_path / "bench" / "bench.json").write_text(json.dumps({**report, "encode": {"kept": True}}))
+    assert bench(cfg)["encode"] == {"kept": True}   # sections not run keep their figures
