@@ -21,18 +21,19 @@
   (uncapped and capped at ``max_pairs``) and candidates per scope; no model involved.
 - :func:`write_tables`: ``contradiction_detection.md`` and ``.json`` (one row per backend).
 
-CLI (writes ``results/tables/contradiction_detection.{md,json}``)::
+CLI (settings: ``conf/contradiction_detection.yaml``; writes ``contradiction_detection.{md,json}`` and
+``manifest.json`` to ``out_dir``; :func:`study` does the work from a composed config)::
 
-    python -m analysis.contradiction_detection --backends rules,llm --llm qwen_coder_0_5b \\
-        --scopes 20 --split test --seed 0 [--dataset data/processed/lethebench/<key>] [--max-pairs 30]
+    python -m analysis.contradiction_detection backends=[rules,llm] llms=[qwen_coder_0_5b] \\
+        scopes=20 split=test seed=0 [dataset_folder=data/processed/lethebench/<key>] [max_pairs=30]
 
-``rules`` is evaluated on the sample and (unless ``--no-rules-all``) on all scopes; each ``--llm``
-config (``conf/llm/<name>.yaml``, comma-separated) is one ``llm`` row on the sample.
+``rules`` is evaluated on the sample and (unless ``rules_all=false``) on all scopes; each of ``llms``
+(``conf/llm/<name>.yaml``) is one ``llm`` row on the sample.
 """
 
 from __future__ import annotations
 
-import argparse
+import datetime as dt
 import json
 import math
 import random
@@ -41,7 +42,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from lethe.core.paths import PROJECT_ROOT
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from analysis.studies import command_line, write_manifest
+from lethe.core.paths import CONF_DIR, project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethe.core.protocol import Doc
 from lethebench.schema import read_dataset
@@ -287,95 +292,88 @@ def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, 
 
 
 # ---------------------------------------------------------------- CLI
-def _default_dataset() -> Path:
-    base = PROJECT_ROOT / "data" / "processed" / "lethebench"
+def dataset_folder(cfg: DictConfig) -> Path:
+    """``cfg.dataset_folder``, or the only processed LetheBench build under ``cfg.processed_dir``."""
+    if cfg.dataset_folder:
+        return project_path(cfg.dataset_folder)
+    base = project_path(cfg.processed_dir)
     found = sorted(p for p in base.glob("*") if (p / "card.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
-        raise SystemExit(f"pass --dataset: {len(found)} processed LetheBench folders under {base}: "
+        raise SystemExit(f"set dataset_folder=<processed LetheBench folder>: {len(found)} builds under {base}: "
                          f"{[p.name for p in found]}")
     return found[0]
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(prog="python -m analysis.contradiction_detection", description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", type=Path, default=None, help="processed LetheBench folder (default: the only one)")
-    ap.add_argument("--backends", default="rules", help="comma-separated: rules,llm")
-    ap.add_argument("--llm", default="qwen_coder_0_5b", help="comma-separated conf/llm/<name>.yaml for the llm backend")
-    ap.add_argument("--scopes", type=int, default=None, help="sample size (default: all scopes of --split)")
-    ap.add_argument("--split", default=None, help="train | dev | test (default: all)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-rules-all", action="store_true", help="skip the extra rules row on all scopes")
-    ap.add_argument("--threshold", type=float, default=0.8)
-    ap.add_argument("--max-pairs", type=int, default=40)
-    ap.add_argument("--max-doc-chars", type=int, default=600)
-    ap.add_argument("--budget-ms", type=float, default=None, help="per-scope LLM budget (default: none)")
-    ap.add_argument("--prompt-version", default="v1")
-    ap.add_argument("--n-threads", type=int, default=1)
-    ap.add_argument("--cache-dir", type=Path, default=PROJECT_ROOT / ".cache" / "lethe")
-    ap.add_argument("--no-llm-cache", action="store_true", help="no response cache (fresh calls, honest timings)")
-    ap.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "tables")
-    ap.add_argument("--blocking-only", action="store_true", help="print the blocking statistics only (no detector runs, no files)")
-    a = ap.parse_args(argv)
-
-    backends = [b.strip() for b in a.backends.split(",") if b.strip()]
+def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
+    """Evaluate ``cfg.backends`` (settings: ``conf/contradiction_detection.yaml``), write the tables and
+    ``manifest.json`` to ``cfg.out_dir`` (unless ``blocking_only``); return ``{"meta", "rows"}``."""
+    started = dt.datetime.now(dt.timezone.utc)
+    backends = [str(b) for b in cfg.backends]
     bad = [b for b in backends if b not in ("rules", "llm")]
     if bad:
         raise SystemExit(f"unknown backends {bad}; known: rules, llm")
-    folder = a.dataset or _default_dataset()
+    folder = dataset_folder(cfg)
     loaded = load_scopes(folder)
     scopes, gold, build_key = loaded
-    sample = sample_scopes(scopes, a.scopes, a.split, a.seed)
+    split, seed, max_pairs = cfg.split, int(cfg.seed), int(cfg.max_pairs)
+    sample = sample_scopes(scopes, None if cfg.scopes is None else int(cfg.scopes), split, seed)
     all_scopes = len(sample) == len(scopes)
-    sample_desc = "all" if all_scopes else f"{a.split or 'any'} n={len(sample)} seed={a.seed}"
+    sample_desc = "all" if all_scopes else f"{split or 'any'} n={len(sample)} seed={seed}"
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     meta: dict[str, Any] = {
         "dataset": {"folder": str(folder), "build_key": build_key, "n_scopes": len(scopes), "n_gold": len(gold)},
-        "sample": {"split": a.split, "n_scopes": len(sample), "seed": a.seed, "scope_ids": sample},
-        "command": "python -m analysis.contradiction_detection " + " ".join(sys.argv[1:] if argv is None else argv),
+        "sample": {"split": split, "n_scopes": len(sample), "seed": seed, "scope_ids": sample},
+        "command": command,
         "blocking": {
             "all scopes, uncapped": blocking_stats(scopes, gold, None, None),
-            f"all scopes, max_pairs={a.max_pairs}": blocking_stats(scopes, gold, None, a.max_pairs),
-            f"sample ({sample_desc}), max_pairs={a.max_pairs}": blocking_stats(scopes, gold, sample, a.max_pairs),
+            f"all scopes, max_pairs={max_pairs}": blocking_stats(scopes, gold, None, max_pairs),
+            f"sample ({sample_desc}), max_pairs={max_pairs}": blocking_stats(scopes, gold, sample, max_pairs),
         },
     }
     rows: list[dict[str, Any]] = []
-    if a.blocking_only:
+    if cfg.blocking_only:
         print(json.dumps(meta["blocking"], indent=2))
         return {"meta": meta, "rows": rows}
     if "rules" in backends:
-        if not all_scopes and not a.no_rules_all:
+        if not all_scopes and cfg.rules_all:
             rows.append(table_row("rules", None, f"all ({len(scopes)})", evaluate_detector(RulesDetector(), loaded=loaded)))
         rows.append(table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded)))
     if "llm" in backends:
-        from omegaconf import OmegaConf
-
         from lethe.stages.contradiction.detectors import make_detector
         from lethe.llm.backends import make_llm
         from lethe.llm.base import Decoding, Message
 
-        for name in [n.strip() for n in a.llm.split(",") if n.strip()]:
-            cfg = OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / f"{name}.yaml")
-            cfg.n_threads = a.n_threads
-            if a.no_llm_cache:
-                cfg.cache = False
-            llm = make_llm(cfg, cache_dir=a.cache_dir)
+        for name in [str(n) for n in cfg.llms]:
+            llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
+            llm_cfg.n_threads = int(cfg.n_threads)
+            if not cfg.llm_cache:
+                llm_cfg.cache = False
+            llm = make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
             try:
                 t_load = time.perf_counter()
                 llm.chat([Message("user", "hi")], Decoding(max_tokens=1))  # load the model outside the timing
                 log(f"{name}: loaded in {time.perf_counter() - t_load:.1f}s")
-                det = make_detector("llm", llm, prompt_version=a.prompt_version, threshold=a.threshold,
-                                    max_pairs=a.max_pairs, max_doc_chars=a.max_doc_chars, budget_ms=a.budget_ms)
+                det = make_detector("llm", llm, prompt_version=str(cfg.prompt_version), threshold=float(cfg.threshold),
+                                    max_pairs=max_pairs, max_doc_chars=int(cfg.max_doc_chars),
+                                    budget_ms=None if cfg.budget_ms is None else float(cfg.budget_ms))
                 res = evaluate_detector(det, scope_ids=sample, loaded=loaded, progress=log)
-                row = table_row("llm", str(cfg.get("name") or name), sample_desc, res)
+                row = table_row("llm", str(llm_cfg.get("name") or name), sample_desc, res)
                 row["llm_config"] = name
-                row["n_threads"] = a.n_threads
-                row["response_cache"] = not a.no_llm_cache
+                row["n_threads"] = int(cfg.n_threads)
+                row["response_cache"] = bool(cfg.llm_cache)
                 rows.append(row)
             finally:
                 llm.close()
-    md, js = write_tables(rows, a.out, meta)
-    log(f"wrote {md} and {js}")
+    out_dir = project_path(cfg.out_dir)
+    md, js = write_tables(rows, out_dir, meta)
+    write_manifest(out_dir, cfg, command, started, dataset=meta["dataset"])
+    log(f"wrote {md}, {js} and {out_dir / 'manifest.json'}")
     return {"meta": meta, "rows": rows}
+
+
+@hydra.main(config_path="../conf", config_name="contradiction_detection", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    study(cfg, command_line("analysis.contradiction_detection"))
 
 
 if __name__ == "__main__":  # pragma: no cover

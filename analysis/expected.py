@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import yaml
 
+from analysis.studies import MANIFEST
 from lethebench.runs import RunFolder
 
 COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
@@ -133,8 +134,8 @@ def _status(exp: float | int, got: float | int, tol: float) -> str:
 
 def measure_study(folder: Path, row_key: Sequence[str], metrics: Sequence[str]) -> dict[str, Any]:
     """The verified values of a finished study: ``<row key values>:<metric>`` for each row of its JSON
-    output (the folder's one ``*.json``) and each named metric the row has."""
-    files = sorted(Path(folder).glob("*.json"))
+    output (the folder's one ``*.json`` besides ``manifest.json``) and each named metric the row has."""
+    files = [f for f in sorted(Path(folder).glob("*.json")) if f.name != MANIFEST]
     if len(files) != 1:
         raise ValueError(f"{folder}: a study folder holds exactly one JSON output, found {[f.name for f in files]}")
     out: dict[str, Any] = {}

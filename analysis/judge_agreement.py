@@ -33,26 +33,31 @@ order. Rules:
   (the backend's ``timings_ms["total"]``, no loading; for cache hits the original call's time) and
   ``cached`` (response-cache hits).
 
-CLI: ``python -m analysis.judge_agreement --llm qwen_coder_0_5b [--llm qwen_coder_1_5b ...]`` builds
-each ``conf/llm/<name>.yaml`` backend with ``lethe.llm.backends.make_llm`` (cache dir ``.cache/lethe``,
-``n_threads`` from ``--threads``, default 1), runs the judge on the items and writes
-``results/tables/judge_agreement.{md,json}``: one row per model, with the model file's sha256, the
-prompt's name/version/sha256, temperature, the scores above and the wall-clock time. Rows already in
-the JSON for *other* models are kept if they were computed on the same items file (sha256) and prompt
+CLI: ``python -m analysis.judge_agreement llms=[qwen_coder_0_5b,qwen_coder_1_5b]`` (settings:
+``conf/judge_agreement.yaml``; :func:`study` does the work from a composed config) builds each
+``conf/llm/<name>.yaml`` backend with ``lethe.llm.backends.make_llm`` (under ``cache_dir``, with
+``n_threads``), runs the judge on the items and writes ``judge_agreement.{md,json}`` and
+``manifest.json`` to ``out_dir``: one row per model, with the model file's sha256, the prompt's
+name/version/sha256, temperature, the scores above and the wall-clock time. Rows already in the JSON
+for *other* models are kept if they were computed on the same items file (sha256) and prompt
 (sha256); otherwise they are dropped (and the drop is printed).
 """
 
 from __future__ import annotations
 
-import argparse
+import datetime as dt
 import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import hydra
+from omegaconf import DictConfig
+
+from analysis.studies import command_line, write_manifest
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import PROJECT_ROOT
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
@@ -187,20 +192,21 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_one(name: str, items: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from lethe.stages.generation import HallucinationJudge
     from lethe.llm.backends import make_llm
 
-    cfg = OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / f"{name}.yaml")
-    cfg.n_threads = args.threads
-    if args.no_cache:
-        cfg.cache = False
+    llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
+    llm_cfg.n_threads = int(cfg.n_threads)
+    if not cfg.llm_cache:
+        llm_cfg.cache = False
     t0 = time.perf_counter()
-    llm = make_llm(cfg, cache_dir=args.cache_dir)
+    llm = make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
     try:
-        judge = HallucinationJudge(llm, threshold=args.threshold, timeout_s=args.timeout_s)
+        judge = HallucinationJudge(llm, threshold=float(cfg.threshold),
+                                   timeout_s=None if cfg.timeout_s is None else float(cfg.timeout_s))
         res = judge_agreement(judge, items)
         wall = time.perf_counter() - t0
         d = llm.describe()
@@ -208,57 +214,61 @@ def _run_one(name: str, items: list[dict[str, Any]], args: argparse.Namespace) -
         llm.close()
     desc = judge.describe()
     return {"config": name, "llm": desc["llm"], "model_sha256": d.get("model_sha256"),
-            "load_ms": d.get("load_ms"), "n_threads": args.threads, "prompt": desc["prompt"],
+            "load_ms": d.get("load_ms"), "n_threads": int(cfg.n_threads), "prompt": desc["prompt"],
             "temperature": desc["temperature"], "decoding": desc["decoding"], "threshold": desc["threshold"],
             "timeout_s": desc["timeout_s"], "wall_s": wall, **res}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llm", action="append", required=True, help="conf/llm/<name>.yaml (repeatable)")
-    ap.add_argument("--items", type=Path, default=DEFAULT_ITEMS)
-    ap.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "tables")
-    ap.add_argument("--cache-dir", type=Path, default=PROJECT_ROOT / ".cache" / "lethe")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--threshold", type=float, default=0.5)
-    ap.add_argument("--timeout-s", type=float, default=None)
-    ap.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
-    args = ap.parse_args(argv)
-
+def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
+    """Judge the items with each of ``cfg.llms`` (settings: ``conf/judge_agreement.yaml``), write the
+    tables and ``manifest.json`` to ``cfg.out_dir``; return the JSON document."""
     from lethe.stages.generation import JUDGE_PROMPT
     from lethe.llm.prompts import load_prompt
 
-    items = load_items(args.items)
-    items_sha = sha256_file(args.items)
+    started = dt.datetime.now(dt.timezone.utc)
+    names = [str(n) for n in cfg.llms]
+    if not names:
+        raise SystemExit("llms is empty: name at least one conf/llm/<name>.yaml, e.g. llms=[smollm2]")
+    items_path, out_dir = project_path(cfg.items_file), project_path(cfg.out_dir)
+    items = load_items(items_path)
+    items_sha = sha256_file(items_path)
     prompt_sha = load_prompt(JUDGE_PROMPT, "v1").sha256
     try:
-        items_file = str(args.items.resolve().relative_to(PROJECT_ROOT))
+        items_file = str(items_path.resolve().relative_to(PROJECT_ROOT))
     except ValueError:
-        items_file = str(args.items)
-    json_path, md_path = args.out / "judge_agreement.json", args.out / "judge_agreement.md"
+        items_file = str(items_path)
+    json_path, md_path = out_dir / "judge_agreement.json", out_dir / "judge_agreement.md"
     kept: list[dict[str, Any]] = []
     if json_path.is_file():
         old = json.loads(json_path.read_text())
         for r in old.get("rows", []):
-            if r["config"] in args.llm:
+            if r["config"] in names:
                 continue
             if old.get("items_sha256") == items_sha and r["prompt"]["sha256"] == prompt_sha:
                 kept.append(r)
             else:
                 print(f"dropping old row {r['config']}: computed on other items or another prompt")
     rows = []
-    for name in args.llm:
-        row = _run_one(name, items, args)
+    for name in names:
+        row = _run_one(name, items, cfg)
         print(f"{name}: accuracy={_f(row['accuracy'])} kappa={_f(row['cohen_kappa'])} auc={_f(row['auc'])} "
               f"judged={row['judged']}/{row['n']} by_status={row['by_status']} "
               f"model_ms_mean={_f(row['model_ms_mean'], 0)} wall={row['wall_s']:.1f}s", flush=True)
         rows.append(row)
     doc = {"items_file": items_file, "items_sha256": items_sha, "n_items": len(items),
            "rows": sorted(kept + rows, key=lambda r: r["config"])}
-    args.out.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     md_path.write_text(to_markdown(doc))
-    print(f"wrote {md_path} and {json_path}")
+    write_manifest(out_dir, cfg, command, started, items={"file": items_file, "sha256": items_sha},
+                   kept_rows=[r["config"] for r in kept])
+    print(f"wrote {md_path}, {json_path} and {out_dir / 'manifest.json'}")
+    return doc
+
+
+@hydra.main(config_path="../conf", config_name="judge_agreement", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    study(cfg, command_line("analysis.judge_agreement"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,7 @@ from lethebench.runs import RunFolder
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
 TIER_KEYS = {"description", "report", "overrides", "models", "difficulty", "runs", "studies"}
-STUDY_KEYS = {"module", "dataset", "args", "publish", "verify"}
+STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify"}
 
 
 @dataclass(frozen=True)
@@ -70,16 +70,17 @@ class DeclaredRun:
 
 @dataclass(frozen=True)
 class Study:
-    """A study command of a tier (an analysis module that calls models itself, outside the runner):
-    run as ``python -m <module> <args> --out <results_dir>/studies/<name> --cache-dir <cache_dir>``
-    (plus ``--dataset <processed folder>`` when ``dataset`` names one), its outputs copied into the
-    report's folder under ``publish``; ``verify`` names the JSON rows' key fields and the metrics
+    """A study command of a tier (an analysis module that calls models itself, outside the runner, a
+    Hydra entry point with its own top config ``conf/<module name>.yaml``): run as
+    ``python -m <module> <overrides> out_dir=<results_dir>/studies/<name> cache_dir=<cache_dir>``
+    (plus ``dataset_folder=<processed folder>`` when ``dataset`` names one), its outputs copied into
+    the report's folder under ``publish``; ``verify`` names the JSON rows' key fields and the metrics
     checked against the expected-scores file."""
 
     tier: str
     name: str
     module: str
-    args: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
     dataset: str | None = None
     publish: str = "tables"
     row_key: tuple[str, ...] = ()
@@ -158,7 +159,7 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
         if not isinstance(st, dict) or "module" not in st or set(st) - STUDY_KEYS:
             raise ValueError(f"{where}: a study is a mapping with `module` and optional keys {sorted(STUDY_KEYS)}")
         ver = st.get("verify") or {}
-        studies.append(Study(name, str(sname), str(st["module"]), tuple(str(a) for a in _as_list(st.get("args"))),
+        studies.append(Study(name, str(sname), str(st["module"]), tuple(str(a) for a in _as_list(st.get("overrides"))),
                              st.get("dataset"), str(st.get("publish", "tables")),
                              tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics")))))
     return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from analysis import expected as E
 from analysis.report import build_report, load_cfg
 from analysis.results import RunRef, undeclared
+from analysis.studies import MANIFEST
 from experiments.config import load_config
 from lethe.core.paths import project_path
 from experiments.progress import Progress
@@ -174,31 +176,44 @@ def _tier_overrides(tier: str, cfg: DictConfig) -> list[str]:
     return list(load_tier(tier, cfg.reference_dir).overrides)
 
 
-def study_command(study: Study, cfg: DictConfig) -> list[str]:
-    """The study's command line, with the run config's cache dir and (if named) processed dataset."""
+def _override_value(value: object) -> str:
+    """``value`` as a Hydra override value: as is when plain, else single-quoted."""
+    text = str(value)
+    if re.fullmatch(r"[\w/.\-+@%:]+", text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) -> list[str]:
+    """The study's command line: its declared overrides of its own top config, then its output folder
+    (default: :func:`study_folder`), the run config's cache dir and (if named) processed dataset folder."""
     extra = [*_tier_overrides(study.tier, cfg), *_base_overrides(cfg)]
     run_cfg = load_config(extra)
-    cmd = [sys.executable, "-m", study.module, *study.args, "--out", str(study_folder(study, cfg)),
-           "--cache-dir", str(project_path(run_cfg.cache_dir))]
+    out = study_folder(study, cfg) if out_dir is None else out_dir
+    cmd = [sys.executable, "-m", study.module, *study.overrides, f"out_dir={_override_value(out)}",
+           f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}"]
     if study.dataset:
         from experiments.datasets import dataset_build_key
 
         ds_cfg = load_config([f"dataset={study.dataset}", *extra])
-        cmd += ["--dataset", str(project_path(ds_cfg.data.processed) / study.dataset / dataset_build_key(ds_cfg))]
+        folder = project_path(ds_cfg.data.processed) / study.dataset / dataset_build_key(ds_cfg)
+        cmd.append(f"dataset_folder={_override_value(folder)}")
     return cmd
 
 
 def run_study(study: Study, cfg: DictConfig) -> Path:
-    """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing)."""
+    """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing).
+    The temporary folder's path, wherever the study wrote it (its manifest, tables), becomes the final one."""
     from lethe.core.atomic import atomic_dir
 
     final = study_folder(study, cfg)
-    cmd = study_command(study, cfg)
     t0 = time.perf_counter()
     with atomic_dir(final) as tmp:
-        cmd[cmd.index("--out") + 1] = str(tmp)
+        cmd = study_command(study, cfg, out_dir=tmp)
         print("$ " + " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, cwd=project_path("."), check=True)
+        for f in [*tmp.glob("*.json"), *tmp.glob("*.md")]:
+            f.write_text(f.read_text().replace(str(tmp), str(final)))
         (tmp / "command.txt").write_text(" ".join(["python", *cmd[1:]]).replace(str(tmp), str(final)) + "\n")
         (tmp / "seconds.txt").write_text(f"{time.perf_counter() - t0:.1f}\n")
         (tmp / "DONE").write_text("complete\n")
@@ -220,8 +235,8 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
                 lines.append(f"- `{st.name}` (tier {t.name}): not run (n/m†)")
                 continue
             dest.mkdir(parents=True, exist_ok=True)
-            for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.json")):
-                shutil.copyfile(f, dest / f.name)
+            for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.json")):   # the manifest as <name>.manifest.json
+                shutil.copyfile(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name))
             md = sorted(folder.glob("*.md"))
             link = f"{st.publish}/{md[0].name}" if md else st.publish
             lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{(folder / 'command.txt').read_text().strip()}`")

@@ -1,7 +1,7 @@
 """Precision/recall of any contradiction detector on a processed dataset (analysis/contradiction_detection.py):
 seeded scope samples, gold restricted to the evaluated scopes, counters summed over scopes, the threshold
-sweep from the per-pair log, blocking statistics, the tables and the CLI (rules only; the llm backend is
-exercised with a fake backend through evaluate_detector)."""
+sweep from the per-pair log, blocking statistics, the tables and the entry point (conf/contradiction_detection.yaml,
+rules only; the llm backend is exercised with a fake backend through evaluate_detector)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from analysis.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
-                                              evaluate_rules_on_dataset, load_scopes, main, sample_scopes,
+                                              evaluate_rules_on_dataset, load_scopes, sample_scopes, study,
                                               table_row, threshold_sweep, write_tables)
+from experiments.config import load_config
 from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
 from tests.lethe.stages.contradiction.test_detectors import FakeLLM
@@ -113,19 +114,42 @@ def test_blocking_stats_on_toy(toy_folder):
     assert blocking_stats(scopes, gold, ["notes"])["n_gold"] == 1
 
 
-def test_write_tables_and_cli(toy_folder, tmp_path):
+def test_write_tables_and_the_entry_point(toy_folder, tmp_path):
     row = table_row("rules", None, "all", evaluate_detector(RulesDetector(), toy_folder))
     md, js = write_tables([row], tmp_path / "t", {"dataset": {"build_key": "k"}})
     text = md.read_text()
     assert "| rules | - | all | 2 | 2 | 2 | 0 | 0 | 1.000 | 1.000 | 1.000 |" in text and "lower bound" in text
     data = json.loads(js.read_text())
     assert data["rows"][0]["tp"] == 2 and "lower bound" in data["meta"]["precision_note"]
-    out = main(["--dataset", str(toy_folder), "--backends", "rules", "--scopes", "1", "--split", "notes",
-                "--out", str(tmp_path / "cli")])
+    cfg = load_config([f"dataset_folder={toy_folder}", "backends=[rules]", "scopes=1", "split=notes",
+                       f"out_dir={tmp_path / 'cli'}", f"cache_dir={tmp_path / 'cache'}"], config_name="contradiction_detection")
+    out = study(cfg, command="python -m analysis.contradiction_detection backends=[rules]")
     assert [r["scopes"] for r in out["rows"]] == ["all (2)", "notes n=1 seed=0"]
     assert [r["n_gold"] for r in out["rows"]] == [2, 1]
     saved = json.loads((tmp_path / "cli" / "contradiction_detection.json").read_text())
     assert saved["meta"]["sample"]["scope_ids"] == ["notes"] and len(saved["rows"]) == 2
     assert (tmp_path / "cli" / "contradiction_detection.md").is_file()
+    # the folder describes itself: the resolved config, the command, code and package versions
+    man = json.loads((tmp_path / "cli" / "manifest.json").read_text())
+    assert man["config"]["backends"] == ["rules"] and man["config"]["scopes"] == 1 and man["config"]["max_pairs"] == 40
+    assert man["config"]["out_dir"] == str(tmp_path / "cli") and man["command"].endswith("backends=[rules]")
+    assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["hydra-core"] and "llama-cpp-python" in man["packages"]
+    assert man["dataset"]["folder"] == str(toy_folder)
+    no_rules_all = study(load_config([f"dataset_folder={toy_folder}", f"out_dir={tmp_path / 'b'}", "scopes=1", "split=notes",
+                                      "rules_all=false"], config_name="contradiction_detection"))
+    assert [r["scopes"] for r in no_rules_all["rows"]] == ["notes n=1 seed=0"]
     with pytest.raises(SystemExit):
-        main(["--dataset", str(toy_folder), "--backends", "rules,nli", "--out", str(tmp_path / "x")])
+        study(load_config([f"dataset_folder={toy_folder}", "backends=[rules,nli]", f"out_dir={tmp_path / 'x'}"],
+                          config_name="contradiction_detection"))
+
+
+def test_the_default_dataset_is_the_only_build(toy_folder, tmp_path):
+    """dataset_folder=null takes the one processed build under processed_dir, and says so when there are several."""
+    base = toy_folder.parent
+    cfg = load_config([f"processed_dir={base}", f"out_dir={tmp_path / 'o'}", "blocking_only=true"],
+                      config_name="contradiction_detection")
+    assert study(cfg)["meta"]["dataset"]["folder"] == str(toy_folder) and not (tmp_path / "o").exists()
+    (base / "another").mkdir()
+    (base / "another" / "card.json").write_text("{}")
+    with pytest.raises(SystemExit, match="dataset_folder"):
+        study(cfg)

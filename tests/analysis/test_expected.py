@@ -241,6 +241,7 @@ def test_a_study_is_measured_and_compared_row_by_row(tmp_path):
     rows = [{"backend": "rules", "model": "-", "precision": 1.0, "recall": 0.5, "tp": 4, "wall_s": 2.3},
             {"backend": "llm", "model": "m", "precision": 0.25, "recall": None, "tp": 1, "wall_s": 900.0}]
     (folder / "out.json").write_text(json.dumps({"meta": {}, "rows": rows}))
+    (folder / "manifest.json").write_text(json.dumps({"config": {}, "rows": [{"backend": "x", "tp": 9}]}))   # not an output
     got = measure_study(folder, ["backend", "model"], ["precision", "recall", "tp"])
     assert got == {"rules | -: precision": 1.0, "rules | -: recall": 0.5, "rules | -: tp": 4,
                    "llm | m: precision": 0.25, "llm | m: tp": 1}  # no timing, no missing value

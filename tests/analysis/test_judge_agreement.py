@@ -1,14 +1,17 @@
 """Judge agreement (analysis/judge_agreement.py): kappa, accuracy, AUC and confusion on hand-computed cases,
-the unjudged rule, item loading, and the table writer (with a fake judge, no model)."""
+the unjudged rule, item loading, and the table writer (with a fake judge, no model); the entry point
+(conf/judge_agreement.yaml) end to end with SmolLM2 on two items."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from omegaconf.errors import MissingMandatoryValue
 
-from analysis.judge_agreement import (agreement_scores, cohen_kappa, judge_agreement, load_items, main, roc_auc,
-                                      to_markdown)
+from analysis.judge_agreement import (DEFAULT_ITEMS, agreement_scores, cohen_kappa, judge_agreement, load_items, roc_auc,
+                                      study, to_markdown)
+from experiments.config import load_config
 from lethe.stages.generation import JudgeResult
 
 S, U = "supported", "unsupported"
@@ -125,6 +128,26 @@ def test_markdown_has_one_row_per_model():
     assert "| 0.667 | 1.000 | n/a | 0.500 | 1/0, 1/1 |" in lines[0] and "cdcdcdcdcdcd" in lines[0] and "| 812, 800 |" in lines[0]
 
 
-def test_cli_requires_an_llm(capsys):
-    with pytest.raises(SystemExit):
-        main([])
+def test_the_entry_point_requires_an_llm():
+    with pytest.raises(MissingMandatoryValue):
+        study(load_config([], config_name="judge_agreement"))
+    with pytest.raises(SystemExit, match="llms"):
+        study(load_config(["llms=[]"], config_name="judge_agreement"))
+
+
+@pytest.mark.slow
+def test_the_entry_point_with_smollm2_writes_a_self_describing_folder(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps(it) + "\n" for it in load_items(DEFAULT_ITEMS) if it["id"] in ("svc-01", "svc-02")))
+    out = tmp_path / "out"
+    cfg = load_config(["llms=[smollm2]", f"items_file={items}", f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"],
+                      config_name="judge_agreement")
+    doc = study(cfg, command="python -m analysis.judge_agreement llms=[smollm2]")
+    assert doc["n_items"] == 2 and [r["config"] for r in doc["rows"]] == ["smollm2"]
+    row = doc["rows"][0]
+    assert row["n"] == 2 and row["judged"] + row["unjudged"] == 2 and row["n_threads"] == 1 and row["threshold"] == 0.5
+    assert json.loads((out / "judge_agreement.json").read_text()) == doc and (out / "judge_agreement.md").is_file()
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["config"]["llms"] == ["smollm2"] and man["config"]["items_file"] == str(items) and man["config"]["llm_cache"]
+    assert man["command"] == "python -m analysis.judge_agreement llms=[smollm2]" and man["items"]["sha256"] == doc["items_sha256"]
+    assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["llama-cpp-python"] and man["seconds"] >= 0

@@ -1,0 +1,93 @@
+"""The LLM studies of a tier (conf/reference/llm.yaml `studies:`) as experiments.reproduce runs them: each
+is a Hydra entry point whose declared overrides, plus the output folder, cache dir and processed dataset
+reproduce adds, compose in its own top config to exactly the settings the verified tables were made with;
+and a study run (rules only, real processed LetheBench, a real subprocess) leaves a self-describing folder
+that is published with its manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from analysis import expected as E
+from experiments import reproduce as R
+from experiments.config import load_config
+from experiments.datasets import dataset_build_key
+from experiments.reference import load_tier
+from lethe.core.paths import PROJECT_ROOT
+from tests.conftest import DATA_ROOT, overrides_for
+
+# the settings of the verified tables (the argparse flags they were made with, as config values)
+CONTRADICTION = {"backends": ["rules", "llm"], "scopes": 20, "split": "test", "seed": 0, "rules_all": True,
+                 "threshold": 0.8, "max_pairs": 30, "max_doc_chars": 600, "budget_ms": None, "prompt_version": "v1",
+                 "n_threads": 1, "llm_cache": False, "blocking_only": False, "llms": ["qwen_coder_0_5b", "smollm2"]}
+SETTINGS = {
+    "contradiction_detection": CONTRADICTION,
+    "contradiction_detection_qwen1_5b": {**CONTRADICTION, "llms": ["qwen_coder_1_5b"], "scopes": 6, "rules_all": False,
+                                         "n_threads": 2},
+    "judge_agreement": {"llms": ["qwen_coder_0_5b", "qwen_coder_1_5b", "smollm2"], "items_file": "tests/data/judge_labels.jsonl",
+                        "threshold": 0.5, "timeout_s": None, "n_threads": 1, "llm_cache": False},
+}
+
+
+def test_llm_tier_studies_compose_to_the_verified_settings(tmp_path):
+    paths = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'p'}", f"cache_dir={tmp_path / 'c'}",
+             f"results_dir={tmp_path / 'r'}"]
+    cfg = R.load(["tier=llm", *paths])
+    studies = load_tier("llm").studies
+    assert {st.name for st in studies} == set(SETTINGS)
+    key = dataset_build_key(load_config(["dataset=lethebench", *paths]))
+    for st in studies:
+        cmd = R.study_command(st, cfg)
+        assert cmd[1:3] == ["-m", st.module]
+        top = load_config(cmd[3:], config_name=st.module.rsplit(".", 1)[-1])
+        got = {k: (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v) for k, v in top.items()}
+        assert {k: got[k] for k in SETTINGS[st.name]} == SETTINGS[st.name], st.name
+        assert top.out_dir == str(tmp_path / "r" / "studies" / st.name) and top.cache_dir == str(tmp_path / "c")
+        if st.dataset:
+            assert top.dataset_folder == str(tmp_path / "p" / "lethebench" / key)
+
+
+SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}", "dataset.params.session_turns=[20,30]"]
+
+
+def test_a_study_run_is_self_describing_and_published(work, tmp_path):
+    from experiments.datasets import prepare_dataset
+
+    lb = prepare_dataset(load_config(overrides_for(work, *SMALL_LB)))
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    (ref / "mini.yaml").write_text(yaml.safe_dump({
+        "description": "one study", "report": "smoke", "runs": [],
+        "studies": {"rules_only": {"module": "analysis.contradiction_detection",
+                                   "overrides": ["backends=[rules]", "split=test", "scopes=2", f"dataset_folder={lb}",
+                                                 f"hydra.run.dir={tmp_path / 'hydra'}"],
+                                   "verify": {"row_key": ["backend", "model", "scopes"], "metrics": ["tp", "fp", "fn"]}}}}))
+    cfg = R.load(["tier=mini", f"reference_dir={ref}", f"out_dir.smoke={tmp_path / 'out'}",
+                  *overrides_for(work)])
+    st = load_tier("mini", ref).studies[0]
+    assert not R.study_done(st, cfg)
+    folder = R.run_study(st, cfg)
+    assert folder == Path(work["results"]) / "studies" / "rules_only" and R.study_done(st, cfg)
+    names = {p.name for p in folder.iterdir()}
+    assert names == {"contradiction_detection.md", "contradiction_detection.json", "manifest.json", "command.txt",
+                     "seconds.txt", "DONE"}
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "temporary folder left behind"
+    man = json.loads((folder / "manifest.json").read_text())
+    command = (folder / "command.txt").read_text().strip()
+    assert man["config"]["out_dir"] == str(folder) and man["config"]["backends"] == ["rules"]
+    assert man["config"]["cache_dir"] == str(work["cache"]) and man["config"]["dataset_folder"] == str(lb)
+    assert command.startswith("python -m analysis.contradiction_detection backends=[rules]")
+    assert man["command"] == command.replace(f" hydra.run.dir={tmp_path / 'hydra'}", "") and f"out_dir={folder}" in command
+    for f in ("manifest.json", "contradiction_detection.json", "contradiction_detection.md", "command.txt"):
+        assert ".tmp" not in (folder / f).read_text(), f   # the temporary folder's name became the final one
+    rows = json.loads((folder / "contradiction_detection.json").read_text())["rows"]
+    assert [r["scopes"] for r in rows] == [f"all ({rows[0]['n_scopes']})", "test n=2 seed=0"]
+    assert E.measure_study(folder, st.row_key, st.metrics)
+    assert (tmp_path / "hydra" / ".hydra" / "config.yaml").is_file() and not (PROJECT_ROOT / "outputs").exists()
+    lines = R.publish_studies("smoke", cfg, tmp_path / "out")
+    published = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
+    assert published == {"contradiction_detection.md", "contradiction_detection.json", "rules_only.manifest.json"}
+    assert lines == [f"- [`rules_only`](tables/contradiction_detection.md) (tier mini): `{command}`"]
