@@ -6,7 +6,7 @@ Formatting is deterministic, so two runs of the analysis give identical bytes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -67,3 +67,16 @@ def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footno
     paths["md"].write_text(f"**{caption}**\n\n" + to_markdown(df, footnote))
     paths["tex"].write_text(to_latex(df, caption))
     return paths
+
+
+def llm_failure_cell(metrics: Mapping[str, Any]) -> str:
+    """Shares of the run's LLM-using queries whose LLM call got no answer / whose unparseable answer a
+    fallback replaced ("degraded" past run.max_parse_fallback_share); "-" for a run without LLM calls,
+    n/m for a run made before these were counted."""
+    llm = metrics.get("llm")
+    if llm is None:
+        return NM
+    if not llm.get("queries"):
+        return "-"
+    cell = f"{100 * llm['infra_failure_share']:.1f}% / {100 * llm['parse_fallback_share']:.1f}%"
+    return cell + " (degraded)" if llm.get("degraded") else cell

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from analysis import stats
-from analysis.formatting import NM, NOT_DECLARED, fmt
+from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.iteration4 import hallucination_cell
 from analysis.results import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order
@@ -39,18 +39,6 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         })
     return pd.DataFrame(rows)
 
-
-def llm_failure_cell(metrics: Mapping[str, Any]) -> str:
-    """Shares of the run's LLM-using queries whose LLM call got no answer / whose unparseable answer a
-    fallback replaced ("degraded" past run.max_parse_fallback_share); "-" for a run without LLM calls,
-    n/m for a run made before these were counted."""
-    llm = metrics.get("llm")
-    if llm is None:
-        return NM
-    if not llm.get("queries"):
-        return "-"
-    cell = f"{100 * llm['infra_failure_share']:.1f}% / {100 * llm['parse_fallback_share']:.1f}%"
-    return cell + " (degraded)" if llm.get("degraded") else cell
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:

@@ -12,6 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 from lethe.core.paths import project_path
+from analysis.formatting import llm_failure_cell
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
@@ -34,7 +35,7 @@ def _describe_filter(key: str, value: object) -> str:
 def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     """Plain-text table: dataset, method, hash, counts, mean metrics, latency P50/P95."""
     rows = list(rows)
-    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms"]
+    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms", "llm fail/fallback"]
     body = []
     for r in rows:
         q = r["queries"]
@@ -45,11 +46,13 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         subset = "?" if f is None else (",".join(_describe_filter(k, v) for k, v in f.items() if v) or "all")
         body.append([r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
                     + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
-                    + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")])
+                    + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")]
+                    + [llm_failure_cell(r)])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = lambda cells: "  ".join(c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     notes = ("n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
-             " no results or an error (they score 0)")
+             " no results or an error (they score 0); llm fail/fallback = shares of LLM-using queries whose LLM call got no"
+             " answer / whose unparseable answer a fallback replaced (- = no LLM call, n/m = not counted then)")
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), notes])
 
 

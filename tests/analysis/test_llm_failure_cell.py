@@ -2,7 +2,7 @@
 unparseable answer a fallback replaced (issue 15, case 2), from metrics.json's "llm" section."""
 
 from analysis.formatting import NM
-from analysis.tables import llm_failure_cell
+from analysis.formatting import llm_failure_cell
 
 
 def test_cells():
