@@ -3,9 +3,14 @@
 The command line is ``python -m experiments.build_data`` (it resolves configs and paths).
 
 A processed dataset lives in ``<out>/<name>/<build_key>/`` where ``build_key`` hashes the
-loader and its parameters, the sha256 of every input file, the chunking parameters and the
-tokenizer's model hash (content-addressed, like MTEB's caches): a finished folder is reused,
-any change builds a new one.
+loader and its parameters, the sha256 of every input file, the config's ``provenance`` (it is
+written to the card), the chunking parameters and the tokenizer's model hash (content-addressed,
+like MTEB's caches): a finished folder is reused, any change builds a new one.
+
+Loaders know a format, not the data in it: the card's description, upstream, licence and
+citation come from the dataset config's ``provenance`` section, so one loader serves any data in
+its format. What a loader dropped or repaired (``SourceDataset.dropped``) is logged at build time,
+count and first examples, under the config's ``dataset.name``, and listed in the card.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lethe.retrieval.embedder import Embedder
-from lethebench.card import count_by, lexical_overlap
+from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethe.core.hashing import sha256_file
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
-from lethebench.schema import Dataset, SourceDataset, write_dataset
+from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = "2"  # bump when the build output (incl. the card) changes
+LOG_EXAMPLES = 3     # examples of each kind of dropped input named in the build log
 
 
 # loader name -> "module:function"; the function is called as fn(*input_paths, **params) and
@@ -72,6 +78,8 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
     blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
             "loader_version": loader_version(dataset_cfg["loader"]), "params": dict(dataset_cfg.get("params") or {}),
             "inputs": inputs, "chunking": [chunking.size, chunking.overlap], "tokenizer_sha256": tokenizer_sha}
+    if dataset_cfg.get("provenance"):  # only when given, so configs without one keep their key
+        blob["provenance"] = dict(dataset_cfg["provenance"])
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -91,16 +99,26 @@ def build_dataset(
     if (folder / "card.json").is_file() and not force:
         log.info("dataset %s: reusing %s", name, folder)
         return folder
+    prov = provenance_entries(dataset_cfg.get("provenance"), name)
     t0 = time.perf_counter()
-    src = load_sources(dataset_cfg["loader"], [data_root / f for f in dataset_cfg.get("files", [])],
-                       dataset_cfg.get("params") or {})
+    files = [data_root / f for f in dataset_cfg.get("files", [])]
+    src = load_sources(dataset_cfg["loader"], files, dataset_cfg.get("params") or {})
+    if src.sources.empty:
+        raise DatasetError(f"dataset {name}: loader '{dataset_cfg['loader']}' found nothing to retrieve from in "
+                           f"{[str(f) for f in files]}")
     corpus, src_to_docs, chunk_stats = chunk_corpus(
         src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
     )
     # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
-    card = dict(src.card)
-    card["name"] = name
+    log_dropped(name, src.dropped)
+    if not prov and "license" not in src.card:  # the LetheBench generator states its own (it made the data)
+        log.warning("dataset %s: its config has no provenance section, so the card will not say where the data "
+                    "came from or under which licence (see conf/dataset/locomo.yaml)", name)
+    # the config's name and provenance first (and over the loader's), then the loader's facts
+    card = {"name": name, **prov}
+    for k, v in src.card.items():
+        card.setdefault(k, v)
     card["counts"] = {
         "scopes": int(corpus["scope_id"].nunique()),
         "sources": int(len(src.sources)),
@@ -121,3 +139,11 @@ def build_dataset(
     log.info("dataset %s: built %s in %.1fs", name, folder, time.perf_counter() - t0)
     return folder
 
+
+def log_dropped(name: str, dropped: Mapping[str, list[str]]) -> None:
+    """Log what a loader dropped or repaired: per kind, the count and the first examples (the card lists all)."""
+    for what, items in dropped.items():
+        if items:
+            more = f" and {len(items) - LOG_EXAMPLES} more" if len(items) > LOG_EXAMPLES else ""
+            log.warning("dataset %s: %d %s, e.g. %s%s (all listed in the card)", name, len(items), what,
+                        ", ".join(map(str, items[:LOG_EXAMPLES])), more)

@@ -1,7 +1,8 @@
 """Dataset cards: ``card.json`` (machine-readable) and ``card.md`` (the same facts for people).
 
-A card says where the data came from (sha256 of every input), how relevance was derived,
-what was excluded and why, counts, chunk statistics and the builder's version and parameters.
+A card says where the data came from (the dataset config's ``provenance``: name, upstream,
+licence, citation; sha256 of every input), how relevance was derived, what was excluded and why,
+counts, chunk statistics and the builder's version and parameters.
 """
 
 from __future__ import annotations
@@ -13,6 +14,33 @@ from typing import Any, Mapping
 import pandas as pd
 
 from lethe.text.analyzer import STOPWORDS  # Lucene's English stopwords, for overlap statistics
+
+
+# keys of a dataset config's `provenance:` section; `description` becomes the card's prose description,
+# the others its `provenance` entry
+PROVENANCE_KEYS = ("name", "description", "upstream", "license", "citation")
+
+
+def provenance_entries(provenance: Mapping[str, Any] | None, dataset: str) -> dict[str, Any]:
+    """The card entries a dataset config's ``provenance`` section gives: ``description`` and
+    ``provenance`` ({name, upstream, license, citation}); {} without a section. Raises ValueError
+    naming the dataset and key for an unknown key or a value that is not a string or null."""
+    if not provenance:
+        return {}
+    if not isinstance(provenance, Mapping):
+        raise ValueError(f"dataset {dataset}: provenance must be a mapping of {list(PROVENANCE_KEYS)}, "
+                         f"got {type(provenance).__name__}")
+    unknown = sorted(set(provenance) - set(PROVENANCE_KEYS))
+    if unknown:
+        raise ValueError(f"dataset {dataset}: unknown provenance key(s) {unknown}; known: {list(PROVENANCE_KEYS)}")
+    for k, v in provenance.items():
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"dataset {dataset}: provenance.{k} must be a string or null, got {type(v).__name__}")
+    out: dict[str, Any] = {}
+    if provenance.get("description"):
+        out["description"] = provenance["description"]
+    out["provenance"] = {k: provenance.get(k) for k in PROVENANCE_KEYS if k != "description"}
+    return out
 
 
 def count_by(df: pd.DataFrame, col: str) -> dict[str, int]:

@@ -355,7 +355,11 @@ class SourceDataset:
     ``sources`` has the corpus columns with ``doc_id == source_id``; ``qrels`` are on sources
     unless the loader sets ``chunk_qrels`` (a function building chunk-level qrels from the chunked
     corpus, for datasets whose relevance is decided per chunk). ``card`` holds the loader's facts
-    (description, how relevance was derived, exclusions, licence, inputs with sha256).
+    (the input format, how relevance was derived, exclusions, inputs with sha256); where the data
+    came from (description, upstream, licence, citation) is the dataset config's ``provenance``,
+    added by the build. ``dropped`` names what the loader dropped, repaired or ignored in the input
+    (a description -> every item, e.g. ``"conv-42:q58 -> D30:5"``); the build logs the count and the
+    first examples of each, and the card lists them in full.
     """
 
     name: str
@@ -367,3 +371,4 @@ class SourceDataset:
     # (chunked corpus, source_id -> [doc_id]) -> chunk-level qrels; None: every chunk of a relevant
     # source gets the source's grade (lethebench.chunking.map_qrels)
     chunk_qrels: Callable[[pd.DataFrame, dict[str, list[str]]], Qrels] | None = None
+    dropped: dict[str, list[str]] = field(default_factory=dict)

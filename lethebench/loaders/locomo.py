@@ -1,8 +1,12 @@
-"""LoCoMo (snap-research/LoCoMo ``locomo10.json``) -> the data model.
+"""Conversations in LoCoMo's JSON format (snap-research/LoCoMo ``locomo10.json``) -> the data model.
 
 One scope per conversation; one source per dialog turn; questions are asked after the whole
 conversation, so every turn is eligible. Relevance: the turns named in a question's ``evidence``
 (grade 1), after cleaning the ids as described in ``../shared/data/README.md``.
+
+The loader knows the format, not the data: where the data came from, its licence and citation
+are the dataset config's ``provenance`` section (``conf/dataset/locomo.yaml``), written to the
+card by the build, so the same loader serves any conversation set in this format.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from lethebench.schema import DatasetError, SourceDataset
 LOADER_VERSION = "1"
 # The category map of the official LoCoMo evaluation code, pinned here and written to the card.
 CATEGORY_MAP: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-LICENSE = "CC BY-NC 4.0"
-UPSTREAM = "snap-research/LoCoMo data/locomo10.json"
+SHIPPED_FILE = "snap-research/LoCoMo data/locomo10.json"  # named in the file-not-found hint only
+FORMAT = ("LoCoMo JSON: a list of conversations {sample_id, conversation: {speaker_a, speaker_b, session_<N>: "
+          "[{speaker, dia_id, text, blip_caption?}], session_<N>_date_time}, qa: [{question, answer | "
+          "adversarial_answer, evidence: [dia_id], category}]}")
 
 _SESSION_RE = re.compile(r"^session_(\d+)$")
 _ID_RE = re.compile(r"^D:?(\d+):(\d+)$")
@@ -65,7 +71,7 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
     if not path.is_file():
         raise FileNotFoundError(
             f"LoCoMo file not found at {path}. Point data.root (or LETHE_DATA_ROOT) at the folder that "
-            f"holds locomo/locomo10.json; upstream: {UPSTREAM}."
+            f"holds locomo/locomo10.json; upstream: {SHIPPED_FILE}."
         )
     raw = path.read_bytes()
     try:
@@ -172,11 +178,17 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
                            f"session_<N> lists of turns under 'conversation'")
     src = pd.DataFrame(sources)
     qdf = pd.DataFrame(queries)
+    dropped = {
+        "evidence references to turns that do not exist (dropped)":
+            [f"{d['query_id']} -> {i}" for d in report["dangling_evidence"] for i in d["ids"]],
+        "malformed evidence tokens (dropped)":
+            [f"{d['query_id']} -> {t!r}" for d in report["malformed_evidence_tokens"] for t in d["tokens"]],
+        "questions without valid evidence (no qrels: excluded from retrieval metrics)": list(report["without_evidence"]),
+        "session_<N>_date_time keys without a session (ignored)":
+            [f"{sid}: {k}" for sid, keys in report["stray_session_keys"].items() for k in keys],
+    }
     card = {
-        "name": "locomo",
-        "description": "LoCoMo: 10 very long multi-session conversations with QA (Maharana et al., 2024).",
-        "upstream": UPSTREAM,
-        "license": LICENSE,
+        "format": FORMAT,
         "inputs": {path.name: sha256_file(path)},
         "loader": {"name": "locomo", "version": LOADER_VERSION, "speaker_prefix": speaker_prefix,
                    "image_captions": image_captions},
@@ -200,4 +212,4 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             "stray_session_date_keys": report["stray_session_keys"],
         },
     }
-    return SourceDataset("locomo", src, qdf, qrels, card)
+    return SourceDataset("locomo", src, qdf, qrels, card, dropped={k: v for k, v in dropped.items() if v})

@@ -11,6 +11,10 @@ One scope (``techqa``) holds every distinct technote; one source per technote; a
 eligible for every question. Relevance: the gold technote of an answerable question (the row's
 context in the NVIDIA layout, ``DOCUMENT`` in the IBM layout), grade 1. Unanswerable questions stay
 in ``queries`` without qrels, so the runner leaves them out of retrieval metrics and counts them.
+
+The loader knows the layouts, not the data: where the data came from, its licence and citation
+are the dataset config's ``provenance`` section (``conf/dataset/techqa.yaml``, which also shows the
+values for the IBM release), written to the card by the build.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from lethebench.schema import CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, Sourc
 LOADER_VERSION = "1"
 SCOPE_ID = "techqa"
 LAYOUTS = ("auto", "nvidia", "ibm")
-UPSTREAM = "nvidia/TechQA-RAG-Eval, train split, 480-row sample; derived from IBM TechQA"
-UPSTREAM_IBM = "IBM TechQA (Castelli et al., 2020): training_Q_A.json / dev_Q_A.json + training_dev_technotes.json"
-LICENSE = "Apache-2.0 (NVIDIA set); IBM TechQA: CDLA-Permissive-1.0"
-LICENSE_IBM = "CDLA-Permissive-1.0"
+SHIPPED_FILE = "nvidia/TechQA-RAG-Eval, train split, 480-row sample"  # named in the file-not-found hint only
+FORMATS = {
+    "nvidia": ("NVIDIA TechQA-RAG-Eval layout: one JSONL row per question {id, question, answer, is_impossible, "
+               "contexts: [{filename, text}]} with its context technote(s) inlined"),
+    "ibm": ("original IBM TechQA layout: question files (JSON lists of {QUESTION_ID, QUESTION_TITLE, QUESTION_TEXT, "
+            "DOCUMENT, ANSWERABLE, ANSWER, ...}) plus a technotes file (JSON object id -> {id, title, text})"),
+}
 # Upstream cut every context of the NVIDIA set to this many characters.
 NVIDIA_CONTEXT_CHARS = 2400
 
@@ -87,7 +94,7 @@ class _Collected:
 def _missing(path: Path, what: str) -> FileNotFoundError:
     return FileNotFoundError(
         f"TechQA {what} not found at {path}. Point data.root (or LETHE_DATA_ROOT) at the folder that holds "
-        f"techqa/techqa_rag_eval_sample_480.jsonl (upstream: {UPSTREAM}), or pass the IBM TechQA files "
+        f"techqa/techqa_rag_eval_sample_480.jsonl (upstream: {SHIPPED_FILE}), or pass the IBM TechQA files "
         f"(training_Q_A.json, dev_Q_A.json, training_dev_technotes.json)."
     )
 
@@ -392,14 +399,7 @@ def _assemble(col: _Collected, resolved: str, layout: str, files: list[Path]) ->
         context_facts[f"answers_not_in_context_whose_context_is_{NVIDIA_CONTEXT_CHARS}_chars"] = len(missing_cut)
 
     card: dict[str, Any] = {
-        "name": "techqa",
-        "description": (
-            "TechQA: IBM technical-support questions (forum posts) answered by IBM technotes (Castelli et al., 2020)"
-            + (". This copy is the NVIDIA TechQA-RAG-Eval layout: one JSONL row per question with its context "
-               "technote(s) inlined." if not ibm else ". Original IBM layout: question files plus a technotes file.")
-        ),
-        "upstream": UPSTREAM_IBM if ibm else UPSTREAM,
-        "license": LICENSE_IBM if ibm else LICENSE,
+        "format": FORMATS[resolved],
         "inputs": _inputs(files),
         "loader": {"name": "techqa", "version": LOADER_VERSION, "params": {"layout": layout},
                    "layout_detected": resolved},
@@ -443,4 +443,14 @@ def _assemble(col: _Collected, resolved: str, layout: str, files: list[Path]) ->
             "ids_whitespace_replaced_list": col.ids_whitespace_replaced,
         },
     }
-    return SourceDataset("techqa", sources, qdf, qrels, card)
+    dropped = {
+        "gold technotes not in the corpus (reference dropped)":
+            [f"{r['query_id']} -> {r['technote_id']}" for r in col.gold_not_in_corpus],
+        "answerable questions without a gold technote (no qrels: excluded from retrieval metrics)":
+            list(col.answerable_without_gold),
+        "impossible questions with a context (context ignored: no qrels)": list(col.impossible_with_gold),
+        "ids with whitespace (replaced by '_')": list(col.ids_whitespace_replaced),
+        "technotes with conflicting texts (longest kept)": [c["technote_id"] for c in conflicts],
+        "technotes whose id field differs from their key (key used)": list(col.technote_id_mismatch),
+    }
+    return SourceDataset("techqa", sources, qdf, qrels, card, dropped={k: v for k, v in dropped.items() if v})

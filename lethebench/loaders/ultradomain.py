@@ -12,6 +12,11 @@ library to name the first bad line.
 Relevance is decided per chunk (answers are written freely, not copied from the text): a chunk of
 the query's gold context is relevant (grade 2) when it holds at least ``min_overlap`` of the
 answer's content tokens; see :func:`grade_chunks` and the ``relevance`` entry of the card.
+
+The loader knows the format, not the data: where the data came from, its licence and citation are
+the dataset config's ``provenance`` section (``conf/dataset/ultradomain_*.yaml``), written to the
+card by the build. Only the local copies of ``../shared/data`` are recognised (by sha256) and
+described under ``input_notes``.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from lethebench.trec import Qrels
 
 LOADER_VERSION = "1"
 HUB_ID = "TommyChien/UltraDomain"
-LICENSE = "Apache-2.0 (dataset card)"
+FORMAT = ("UltraDomain JSONL: one row per question {_id, input, answers, context, length?, label?, dataset?, "
+          "context_id?, meta?}, each row repeating its whole source context; .jsonl, .jsonl.gz, .jsonl.xz, .jsonl.bz2")
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.xz", ".jsonl.bz2")
 # Provenance of the local copies described in ../shared/data/README.md, recognised by their sha256.
 KNOWN_COPIES: dict[str, str] = {
@@ -162,9 +168,11 @@ def _chunk_qrels_fn(
     min_overlap: float,
     fallback_min_overlap: float | None,
     gold_context_grade: int,
+    dropped: dict[str, list[str]] | None = None,
 ) -> Callable[[pd.DataFrame, dict[str, list[str]]], Qrels]:
     """The ``SourceDataset.chunk_qrels`` hook: grades chunks, then writes the measured distribution into
-    ``card["relevance_measured"]`` and each query's rule into its ``meta`` (build reads both afterwards)."""
+    ``card["relevance_measured"]``, each query's rule into its ``meta`` and the queries left without
+    qrels into ``dropped`` (build reads all three afterwards)."""
 
     def chunk_qrels(corpus: pd.DataFrame, src_to_docs: dict[str, list[str]]) -> Qrels:
         text = dict(zip(corpus["doc_id"], corpus["text"]))
@@ -221,6 +229,9 @@ def _chunk_qrels_fn(
             }
             for scope, st in per_scope.items()
         }
+        no_qrels = [qid for qid in queries["query_id"] if qid not in qrels]
+        if dropped is not None and no_qrels:
+            dropped["queries without a relevant chunk (no qrels: excluded from retrieval metrics)"] = no_qrels
         return qrels
 
     return chunk_qrels
@@ -532,20 +543,14 @@ def load_ultradomain(
     qdf["position"] = qdf["position"].astype("int64")
     src["position"] = src["position"].astype("int64")
     inputs = {hub_files.get(str(p), p.name): sha256_file(p) for p in local}
-    provenance = [KNOWN_COPIES[h] for h in inputs.values() if h in KNOWN_COPIES]
+    notes = [KNOWN_COPIES[h] for h in inputs.values() if h in KNOWN_COPIES]
     params = {"domain": domain, "min_overlap": min_overlap, "fallback_min_overlap": fallback_min_overlap,
               "gold_context_grade": gold_context_grade, "allow_hub": allow_hub, "hub_id": hub_id, "revision": revision}
     card: dict[str, Any] = {
-        "name": "ultradomain_" + "_".join(names),
-        "description": (
-            "UltraDomain (Qian et al., MemoRAG, 2024; used by LightRAG/PathRAG): long-context QA whose questions "
-            "ask about a whole book (domain files such as cs) or a long LongBench article (mix). Answers are "
-            "free-form paraphrases, not spans of the text."
-        ),
-        "upstream": " ".join([f"{HUB_ID} " + ", ".join(f"{d}.jsonl" for d in names) + ".", *provenance]),
-        "license": LICENSE,
+        "format": FORMAT,
         "inputs": inputs,
         "loader": {"name": "ultradomain", "version": LOADER_VERSION, "params": params},
+        **({"input_notes": notes} if notes else {}),
         "scope": (
             "one domain file (scope_id = domain name); its distinct contexts, identified by the sha256 of their "
             "text (doc_id = source_id = <domain>:<first 16 hex>), are the sources in order of first appearance; "
@@ -596,6 +601,9 @@ def load_ultradomain(
         ),
         "stats": stats,
     }
-    ds = SourceDataset(card["name"], src, qdf, {}, card)
-    ds.chunk_qrels = _chunk_qrels_fn(qdf, card, min_overlap, fallback_min_overlap, gold_context_grade)
+    renamed = [f"row {r['row']} of {d}: {r['_id']} -> {r['query_id']}" for d, st in stats.items()
+               for r in st["duplicate_ids_renamed"]]
+    ds = SourceDataset("ultradomain_" + "_".join(names), src, qdf, {}, card,
+                       dropped={"repeated _id values (renamed <_id>~<k>)": renamed} if renamed else {})
+    ds.chunk_qrels = _chunk_qrels_fn(qdf, card, min_overlap, fallback_min_overlap, gold_context_grade, ds.dropped)
     return ds

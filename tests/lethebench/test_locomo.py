@@ -124,3 +124,17 @@ def test_empty_or_turnless_file_is_a_clear_error(tmp_path):
     with pytest.raises(DatasetError, match=r"wrong\.json: conversation #0: expected a JSON object, got list"):
         load_locomo(wrong)
 
+
+def test_dropped_references_are_named_for_the_build_log(loco):
+    # the build logs these (count and first examples); the card keeps the full lists under exclusions
+    assert loco.dropped["evidence references to turns that do not exist (dropped)"] == [
+        "conv-42:q58 -> D10:19", "conv-47:q38 -> D4:36"]
+    assert loco.dropped["malformed evidence tokens (dropped)"] == ["conv-42:q88 -> 'D'"]
+    assert len(loco.dropped["questions without valid evidence (no qrels: excluded from retrieval metrics)"]) == 4
+    assert loco.dropped["session_<N>_date_time keys without a session (ignored)"][0] == "conv-26: session_20_date_time"
+
+
+def test_the_loader_states_the_format_not_the_provenance(loco):
+    # name, description, upstream, licence and citation come from the dataset config (tests/lethebench/test_build.py)
+    assert not {"name", "description", "upstream", "license", "citation", "provenance"} & set(loco.card)
+    assert loco.card["format"].startswith("LoCoMo JSON")
