@@ -31,7 +31,7 @@ from analysis.answers import score_answer
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
-from experiments.datasets import prepare_dataset
+from experiments.datasets import dataset_key, prepare_dataset
 from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
 from experiments.results import RunIdentity, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
@@ -268,7 +268,7 @@ def plan_run(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> RunPlan:
     """Resolve ``cfg`` once into a typed plan (errors name the key)."""
     resolved = to_dict(cfg)
     validate_run_config(resolved)
-    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+    build_key = dataset_key(cfg, ds_folder, ds)   # a custom folder's key includes its checked content
     answer_rules = resolved["dataset"].get("answer_rules")
     if answer_rules not in (None, "locomo"):
         raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
@@ -341,6 +341,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         "hashed_config": ident.hashed,
         "config_hash": ident.config_hash,
         "dataset": {"name": plan.dataset, "folder": str(ds_folder), "build_key": plan.build_key,
+                    "content_sha256": ds.content_sha256,
                     "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
         "method": method.describe(),
         "git": git_info(),
