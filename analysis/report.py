@@ -1,4 +1,4 @@
-"""Tables, figures and ``report.md`` from exactly the declared runs (:class:`analysis.results.RunRef`).
+"""Tables, figures and ``report.md`` from exactly the declared runs (:class:`analysis.declared_runs.RunRef`).
 
 The command is ``python -m experiments.reproduce action=report`` (it locates the declared runs of the
 reproduction contract by config hash and calls :func:`build_report`). Reads only finished results
@@ -24,7 +24,7 @@ from analysis import views as V
 from analysis import tables as T
 from analysis.figures import draw_all
 from analysis.iteration4 import iteration4_table
-from analysis.results import RunRef
+from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
 CLAIM_COLUMNS = {"ndcg_at_10": "nDCG@10", "recall_at_50": "Recall@50", "coverage_at_n": "Coverage@10",

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis import stats
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.iteration4 import hallucination_cell
-from analysis.results import RunRef
+from analysis.declared_runs import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order
 from lethebench.runs import timings_frame
 

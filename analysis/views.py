@@ -11,7 +11,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
-from analysis.results import RunInfo, RunRef, load_declared
+from analysis.declared_runs import RunInfo, RunRef, load_declared
 
 
 @dataclass

@@ -115,7 +115,7 @@ LLM_BENCH_PROMPT = ("Summarize in two sentences why per-session term statistics 
 def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
     """Tokens/s (prompt, generation) per model, median of ``reps`` uncached calls; cache-hit latency;
     LLM share of lethe_iter2_llm latency per dataset from finished runs."""
-    from analysis.results import load_run
+    from analysis.declared_runs import load_run
     from experiments import reproduce as R
     from lethe.llm.backends import make_llm
     from lethe.llm.base import Decoding, Message

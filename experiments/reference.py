@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 from experiments.config import load_config
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key
-from experiments.results import run_identity
+from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order

@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from analysis import expected as E
 from analysis.report import build_report, load_cfg
-from analysis.results import RunRef, undeclared
+from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
 from experiments.config import load_config
 from lethe.core.paths import project_path

@@ -33,7 +33,7 @@ from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_key, prepare_dataset
 from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
-from experiments.results import RunIdentity, run_identity
+from experiments.run_identity import RunIdentity, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k

@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from analysis.report import build_report, load_cfg
-from analysis.results import RunRef
+from analysis.declared_runs import RunRef
 from lethe.core.paths import PROJECT_ROOT
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments.config import load_config
 from experiments.difficulty import difficulty, method_run_config
-from experiments.results import run_identity
+from experiments.run_identity import run_identity
 from tests.conftest import TWO_CONVS, overrides_for
 
 
