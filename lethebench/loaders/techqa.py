@@ -137,6 +137,21 @@ def _type_error(where: str, key: str, expected: str, value: Any) -> DatasetError
     return DatasetError(f"{where}: key '{key}': expected {expected}, got {type(value).__name__} {value!r:.60}")
 
 
+def _question_record(rec: Any, where: str, id_key: str, keys: Iterable[str], col: _Collected) -> tuple[str, str]:
+    """(question id, location naming it) of one question record of either layout: a JSON object with
+    every key of ``keys``; errors name ``where`` (the file and line or item) and the id once known."""
+    base = where
+    if not isinstance(rec, dict):
+        raise DatasetError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    if isinstance(rec.get(id_key), str | int):
+        where = f"{base} ({id_key} {rec[id_key]})"
+    for key in keys:
+        if key not in rec:
+            raise DatasetError(f"{where}: missing key '{key}'; expected keys {list(keys)}")
+    qid = col.clean_id(rec[id_key], where, id_key)
+    return qid, f"{base} ({id_key} {qid})"
+
+
 def _read_nvidia(path: Path, col: _Collected) -> None:
     try:
         # split on "\n" only: JSON strings may hold other line separators (U+2028) verbatim
@@ -151,15 +166,7 @@ def _read_nvidia(path: Path, col: _Collected) -> None:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON ({_json_error(exc, line=False)})") from exc
-        if not isinstance(row, dict):
-            raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
-        if isinstance(row.get("id"), str | int):
-            where = f"{path}: line {lineno} (id {row['id']})"
-        for key in NVIDIA_KEYS:
-            if key not in row:
-                raise DatasetError(f"{where}: missing key '{key}'; expected keys {list(NVIDIA_KEYS)}")
-        qid = col.clean_id(row["id"], where, "id")
-        where = f"{path}: line {lineno} (id {qid})"
+        qid, where = _question_record(row, where, "id", NVIDIA_KEYS, col)
         question, answer, impossible, contexts = (row[k] for k in ("question", "answer", "is_impossible", "contexts"))
         if not isinstance(question, str):
             raise _type_error(where, "question", "a string", question)
@@ -215,16 +222,7 @@ def _read_ibm_questions(path: Path, col: _Collected) -> None:
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a JSON list of questions (IBM TechQA *_Q_A.json), got {type(data).__name__}")
     for i, item in enumerate(data):
-        where = f"{path}: item #{i}"
-        if not isinstance(item, dict):
-            raise DatasetError(f"{where}: expected a JSON object, got {type(item).__name__}")
-        if isinstance(item.get("QUESTION_ID"), str | int):
-            where = f"{path}: item #{i} (QUESTION_ID {item['QUESTION_ID']})"
-        for key in IBM_QA_KEYS:
-            if key not in item:
-                raise DatasetError(f"{where}: missing key '{key}'; expected keys {list(IBM_QA_KEYS)}")
-        qid = col.clean_id(item["QUESTION_ID"], where, "QUESTION_ID")
-        where = f"{path}: item #{i} (QUESTION_ID {qid})"
+        qid, where = _question_record(item, f"{path}: item #{i}", "QUESTION_ID", IBM_QA_KEYS, col)
         for key in ("QUESTION_TITLE", "QUESTION_TEXT", "DOCUMENT", "ANSWER"):
             if not isinstance(item[key], str):
                 raise _type_error(where, key, "a string", item[key])
