@@ -254,10 +254,18 @@ def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
     return refs
 
 
+class ReportRefused(RuntimeError):
+    """The report would be written from no finished run (it would replace the committed one with empty tables)."""
+
+
 def write_report(report: str, cfg: DictConfig) -> Path:
     """The report of group ``report`` (reference or smoke) from exactly its declared runs."""
     refs = refs_for(report, cfg)
     out_dir = project_path(str(cfg.out_dir[report]))
+    if not any(RunFolder(r.folder).is_done for r in refs):
+        where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
+        raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
+                            f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is.")
     write_cards(report, cfg)
     studies = publish_studies(report, cfg, out_dir)
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
@@ -353,7 +361,11 @@ def reproduce(cfg: DictConfig) -> int:
         tiers = resolve_tiers(cfg)   # done flags after running
     if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
         for report in dict.fromkeys(t.report for t, _ in tiers):
-            write_report(report, cfg)
+            try:
+                write_report(report, cfg)
+            except ReportRefused as exc:
+                print(f"report refused: {exc}", file=sys.stderr)
+                code = 2
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
     if cfg.action in ("all", "verify"):

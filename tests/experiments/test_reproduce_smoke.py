@@ -85,3 +85,12 @@ def test_undeclared_runs_change_nothing_in_the_report(smoke):
     assert (k5 / "DONE").is_file() and (other / "DONE").is_file()
     assert R.reproduce(R.load(["tier=smoke", "action=report", *smoke["paths"]])) == 0
     assert _snapshot(smoke["out"]) == before
+
+
+def test_a_mistyped_results_dir_leaves_the_report_alone(smoke, tmp_path, capsys):
+    """It used to exit 0 and leave a mix of new "no runs" files and stale tables (issue 15, case 10)."""
+    before = _snapshot(smoke["out"])
+    paths = [p if not p.startswith("results_dir=") else f"results_dir={tmp_path / 'typo'}" for p in smoke["paths"]]
+    assert R.reproduce(R.load(["tier=smoke", "action=report", *paths])) == 2
+    assert "report refused: no declared run of the 'smoke' report is finished under" in capsys.readouterr().err
+    assert _snapshot(smoke["out"]) == before
