@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.pyserini_jvm import ensure_jvm
+from lethe.core.atomic import atomic_dir
 from lethe.core.protocol import Doc, Query, SearchResult
 
 log = logging.getLogger(__name__)
@@ -59,19 +59,13 @@ class PyseriniBM25:
         if (final / "DONE").is_file():
             self.indexes_reused += 1
         else:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-            try:
+            # one atomic swap (lethe.core.atomic): a leftover without DONE is replaced, concurrent builders
+            # of the same index never fail, and the folder gets the umask's mode
+            with atomic_dir(final) as tmp:
                 writer = LuceneIndexer(str(tmp), threads=1)
                 writer.add_batch_dict([{"id": d.doc_id, "contents": d.text} for d in docs])
                 writer.close()
                 (tmp / "DONE").write_text("ok\n")
-                if final.exists():  # a crashed writer's leftover without DONE
-                    shutil.rmtree(final)
-                os.replace(tmp, final)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
             self.indexes_built += 1
         self._searcher = LuceneSearcher(str(final))
         self._searcher.set_bm25(self.k1, self.b)
