@@ -72,11 +72,9 @@ class QuerySelection:
                    int(dataset["sample"]) if dataset.get("sample") else None, int(seed))
 
 
-def select_queries(ds: Dataset, selection: QuerySelection | DictConfig) -> tuple[pd.DataFrame, dict[str, int]]:
+def select_queries(ds: Dataset, sel: QuerySelection) -> tuple[pd.DataFrame, dict[str, int]]:
     """Queries to run: those with qrels, in the selected scopes/split/categories (a seeded sample if
-    asked); counts what each filter excluded. A DictConfig is read as a run config."""
-    sel = (QuerySelection.from_config(to_dict(selection.dataset), int(selection.run.seed))
-           if isinstance(selection, DictConfig) else selection)
+    asked); counts what each filter excluded."""
     q = ds.queries
     counts = {"queries_total": int(len(q))}
     if sel.scopes:
@@ -264,10 +262,8 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
         raise ConfigError(f"results_dir={resolved['results_dir']!r} ({results}) is not writable: {exc}") from exc
 
 
-def plan_run(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> RunPlan:
-    """Resolve ``cfg`` once into a typed plan (errors name the key)."""
-    resolved = to_dict(cfg)
-    validate_run_config(resolved)
+def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: Dataset) -> RunPlan:
+    """The typed plan of ``cfg``, whose resolved and validated dict is ``resolved`` (errors name the key)."""
     build_key = dataset_key(cfg, ds_folder, ds)   # a custom folder's key includes its checked content
     answer_rules = resolved["dataset"].get("answer_rules")
     if answer_rules not in (None, "locomo"):
@@ -278,7 +274,7 @@ def plan_run(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> RunPlan:
     root = project_path(resolved["results_dir"]).resolve()
     if not identity.folder.resolve().is_relative_to(root):
         raise ConfigError(f"the results folder {identity.folder} lies outside results_dir={root}")
-    return RunPlan(resolved, identity, ds_folder, build_key,
+    return RunPlan(dict(resolved), identity, ds_folder, build_key,
                    QuerySelection.from_config(resolved["dataset"], settings.seed), answer_rules, params,
                    project_path(resolved["cache_dir"]), settings)
 
@@ -300,10 +296,11 @@ def run_experiment(cfg: DictConfig) -> Path:
 
 def run_job(cfg: DictConfig) -> RunOutcome:
     """Run one (dataset, method) job unless its results folder is done (``run.overwrite`` forces it)."""
-    validate_run_config(to_dict(cfg))   # before the dataset is built or anything is computed
+    resolved = to_dict(cfg)
+    validate_run_config(resolved)   # before the dataset is built or anything is computed
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
-    plan = plan_run(cfg, ds_folder, ds)
+    plan = plan_run(cfg, resolved, ds_folder, ds)
     ident = plan.identity
     # the run's lock: an identical job running at the same time is waited for, then this one skips
     with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
@@ -332,9 +329,8 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         method.close()
     per_query = pd.DataFrame(searched.records)
     check_error_share(per_query, plan.settings.max_error_share)
-    check_llm_failures(llm_failure_summary(per_query, plan.settings.max_parse_fallback_share),
-                       plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
+    check_llm_failures(metrics, plan.settings.max_error_share)   # before anything is written
     ended = dt.datetime.now(dt.timezone.utc)
     manifest = {
         "config": plan.config,

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -33,14 +34,14 @@ import hydra
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import prepare_dataset
-from experiments.runner import group_docs, select_queries, walk_eligible
+from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
 from lethe.core.hashing import sha256_file
@@ -98,9 +99,7 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
         ds = Dataset(ds.name, ds.corpus, ds.queries[ds.queries["query_id"].isin(keep)],
                      {k: v for k, v in ds.qrels.items() if k in keep}, ds.card)
     # the run's own query selection (scopes, categories, qrels), minus its split filter
-    sel = cfg.copy()
-    with open_dict(sel):
-        sel.dataset.split = None
+    sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None)
     q, _ = select_queries(ds, sel)
     method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
     docs = group_docs(ds)

@@ -4,6 +4,8 @@ late or fail without naming the key."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from experiments.runner import run_experiment
@@ -33,7 +35,7 @@ def _cfg(tmp_path, *extra):
     (["+method.variant=a/b"], "method.variant='a/b'"),
 ])
 def test_bad_values_are_refused_before_any_compute(tmp_path, extra, key):
-    with pytest.raises(ConfigError, match=key.replace("+", r"\+").replace(".", r"\.").replace("[", r"\[")):
+    with pytest.raises(ConfigError, match=re.escape(key)):
         run_experiment(_cfg(tmp_path, *extra))
     # nothing was built, cached or written: the check ran first
     assert not (tmp_path / "processed").exists() and not (tmp_path / "cache").exists()
