@@ -23,7 +23,7 @@ import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethebench.card import render_card_md
-from lethe.core.hashing import sha256_file
+from lethe.core.hashing import sha256_file, sha256_file_cached
 from lethebench.trec import Qrels, read_qrels, write_qrels
 
 log = logging.getLogger(__name__)
@@ -179,20 +179,6 @@ def validate(ds: Dataset) -> None:
 
 DATA_SUFFIXES = (".parquet", ".trec")  # the data files of a folder; card.json records their sha256
 
-# (resolved path, size, mtime_ns, inode) -> sha256: a file is hashed once per process until it changes, so
-# a large dataset read again (another job of a sweep in the same process) is not rehashed. Kept in memory,
-# never in the content-addressed folder.
-_SHA256_CACHE: dict[tuple[str, int, int, int], str] = {}
-
-
-def _file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    sha = _SHA256_CACHE.get(key)
-    if sha is None:
-        sha = _SHA256_CACHE[key] = sha256_file(path)
-    return sha
-
 
 def _data_files(folder: Path) -> list[str]:
     return sorted(f.name for f in folder.iterdir() if f.is_file() and f.suffix in DATA_SUFFIXES)
@@ -232,7 +218,7 @@ def verify_files(folder: str | Path, card: Mapping[str, Any] | None = None) -> d
     """
     folder = Path(folder)
     card = _read_card(folder) if card is None else card
-    actual = {f: _file_sha256(folder / f) for f in _data_files(folder)}
+    actual = {f: sha256_file_cached(folder / f) for f in _data_files(folder)}
     expected = card.get("outputs_sha256")
     if expected is None:
         log.warning("%s: card.json has no outputs_sha256, so its files cannot be checked; write the folder with "

@@ -9,7 +9,7 @@ import pytest
 
 from pathlib import Path
 
-from lethebench import schema
+from lethe.core import hashing
 from lethebench.schema import (DatasetError, content_sha256, dataset_content_sha256, read_dataset, update_card_hashes,
                                validate, write_dataset)
 from tests.support.toy import toy_dataset
@@ -164,8 +164,8 @@ def test_a_card_without_hashes_is_read_with_a_warning(tmp_path, caplog):
 def test_hashes_are_cached_by_size_and_mtime(tmp_path, monkeypatch):
     folder = write_dataset(toy_dataset(), tmp_path / "toy")
     calls = []
-    real = schema.sha256_file
-    monkeypatch.setattr(schema, "sha256_file", lambda p: calls.append(Path(p).name) or real(p))
+    real = hashing.sha256_file
+    monkeypatch.setattr(hashing, "sha256_file", lambda p: calls.append(Path(p).name) or real(p))
     read_dataset(folder)
     read_dataset(folder)
     dataset_content_sha256(folder)
