@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 
 from analysis.studies import MANIFEST
+from lethe.core.atomic import atomic_write_text
 from lethebench.runs import RunFolder
 
 COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
@@ -97,7 +98,7 @@ def write_expected(path: Path, tier: str, entries: Mapping[str, Mapping[str, Any
     if prepare_seconds:
         doc["prepare_seconds"] = {k: round(float(v), 1) for k, v in sorted(prepare_seconds.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(HEADER.format(tier=tier) + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True))
+    atomic_write_text(path, HEADER.format(tier=tier) + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True))
     return path
 
 

@@ -10,6 +10,7 @@ Greyscale-readable: methods differ by hatch and marker as well as shade; CIs are
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -24,6 +25,7 @@ import pandas as pd  # noqa: E402
 from analysis.iteration4 import budget_points  # noqa: E402
 from analysis.tables import best_baseline  # noqa: E402
 from analysis.views import DatasetView, cached_mean_ci, main_family  # noqa: E402
+from lethe.core.atomic import atomic_write_bytes  # noqa: E402
 from lethebench.runs import timings_frame  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO", "//.", "\\\\."]
@@ -236,8 +238,11 @@ def forest(ax, rows: pd.DataFrame, label: Callable[[Any], str], xlabel: str, tit
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
-    fig.savefig(paths[0], metadata={"Software": None}, bbox_inches="tight")
-    fig.savefig(paths[1], metadata={"Creator": None, "Producer": None, "CreationDate": None}, bbox_inches="tight")
+    for path, fmt, metadata in ((paths[0], "png", {"Software": None}),
+                                (paths[1], "pdf", {"Creator": None, "Producer": None, "CreationDate": None})):
+        buf = io.BytesIO()  # replaced whole (lethe.core.atomic): a crash never leaves a truncated figure
+        fig.savefig(buf, format=fmt, metadata=metadata, bbox_inches="tight")
+        atomic_write_bytes(path, buf.getvalue())
     plt.close(fig)
     return paths
 

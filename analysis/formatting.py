@@ -11,6 +11,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from lethe.core.atomic import atomic_write_text
+
 NM = "n/m"
 NOT_DECLARED = "-"
 FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
@@ -63,9 +65,10 @@ def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footno
     """Write ``name``.csv / .md / .tex; floats formatted with 6 significant digits in CSV."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}
-    df.to_csv(paths["csv"], index=False, float_format="%.6g", lineterminator="\n")
-    paths["md"].write_text(f"**{caption}**\n\n" + to_markdown(df, footnote))
-    paths["tex"].write_text(to_latex(df, caption))
+    # each file replaced whole (lethe.core.atomic): a crash never leaves a truncated table
+    atomic_write_text(paths["csv"], df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+    atomic_write_text(paths["md"], f"**{caption}**\n\n" + to_markdown(df, footnote))
+    atomic_write_text(paths["tex"], to_latex(df, caption))
     return paths
 
 

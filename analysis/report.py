@@ -24,6 +24,8 @@ from analysis import views as V
 from analysis import tables as T
 from analysis.figures import draw_all
 from analysis.iteration4 import iteration4_table
+from lethe.core.atomic import atomic_write_text
+from lethe.core.faults import kill_point
 from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
@@ -225,6 +227,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
                "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
                F.to_markdown(t_it4, F.FOOTNOTE_NM)]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
+    kill_point("writing_report")
     figs = draw_all(views, t2, cfg, fdir, ta=ta)
     md += ["## Figures", ""]
     for name, paths in figs.items():
@@ -233,7 +236,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         md += [f"## {title}", "", body, ""]
     md += ["## Claimed vs measured", "", claims_vs_measured(views, t1s, Path(cfg["claims"]))]
     report = out / "report.md"
-    report.write_text("\n".join(md))
+    atomic_write_text(report, "\n".join(md))
     print(f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "
           f"({time.perf_counter() - t0:.1f} s)")
     return report

@@ -40,6 +40,7 @@ from analysis.report import build_report, load_cfg
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
 from experiments.config import load_config
+from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
 from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
@@ -145,7 +146,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
         if i < len(steps) and prep_file is not None:   # prerequisite times, for the next ETA
             measured[job.name] = round(time.perf_counter() - t0, 1)
             prep_file.parent.mkdir(parents=True, exist_ok=True)
-            prep_file.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+            atomic_write_text(prep_file, json.dumps(measured, indent=1, sort_keys=True) + "\n")
     return failed
 
 
@@ -204,7 +205,6 @@ def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) ->
 def run_study(study: Study, cfg: DictConfig) -> Path:
     """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing).
     The temporary folder's path, wherever the study wrote it (its manifest, tables), becomes the final one."""
-    from lethe.core.atomic import atomic_dir
 
     final = study_folder(study, cfg)
     t0 = time.perf_counter()
@@ -296,8 +296,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
     text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
                                  if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
     out = project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    atomic_write_text(out, text)
     return E.passed(df), text
 
 

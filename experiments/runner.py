@@ -37,6 +37,7 @@ from experiments.run_identity import RunIdentity, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
+from lethe.core.faults import kill_point
 from lethe.core.hashing import sha256_file
 from lethe.core.typed_config import ConfigError, check_section
 from lethebench.runs import RunFolder, encode_cells, timings_frame
@@ -441,6 +442,7 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
             llm = res.flags.get(LLM_FAILURES)
             if llm is not None:  # a query that called an LLM: its failed calls (lethe.core.protocol)
                 rec.update(llm_infra_failures=int(llm["infra"]), llm_parse_fallbacks=int(llm["parse"]))
+            kill_point("searching")
     finally:
         bar.close()
     return Searched(run, records, index_seconds, index_calls)

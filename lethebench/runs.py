@@ -36,6 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir
+from lethe.core.faults import kill_point
 from lethe.core.locking import hold
 from lethebench.trec import Qrels, Ranking, read_qrels, read_run, write_qrels, write_run
 
@@ -178,6 +179,7 @@ class RunFolder:
             rows = [(q, r, d, s) for q in sorted(run) for r, (d, s) in enumerate(run[q], 1)]
             pd.DataFrame(rows, columns=["query_id", "rank", "doc_id", "score"]).to_parquet(tmp / RUN_PARQUET, index=False)
             write_qrels(qrels, tmp / QRELS_TREC)
+            kill_point("writing_folder")
             per_query.to_parquet(tmp / PER_QUERY, index=False)
             (tmp / METRICS).write_text(_json(metrics))
             (tmp / MANIFEST).write_text(_json(manifest))

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
+from lethe.core.faults import kill_point
 from lethebench.card import render_card_md
 from lethe.core.hashing import sha256_file, sha256_file_cached
 from lethebench.trec import Qrels, read_qrels, write_qrels
@@ -257,6 +258,7 @@ def write_dataset(ds: Dataset, folder: str | Path) -> Path:
     with atomic_dir(folder) as tmp:
         ds.corpus.to_parquet(tmp / "corpus.parquet", index=False)
         ds.queries.to_parquet(tmp / "queries.parquet", index=False)
+        kill_point("build_data")
         write_qrels(ds.qrels, tmp / "qrels.trec")
         if ds.contradictions is not None:
             ds.contradictions.to_parquet(tmp / "contradictions.parquet", index=False)

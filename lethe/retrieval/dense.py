@@ -19,8 +19,8 @@ def make_embedder(embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path 
     if isinstance(embedder, Embedder):
         return embedder
     cfg = dict(embedder)
-    return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, batch_size=cfg.get("batch_size", 64),
-                    show_progress=progress, cache_roles=cfg.get("cache_roles", ("doc",)))
+    options = {k: cfg[k] for k in ("batch_size", "cache_roles", "persist_every") if k in cfg}
+    return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, show_progress=progress, **options)
 
 
 class DenseIndex:

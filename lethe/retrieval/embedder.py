@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from lethe.core.embedding_cache import EmbeddingCache, text_key
+from lethe.core.faults import kill_point
 from lethe.core.models import ResolvedModel, resolve_model
 
 Role = Literal["query", "doc"]
@@ -31,6 +33,7 @@ class Embedder:
         prompts: Mapping[str, str] | None = None,
         show_progress: bool = True,
         cache_roles: Sequence[str] = ("doc",),
+        persist_every: int = 2048,
     ):
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model)
         self.batch_size = int(batch_size)
@@ -38,6 +41,9 @@ class Embedder:
         self.show_progress = show_progress
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.cache_roles = tuple(cache_roles)
+        self.persist_every = int(persist_every)
+        if self.persist_every < 1:
+            raise ValueError(f"persist_every must be >= 1 text, got {persist_every}")
         self._st = None
         self._caches: dict[str, EmbeddingCache] = {}
         self.encode_seconds = 0.0
@@ -72,7 +78,7 @@ class Embedder:
             self._caches[role] = EmbeddingCache(self.cache_dir, ns)
         return self._caches[role]
 
-    def _encode_raw(self, texts: list[str], role: Role) -> np.ndarray:
+    def _encode_raw(self, texts: list[str], role: Role, progress: bool = True) -> np.ndarray:
         t0 = time.perf_counter()
         prefix = self.prompts.get(role, "")
         vecs = self.st.encode(
@@ -80,14 +86,20 @@ class Embedder:
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
-            show_progress_bar=self.show_progress and len(texts) >= 2 * self.batch_size,
+            show_progress_bar=progress and self.show_progress and len(texts) >= 2 * self.batch_size,
         ).astype(np.float32, copy=False)
         self.encode_seconds += time.perf_counter() - t0
         self.encoded_texts += len(texts)
         return vecs
 
     def encode(self, texts: Sequence[str], role: Role) -> np.ndarray:
-        """Vectors for ``texts`` (n, dim); only texts missing from the cache are encoded."""
+        """Vectors for ``texts`` (n, dim); only texts missing from the cache are encoded.
+
+        Cached roles are encoded in chunks of ``persist_every`` texts, each written to the cache as
+        soon as it is encoded, so a crash loses at most one chunk. The chunks are cut from the sorted
+        keys of *all* of ``texts`` (not of the missing ones), so a run resumed after a crash encodes
+        each remaining chunk in the same batches as an uninterrupted run, bit for bit.
+        """
         texts = list(texts)
         cache = self._cache(role)
         self.last_cache_hits = 0
@@ -96,13 +108,24 @@ class Embedder:
         keys = [text_key(t) for t in texts]
         found = cache.get(keys)
         self.last_cache_hits = sum(v is not None for v in found)
-        todo = sorted({k: t for k, t, v in zip(keys, texts, found) if v is None}.items())
-        if todo:
-            new = self._encode_raw([t for _, t in todo], role)
-            cache.put([k for k, _ in todo], new)
-            if len(todo) >= 32:  # a real batch (docs): persist now; single queries accumulate
-                cache.flush()
-            fresh = dict(zip((k for k, _ in todo), new))
+        missing = {k: t for k, t, v in zip(keys, texts, found) if v is None}
+        if missing:
+            ordered = sorted(set(keys))
+            chunks = [[k for k in ordered[i:i + self.persist_every] if k in missing]
+                      for i in range(0, len(ordered), self.persist_every)]
+            chunks = [c for c in chunks if c]
+            fresh: dict[str, np.ndarray] = {}
+            bar = tqdm(total=len(missing), unit="text", desc=f"embedding {role}s", leave=False,
+                       disable=not self.show_progress or len(missing) < 2 * self.batch_size)
+            for chunk in chunks:
+                new = self._encode_raw([missing[k] for k in chunk], role, progress=False)
+                cache.put(chunk, new)
+                if len(chunk) >= 32:  # a real batch (docs): persist now; single queries accumulate
+                    cache.flush()
+                    kill_point("embedding")
+                fresh.update(zip(chunk, new))
+                bar.update(len(chunk))
+            bar.close()
             found = [v if v is not None else fresh[k] for k, v in zip(keys, found)]
         return np.vstack(found) if found else np.zeros((0, self.dim), np.float32)
 
@@ -121,6 +144,7 @@ class Embedder:
         return {
             "model": self.model.describe(),
             "batch_size": self.batch_size,
+            "persist_every": self.persist_every,
             "cache_roles": list(self.cache_roles),
             "encoded_texts": self.encoded_texts,
             "encode_seconds": round(self.encode_seconds, 3),

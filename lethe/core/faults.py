@@ -1,0 +1,47 @@
+"""Named crash points for the fault-injection test (``tests/experiments/test_faults.py``).
+
+Setting ``LETHE_KILL_AT=<point>[:<n>]`` makes the process kill itself with SIGKILL (no cleanup, no
+``finally``, exactly like ``kill -9`` or the kernel's OOM killer) the ``n``-th time (1 by default) it
+passes :func:`kill_point` with that name. Unset, :func:`kill_point` costs one environment lookup.
+
+Points (where each sits, and what a crash there must not damage):
+
+- ``build_data``: a processed dataset's files are half written in its temporary folder;
+- ``embedding``: a chunk of document vectors was just written to the embedding cache, more are to come;
+- ``searching``: a query was just answered, the run's results exist only in memory;
+- ``writing_folder``: a results folder's rankings are written, its metrics, manifest and DONE are not;
+- ``writing_report``: the report's tables are written, its figures and ``report.md`` are not.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "LETHE_KILL_AT"
+POINTS = frozenset({"build_data", "embedding", "searching", "writing_folder", "writing_report"})
+
+_passes: dict[str, int] = {}
+
+
+def parse(spec: str) -> tuple[str, int]:
+    """``"point[:n]"`` -> (point, n); raises ValueError naming the variable on a bad value."""
+    point, _, n = spec.partition(":")
+    if point not in POINTS or not (n == "" or (n.isdigit() and int(n) >= 1)):
+        raise ValueError(f"{ENV}={spec!r}: expected <point>[:<n>] with point one of {sorted(POINTS)} and n >= 1")
+    return point, int(n or 1)
+
+
+def kill_point(name: str) -> None:
+    """SIGKILL this process if ``LETHE_KILL_AT`` names ``name`` and this is its n-th pass."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    point, n = parse(spec)
+    if name not in POINTS:
+        raise ValueError(f"kill_point({name!r}) is not one of {sorted(POINTS)}")
+    if point != name:
+        return
+    _passes[name] = _passes.get(name, 0) + 1
+    if _passes[name] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
