@@ -1,21 +1,26 @@
 """Cross-encoder reranking: Pyserini BM25 top ``candidates``, reordered by a cross-encoder's score.
 
-The model is resolved with :func:`lethe.core.models.resolve_model` (``conf/model/cross_encoder.yaml``):
-its ``path`` (default ``<cache_dir>/models/ce-minilm-lethebench``, written by ``make models``),
-else the hub id when ``allow_hub`` is true. A relative ``path`` is taken relative to the project
-root, like every relative path of the harness. Scores are the model's raw logits.
+The model is a *model set* trained by this project (``conf/model/cross_encoder.yaml``, ``make
+models``): one or more folds of a training regime, found when the runner binds the dataset
+(:func:`lethe.retrieval.crossencoder.set_folder`). Each query is scored by a fold that never saw it
+(trained or selected on it, or on its scope): the leakage guard of :mod:`lethe.core.heldout`; a run
+whose queries no fold may score fails before any search (``LeakageError``). When the set is missing
+and ``allow_hub`` is true, the hub model ``hub_id`` scores every query. Scores are raw logits.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from baselines.bm25 import PyseriniBM25
-from lethe.retrieval.crossencoder import load_cross_encoder, read_model_card, rerank, resolve_cross_encoder
-from lethe.retrieval.ranking import canonical_order
+from lethe.core.heldout import LeakageError, pick_fold
+from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
+from lethe.retrieval.crossencoder import FOLDS_JSON, fold_allows, load_cross_encoder, read_model_card, rerank, set_folder
+from lethe.retrieval.ranking import canonical_order
 
 DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
 
@@ -31,15 +36,64 @@ class CrossEncoderRerank:
     def __init__(self, model: Mapping[str, Any], first_stage: Mapping[str, Any] | None = None, candidates: int = 100,
                  batch_size: int = 32, cache_dir: str | Path | None = None, progress: bool = True):
         self.model_cfg = dict(model)
-        self.resolved = resolve_cross_encoder(self.model_cfg)
-        self.card = read_model_card(self.resolved.path) if self.resolved.path.is_dir() else None
         self.max_length = self.model_cfg.get("max_length")
         self.candidates, self.batch_size = int(candidates), int(batch_size)
         self.bm25 = PyseriniBM25(**{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress)
-        self.model = load_cross_encoder(self.resolved.path, max_length=int(self.max_length) if self.max_length else None,
-                                        offline=self.resolved.source != "hub")
+        self.dataset: str | None = None
+        self.set_dir: Path | None = None
+        self.folds: list[dict[str, Any] | None] = []   # folds.json records; None = the hub model (not trained here)
+        self.models: list[Any] = []
+        self.cards: list[dict[str, Any] | None] = []
+        self.hub: dict[str, Any] | None = None
         self._text: dict[str, str] = {}
         self.pairs_scored = 0
+        self.queries_per_fold: dict[int, int] = {}
+
+    def bind_dataset(self, info: Mapping[str, Any]) -> None:
+        """Load the model set trained for this dataset build (or the hub model); raises
+        ModelNotFoundError naming the folder and ``make models`` when it is missing."""
+        name, build_key = str(info["name"]), str(info["build_key"])
+        folder = set_folder(self.model_cfg, name, build_key)
+        max_length = int(self.max_length) if self.max_length else None
+        self.dataset, self.set_dir = name, folder
+        doc = json.loads((folder / FOLDS_JSON).read_text()) if (folder / FOLDS_JSON).is_file() else None
+        if doc is None:
+            if not ModelSpec.from_config(self.model_cfg).allow_hub:
+                raise ModelNotFoundError(
+                    f"cross-encoder '{self.model_cfg.get('name')}' has no model set for dataset {name} at {folder}. "
+                    "Run `make models` (python -m experiments.train_cross_encoder, with this run's dataset and "
+                    "method.model overrides) to train it, or allow the hub (LETHE_ALLOW_HUB=true).")
+            resolved = resolve_model({**self.model_cfg, "path": None, "pypi_module": None})
+            self.hub = resolved.describe()
+            self.folds, self.cards = [None], [None]
+            self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub")]
+            return
+        built = doc["datasets"].get(name, {}).get("build_key")
+        if built is not None and built != build_key:
+            raise ValueError(f"the cross-encoder set {folder} was trained on {name} build {built}, not build {build_key}; "
+                             "retrain it (force=true)")
+        self.folds = list(doc["folds"])
+        self.cards = [read_model_card(folder / f["dir"]) for f in self.folds]
+        self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length) for f in self.folds]
+
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Refuse the run before any search when a query id was used to train or select every fold."""
+        if self.folds == [None]:
+            return
+        assert self.dataset is not None, "bind_dataset first"
+        bad = [q for q in query_ids if not any(fold_allows(f, self.dataset, q, None) for f in self.folds if f)]
+        if bad:
+            raise LeakageError(f"{len(bad)} evaluated quer(ies) of {self.dataset} were used to train or select every "
+                               f"cross-encoder fold in {self.set_dir}, e.g. {bad[:3]}")
+
+    def _fold(self, query: Query) -> int:
+        if self.folds == [None]:
+            return 0
+        if not self.models:
+            raise RuntimeError("the cross-encoder has no model: the runner binds the dataset first (bind_dataset)")
+        allowed = [fold_allows(f, self.dataset or "", query.query_id, query.scope_id) if f and query.query_id else False
+                   for f in self.folds]
+        return pick_fold(allowed, query.query_id, query.scope_id, "cross-encoder")
 
     def index(self, docs: Sequence[Doc]) -> None:
         self.bm25.index(docs)
@@ -50,19 +104,26 @@ class CrossEncoderRerank:
         hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates:]
-        ranking = rerank(self.model, query.text, [(d, self._text[d]) for d, _ in head], self.batch_size)
+        fold = self._fold(query)
+        self.queries_per_fold[fold] = self.queries_per_fold.get(fold, 0) + 1
+        ranking = rerank(self.models[fold], query.text, [(d, self._text[d]) for d, _ in head], self.batch_size)
         self.pairs_scored += len(head)
         if tail:
             floor = min((s for _, s in ranking), default=0.0)
             ranking += [(d, floor - (i + 1)) for i, (d, _) in enumerate(tail)]
         t2 = time.perf_counter()
         return SearchResult(ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3},
-                            {"candidates": len(head)})
+                            {"candidates": len(head), "fold": fold})
 
     def describe(self) -> dict[str, Any]:
         return {"name": "cross_encoder", "first_stage": self.bm25.describe(), "candidates": self.candidates,
                 "batch_size": self.batch_size, "max_length": self.max_length, "score": "raw logit (query text only)",
-                "model": self.resolved.describe(), "pairs_scored": self.pairs_scored, "training_card": self.card}
+                "model": {"name": self.model_cfg.get("name"), "regime": self.model_cfg.get("train", {}).get("regime"),
+                          "set": str(self.set_dir) if self.set_dir else None, "hub": self.hub,
+                          "folds": [{"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None
+                                    for f, c in zip(self.folds, self.cards)]},
+                "pairs_scored": self.pairs_scored, "queries_per_fold": {str(k): v for k, v in sorted(self.queries_per_fold.items())},
+                "training_cards": self.cards}
 
     def close(self) -> None:
         self.bm25.close()

@@ -11,9 +11,9 @@ the declared runs and nothing else.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import yaml
 from omegaconf import DictConfig
@@ -26,7 +26,7 @@ from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
-TIER_KEYS = {"description", "report", "overrides", "models", "difficulty", "runs", "studies"}
+TIER_KEYS = {"description", "report", "overrides", "difficulty", "runs", "studies"}
 STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify"}
 
 
@@ -93,14 +93,15 @@ class Study:
 
 @dataclass(frozen=True)
 class Tier:
-    """A tier file: its runs, the report they belong to and their prerequisites."""
+    """A tier file: its runs and the report they belong to. A run's prerequisites (its dataset, the
+    cross-encoder model set, the learned-fusion model) follow from its own config, so that the run's
+    config hash covers how they were trained."""
 
     name: str
     description: str
     report: str
     runs: tuple[DeclaredRun, ...]
     overrides: tuple[str, ...] = ()
-    models: Mapping[str, Sequence[str]] = field(default_factory=dict)
     difficulty: tuple[str, ...] = ()
     studies: tuple[Study, ...] = ()
 
@@ -163,7 +164,6 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
                              st.get("dataset"), str(st.get("publish", "tables")),
                              tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics")))))
     return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,
-                {k: [str(o) for o in _as_list(v)] for k, v in (doc.get("models") or {}).items()},
                 tuple(_as_list(doc.get("difficulty"))), tuple(studies))
 
 

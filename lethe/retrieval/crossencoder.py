@@ -15,6 +15,7 @@ keeps the best weights in memory.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import os
@@ -27,7 +28,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_write_text
+from lethe.core.heldout import may_score
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model
+from lethe.core.paths import project_path
 from lethe.retrieval.ranking import canonical_order
 
 MODEL_CARD_JSON = "model_card.json"
@@ -319,3 +322,45 @@ def render_model_card_md(card: Mapping[str, Any]) -> str:
 def params_dict(params: TrainParams) -> dict[str, Any]:
     """TrainParams as a plain dict (for cards)."""
     return asdict(params)
+
+
+# ---------------------------------------------------------------------------------------------
+# Model sets: the folds a training regime produced (written by experiments/train_cross_encoder.py,
+# regimes in experiments/ce_regimes.py) and the leakage guard that picks a fold per query.
+
+REGIMES = ("lethebench", "transfer", "in_domain")
+PER_DATASET = ("transfer", "in_domain")   # regimes with one model set per evaluated dataset
+FOLDS_JSON = "folds.json"
+
+
+def regime_of(model_cfg: Mapping[str, Any]) -> str:
+    regime = str(model_cfg["train"]["regime"])
+    if regime not in REGIMES:
+        raise ValueError(f"method.model.train.regime={regime!r}: expected one of {list(REGIMES)}")
+    return regime
+
+
+def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
+    """16-hex key of a model set: the training settings and, for per-dataset regimes, the evaluated
+    dataset's name and build (the ids in the fold records refer to that build)."""
+    train = dict(model_cfg["train"])
+    blob = {"train": train, "base": model_cfg.get("name")}
+    if regime_of(model_cfg) in PER_DATASET:
+        blob["dataset"] = {"name": dataset, "build_key": build_key}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def set_folder(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> Path:
+    """``<path>/<dataset>/<key>`` (per-dataset regimes) or ``<path>/any/<key>``: a model set's folder."""
+    scope = dataset if regime_of(model_cfg) in PER_DATASET else "any"
+    return project_path(str(model_cfg["path"])) / scope / set_key(model_cfg, dataset, build_key)
+
+
+
+
+def fold_allows(record: Mapping[str, Any], dataset: str, query_id: str, scope_id: str | None) -> bool:
+    """Whether the fold of ``record`` (a ``folds.json`` entry: ids per dataset) may score a query of
+    ``dataset`` (:func:`lethe.core.heldout.may_score`)."""
+    heldout = record.get("heldout")
+    return may_score(query_id, scope_id, set(record["train"].get(dataset, ())), set(record["dev"].get(dataset, ())),
+                     set(heldout) if heldout is not None else None, set(record.get("scopes", {}).get(dataset, ())))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+from lethe.core.heldout import LeakageError, may_score, pick_fold  # noqa: F401 - LeakageError is part of this module's API
 
 if TYPE_CHECKING:
     from lethe.core.protocol import Query
@@ -62,10 +63,6 @@ class LearnedFusionConfig:
     def __post_init__(self) -> None:
         if self.enabled and not self.model_dir:
             raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
-
-
-class LeakageError(RuntimeError):
-    """A fusion model was asked to score a query it was trained or selected on."""
 
 
 def features(p: "Prepared") -> np.ndarray:
@@ -112,11 +109,7 @@ class Fold:
     scopes: frozenset[str] = frozenset()  # scopes of train+dev when folds are grouped by scope
 
     def may_score(self, query_id: str, scope_id: str | None) -> bool:
-        if query_id in self.train_ids or query_id in self.dev_ids:
-            return False
-        if scope_id is not None and scope_id in self.scopes:
-            return False
-        return self.heldout_ids is None or query_id in self.heldout_ids
+        return may_score(query_id, scope_id, self.train_ids, self.dev_ids, self.heldout_ids, self.scopes)
 
 
 def snap(x: np.ndarray, grid: Sequence[float]) -> np.ndarray:
@@ -161,12 +154,8 @@ class FusionModel:
                              f"not {info.get('name')} build {info.get('build_key')}; retrain it")
 
     def fold_for(self, query_id: str | None, scope_id: str | None) -> int:
-        if query_id is None:
-            raise LeakageError("learned fusion needs the query id to prove it was not trained on the query")
-        ok = [i for i, f in enumerate(self.folds) if f.may_score(query_id, scope_id)]
-        if not ok:
-            raise LeakageError(f"query {query_id} (scope {scope_id}) was used to train or select every fusion fold")
-        return ok[0]
+        allowed = [query_id is not None and f.may_score(query_id, scope_id) for f in self.folds]
+        return pick_fold(allowed, query_id, scope_id, "learned fusion")
 
     def predict(self, p: "Prepared", query: "Query") -> dict[str, Any]:
         """{'alpha', 'lam', 'fold'} for one query, snapped to the training grid."""

@@ -1,4 +1,5 @@
-"""Cross-encoder baseline: tiny real training run, reranking contract, missing-model message."""
+"""Cross-encoder baseline: tiny real training runs (regimes lethebench and in_domain), reranking
+contract, the leakage guard of every regime, missing-model message."""
 
 from __future__ import annotations
 
@@ -7,26 +8,33 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from experiments.config import to_dict
+from experiments.datasets import dataset_build_key
 from lethe.core.protocol import Doc, Query
 from lethe.core.models import ModelNotFoundError, weights_sha256
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
-TINY = ("dataset=lethebench", "dataset.params.splits={test:2,train:3,dev:2}",
+TINY_LB = ("dataset.params.splits={test:2,train:3,dev:2}",)
+TINY = ("dataset=lethebench", *TINY_LB,
+        "method.model.train.source_overrides.lethebench=['dataset.params.splits={test:2,train:3,dev:2}']",
         "method.model.train.max_train_queries=4", "method.model.train.max_dev_queries=3",
         "method.model.train.negatives=3", "method.model.train.epochs=1", "method.model.train.batch_size=8",
         "method.model.train.eval_every=0", "method.model.train.max_length=128")
 
 
 @pytest.fixture(scope="module")
-def tiny_model(cfg_for) -> Path:
-    """A cross-encoder trained on 4 LetheBench train queries (1 epoch), written to the session cache."""
-    from experiments.train_cross_encoder import train_default
+def tiny_set(cfg_for) -> Path:
+    """A cross-encoder set (regime lethebench: one fold) trained on 4 LetheBench train queries (1 epoch)."""
+    from experiments.train_cross_encoder import train_model_set
 
-    return train_default(cfg_for("method=cross_encoder", *TINY), force=True)
+    return train_model_set(cfg_for("method=cross_encoder", *TINY), force=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_set) -> Path:
+    return tiny_set / "fold0"
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +45,19 @@ def tiny_ds(cfg_for, tiny_model):
     return read_dataset(prepare_dataset(cfg_for("method=cross_encoder", *TINY)), "lethebench")
 
 
-def test_tiny_training_writes_a_complete_model_folder(tiny_model):
+def test_tiny_training_writes_a_complete_model_folder(tiny_set, tiny_model):
     folder = tiny_model  # how long training takes is make bench's business, not a test's
     names = {p.name for p in folder.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", "model_card.json", "model_card.md"} <= names
     assert not [n for n in folder.parent.iterdir() if n.name.startswith(".")], "temporary folder left behind"
+    assert tiny_set.parent.name == "any" and tiny_set.parent.parent.name == "ce-minilm-lethebench"
+    folds = json.loads((tiny_set / "folds.json").read_text())
+    assert folds["regime"] == "lethebench" and folds["scheme"] == "splits" and len(folds["folds"]) == 1
     card = json.loads((folder / "model_card.json").read_text())
-    assert card["data"]["test_split_used"] is False and set(card["data"]["splits_used"]) == {"train", "dev"}
-    train = card["data"]["train"]
+    assert card["data"]["test_split_used"] is False and card["fold"] == folds["folds"][0]
+    fold = folds["folds"][0]
+    assert set(fold["train"]) == set(fold["dev"]) == {"lethebench"} and fold["heldout"] is None
+    train = card["data"]["train"]["lethebench"]
     assert train["queries"] == 4 and train["pairs"] == train["positives"] + train["negatives"] > 0
     assert card["data"]["dev"]["queries"] == 3
     tr = card["training"]
@@ -58,20 +71,25 @@ def test_tiny_training_writes_a_complete_model_folder(tiny_model):
     assert "Selection on dev" in md and "(chosen)" in md
 
 
-def test_existing_model_is_kept_without_force(cfg_for, tiny_model, capsys):
-    from experiments.train_cross_encoder import train_default
+def test_existing_model_is_kept_without_force(cfg_for, tiny_set, tiny_model, capsys):
+    from experiments.train_cross_encoder import train_model_set
 
-    folder = tiny_model
-    stamp = (folder / "model.safetensors").stat().st_mtime_ns
-    assert train_default(cfg_for("method=cross_encoder", *TINY)) == folder
-    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp and "[skip]" in capsys.readouterr().out
+    stamp = (tiny_model / "model.safetensors").stat().st_mtime_ns
+    assert train_model_set(cfg_for("method=cross_encoder", *TINY)) == tiny_set
+    assert (tiny_model / "model.safetensors").stat().st_mtime_ns == stamp and "[skip]" in capsys.readouterr().out
 
 
-def test_the_test_split_is_refused(tiny_ds):
-    from experiments.train_cross_encoder import split_queries
+def test_the_test_split_is_never_read(cfg_for, tiny_ds):
+    from experiments import ce_regimes as CR
+    from experiments import train_cross_encoder as T
 
+    lab = CR.load_labelled(cfg_for("method=cross_encoder", *TINY))
+    assert set(lab.queries["split"]) == {"train", "dev"}
+    test_ids = tiny_ds.queries.loc[tiny_ds.queries["split"] == "test", "query_id"].tolist()
+    assert test_ids and not set(test_ids) & set(lab.queries["query_id"])
+    lab.queries = tiny_ds.queries  # even handed the test split, training refuses to read it
     with pytest.raises(AssertionError, match="test split"):
-        split_queries(tiny_ds, "test", None)
+        T._rows(lab, test_ids)
 
 
 def _session(ds, split: str) -> tuple[list[Doc], pd.Series]:
@@ -91,8 +109,9 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
                      progress=False, _convert_="all")
     bm25 = PyseriniBM25(cache_dir=cfg.cache_dir)
     docs, q = _session(tiny_ds, "test")
-    query = Query(q["text"], tuple(q["history"]))
+    query = Query(q["text"], tuple(q["history"]), q["query_id"], q["scope_id"])
     try:
+        ce.bind_dataset({"name": "lethebench", "build_key": dataset_build_key(cfg)})
         ce.index(docs)
         bm25.index(docs)
         res = ce.search(query, 20)
@@ -108,32 +127,129 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         wide = ce.search(query, 20).ranking
         assert [d for d, _ in wide[2:]] == [d for d, _ in cand[2:]] and wide[2][1] < wide[1][1]
         desc = ce.describe()
-        assert desc["model"]["path"] == str(folder.resolve()) and desc["model"]["source"] == "path"
-        assert desc["model"]["sha256"] == weights_sha256(folder.resolve())
-        assert desc["training_card"]["name"] == "ce-minilm-lethebench" and desc["first_stage"]["k1"] == 1.2
+        assert desc["model"]["set"] == str(folder.parent) and desc["model"]["regime"] == "lethebench"
+        assert desc["model"]["folds"][0]["weights_sha256"] == weights_sha256(folder.resolve())
+        assert desc["training_cards"][0]["name"] == "ce-minilm-lethebench" and desc["first_stage"]["k1"] == 1.2
         json.dumps(desc)
     finally:
         ce.close()
         bm25.close()
 
 
-def test_runner_end_to_end_on_dev(cfg_for, tiny_model, tmp_path):
+def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path):
     from experiments.runner import run_experiment
 
+    from lethe.core.heldout import LeakageError
+
     # own results folder: the session one feeds the report tests
-    folder = run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=dev", f"results_dir={tmp_path}"))
+    folder = run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=test", f"results_dir={tmp_path}"))
+    # the dev split selected the model: a run on it is refused before any search
+    with pytest.raises(LeakageError):
+        run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=dev", f"results_dir={tmp_path}"))
+    assert [p.name for p in (tmp_path / "lethebench" / "cross_encoder").iterdir() if not p.name.startswith(".")] == [folder.name]
     m = json.loads((folder / "metrics.json").read_text())
     assert m["queries"]["evaluated"] == 8 and set(m["stage_latency_ms"]) == {"bm25", "rerank"}
     man = json.loads((folder / "manifest.json").read_text())
-    assert man["method"]["model"]["sha256"] == weights_sha256(tiny_model.resolve())
+    assert man["method"]["model"]["folds"][0]["weights_sha256"] == weights_sha256(tiny_model.resolve())
 
 
 def test_missing_model_says_make_models(cfg_for, tmp_path):
-    cfg = cfg_for("method=cross_encoder", f"cache_dir={tmp_path}", "method.model.allow_hub=false")
+    from experiments.runner import run_experiment
+
+    cfg = cfg_for("method=cross_encoder", "dataset.scopes=[conv-26]", f"cache_dir={tmp_path}",
+                  f"results_dir={tmp_path / 'runs'}", "method.model.allow_hub=false")
     assert to_dict(cfg.method)["model"]["path"] == f"{tmp_path}/models/ce-minilm-lethebench"
-    with pytest.raises(InstantiationException) as e:  # as the runner builds it: Hydra wraps the error
-        instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=tmp_path,
-                    progress=False, _convert_="all")
-    assert isinstance(e.value.__cause__, ModelNotFoundError) and "make models" in str(e.value)
-    msg = str(e.value.__cause__)
-    assert "make models" in msg and str(tmp_path / "models" / "ce-minilm-lethebench") in msg and "LETHE_ALLOW_HUB" in msg
+    with pytest.raises(ModelNotFoundError) as e:  # when the runner binds the dataset, before any search
+        run_experiment(cfg)
+    msg = str(e.value)
+    assert "make models" in msg and str(tmp_path / "models" / "ce-minilm-lethebench" / "any") in msg
+    assert "LETHE_ALLOW_HUB" in msg and "locomo" in msg
+
+
+# -- regimes and the leakage guard ------------------------------------------------------------------
+
+TINY_KFOLD = ("dataset=locomo", "dataset.scopes=[conv-26,conv-30]", "method.model.train.regime=in_domain",
+              "method.model.train.folds=3", "method.model.train.max_train_queries=4", "method.model.train.max_dev_queries=2",
+              "method.model.train.negatives=2", "method.model.train.epochs=1", "method.model.train.batch_size=8",
+              "method.model.train.eval_every=0", "method.model.train.max_length=96", "method.model.train.candidates=10")
+
+
+@pytest.fixture(scope="module")
+def kfold_set(cfg_for) -> Path:
+    """Regime in_domain on two LoCoMo conversations: 3 folds grouped by query, each on 4 train queries."""
+    from experiments.train_cross_encoder import train_model_set
+
+    return train_model_set(cfg_for("method=cross_encoder", *TINY_KFOLD), force=True)
+
+
+def test_in_domain_kfold_holds_out_every_query_once(cfg_for, kfold_set):
+    from experiments import ce_regimes as CR
+
+    doc = json.loads((kfold_set / "folds.json").read_text())
+    assert doc["regime"] == "in_domain" and doc["scheme"] == "k-fold by query" and len(doc["folds"]) == 3
+    assert kfold_set.parent.name == "locomo"
+    lab = CR.load_labelled(cfg_for("method=cross_encoder", *TINY_KFOLD))
+    held = [set(f["heldout"]) for f in doc["folds"]]
+    assert set().union(*held) == set(lab.queries["query_id"]) and sum(map(len, held)) == len(lab.queries)
+    for i, f in enumerate(doc["folds"]):
+        seen = set(f["train"]["locomo"]) | set(f["dev"]["locomo"])
+        assert not seen & held[i] and set(f["dev"]["locomo"]) == held[(i + 1) % 3]
+        card = json.loads((kfold_set / f["dir"] / "model_card.json").read_text())
+        assert card["data"]["train"]["locomo"]["queries"] == 4 and card["data"]["dev"]["queries"] == 2
+
+
+def test_the_leakage_guard_refuses_seen_queries_in_every_regime(cfg_for, tiny_set, kfold_set, tiny_ds):
+    from lethe.core.heldout import LeakageError
+
+    def bound(*overrides: str, dataset: str):
+        cfg = cfg_for("method=cross_encoder", *overrides)
+        ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
+                         progress=False, _convert_="all")
+        ce.bind_dataset({"name": dataset, "build_key": dataset_build_key(cfg)})
+        return ce
+
+    # lethebench: LetheBench's train and dev queries are refused, its test queries are scored
+    ce = bound(*TINY, dataset="lethebench")
+    fold = json.loads((tiny_set / "folds.json").read_text())["folds"][0]
+    test_ids = tiny_ds.queries.loc[tiny_ds.queries["split"] == "test", "query_id"].tolist()
+    ce.set_queries(test_ids)
+    for seen in (fold["train"]["lethebench"][0], fold["dev"]["lethebench"][0]):
+        with pytest.raises(LeakageError, match="train or select every cross-encoder fold"):
+            ce.set_queries([*test_ids, seen])
+        with pytest.raises(LeakageError):
+            ce._fold(Query("q", (), seen, None))
+    ce.close()
+    # in_domain k-fold: each query goes to the one fold that held it out; an id no fold held out is refused
+    ce = bound(*TINY_KFOLD, dataset="locomo")
+    for i, f in enumerate(ce.folds):
+        q = f["heldout"][0]
+        assert ce._fold(Query("q", (), q, "conv-26")) == i
+    with pytest.raises(LeakageError):
+        ce.set_queries(["conv-26:not-a-query"])
+    ce.close()
+
+
+def test_transfer_leaves_the_evaluated_dataset_out(cfg_for):
+    from experiments import ce_regimes as CR
+    from experiments.train_cross_encoder import load_sources
+
+    over = ("method.model.train.regime=transfer", "method.model.train.sources=[lethebench,locomo]",
+            "method.model.train.source_overrides={lethebench:['dataset.params.splits={test:2,train:3,dev:2}'],"
+            "locomo:['dataset.scopes=[conv-26,conv-30]']}")
+    for target, other in (("lethebench", "locomo"), ("locomo", "lethebench")):
+        cfg = cfg_for("method=cross_encoder", f"dataset={target}", *(TINY_LB if target == "lethebench" else
+                      ("dataset.scopes=[conv-26,conv-30]",)), *over)
+        sources = load_sources(cfg, "transfer")
+        assert set(sources) == {other}
+        target_lab = CR.load_labelled(cfg)
+        (plan,), scheme = CR.plans_for("transfer", target_lab, sources, to_dict(cfg.method.model.train), 0)
+        assert scheme == "transfer" and plan.heldout is None
+        if target == "lethebench":  # its own train split trains, its dev split selects; never its test split
+            assert set(plan.train) == {"locomo", "lethebench"}
+            lb = target_lab.queries.set_index("query_id")["split"]
+            assert set(lb[plan.train["lethebench"]]) == {"train"} and set(lb[plan.dev["lethebench"]]) == {"dev"}
+        else:
+            assert set(plan.train) == set(plan.dev) == {"lethebench"}
+        src = sources[other]
+        assert not set(plan.train[other]) & set(plan.dev[other])
+        assert set(plan.train[other]) | set(plan.dev[other]) == set(src.queries["query_id"])

@@ -1,7 +1,7 @@
 """python -m experiments.train_cross_encoder (conf/train_cross_encoder.yaml): the top config is the run
-config with method=cross_encoder on its training dataset and `force`; the tiers' model overrides compose
-into it; a dataset that is not the model's training dataset is refused before any work (the training
-itself is tested in tests/baselines/test_cross_encoder.py)."""
+config with method=cross_encoder and `force`; the reproduction tiers train each cross-encoder run's model
+set from the run's own config (so its config hash covers the training recipe); an unknown regime is
+refused before any work (the training itself is tested in tests/baselines/test_cross_encoder.py)."""
 
 from __future__ import annotations
 
@@ -16,20 +16,24 @@ def test_top_config_is_the_cross_encoder_on_its_training_dataset():
     cfg = load_config([], config_name="train_cross_encoder")
     assert cfg.method.name == "cross_encoder" and cfg.force is False
     assert cfg.dataset.name == cfg.method.model.train.dataset == "lethebench"
+    assert cfg.method.model.train.regime == "lethebench"
     assert train_cross_encoder.compose([]) == cfg
 
 
-def test_the_tiers_model_overrides_compose(tmp_path):
-    for tier in ("smoke", "core"):
-        t = load_tier(tier)
-        cfg = train_cross_encoder.compose([*t.overrides, *t.models.get("cross_encoder", []), f"cache_dir={tmp_path}"])
-        assert cfg.dataset.name == "lethebench" and str(cfg.method.model.path).startswith(str(tmp_path))
-    smoke = train_cross_encoder.compose(load_tier("smoke").models["cross_encoder"])
-    assert smoke.dataset.params.splits == {"test": 10, "train": 10, "dev": 5} and smoke.method.model.train.epochs == 1
+def test_the_tiers_train_each_model_set_from_the_runs_config(tmp_path):
+    from experiments.reference import resolve
+    from experiments.reproduce import prepare_steps
+
+    runs = [resolve(r, [f"cache_dir={tmp_path}"]) for r in load_tier("smoke").runs if r.method == "cross_encoder"]
+    assert len(runs) == 2 and all(r.cfg.method.model.train.epochs == 1 for r in runs)
+    models = [s for s in prepare_steps(runs) if s.name.startswith("model cross_encoder")]
+    assert len(models) == 1 and "any/" in models[0].name and not models[0].done  # one set (regime lethebench) for both
+    sources = runs[0].cfg.method.model.train.source_overrides
+    assert list(sources.lethebench) == ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"]
 
 
-def test_another_dataset_must_be_the_models_training_dataset(tmp_path):
-    cfg = load_config(["dataset=locomo", f"cache_dir={tmp_path}"], config_name="train_cross_encoder")
-    with pytest.raises(ValueError, match="set both"):
-        train_cross_encoder.train_default(cfg, force=True)
+def test_an_unknown_regime_is_refused(tmp_path):
+    cfg = load_config(["method.model.train.regime=zero_shot", f"cache_dir={tmp_path}"], config_name="train_cross_encoder")
+    with pytest.raises(ValueError, match="regime='zero_shot'"):
+        train_cross_encoder.train_model_set(cfg, force=True)
     assert not (tmp_path / "models").exists()
