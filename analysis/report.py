@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from analysis import gates as G
 from analysis import plans as P
 from analysis import formatting as F
 from analysis import views as V
@@ -54,10 +55,14 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     return out  # type: ignore[return-value]
 
 
-def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.DataFrame], claims_path: Path) -> str:
-    """Markdown: the paper's printed Table 1 beside our LetheBench measurements, with differences."""
+def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.DataFrame], claims_path: Path,
+                       cfg: Mapping[str, Any]) -> str:
+    """Markdown: the paper's printed Table 1 beside our LetheBench measurements, with differences (a reranker
+    below its own first stage marked), then what the sanity gates found on every dataset."""
     if not claims_path.is_file():
-        return f"The claims file {claims_path} was not found; no comparison.\n"
+        return f"The claims file {claims_path} was not found; no comparison.\n\n" + gate_claims(views, cfg)
+    below = set(G.excluded_from_best(views["lethebench"], cfg)) if "lethebench" in views else set()
+    marked = False
     claims = yaml.safe_load(claims_path.read_text())["table1_performance_summary"]
     cols = claims["columns"]
     meas = t1.get("lethebench")
@@ -78,11 +83,59 @@ def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.D
             if not str(m).startswith(F.NM) and c is not None:
                 mv = float(str(m).split()[0])  # the hallucination cell carries its judged count: "0.1667 (n=30)"
                 diff = f"{mv - float(c):+.4f}" if key != "latency_ms" else f"{mv - float(c):+.1f}"
+            if method in below and key == "ndcg_at_10":
+                m = f"{m} {G.BELOW}"
+                marked = True
             lines.append(f"| {method} | {label} | {c} | {m} | {diff} |")
     lines += ["", "Latency: the paper's figure is a mean per query of a simulated pipeline; ours is the measured P95 per "
               "query on this machine (2 CPU cores). Methods run on a seeded query sample (iteration 4) are measured on "
               "that sample (its size is the `n` of Table 1); hallucination is over the answers the judge could judge."]
-    return "\n".join(lines) + "\n"
+    if marked:
+        lines += ["", G.BELOW_NOTE]
+    return "\n".join(lines) + "\n\n" + gate_claims(views, cfg)
+
+
+def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> str:
+    """The claims section's statement of the sanity gates: which rerankers are below their own first stage
+    (and so are not the best baseline the paper's Table 2 compares against), and which best baseline was used."""
+    if not G.declared(cfg):
+        return "No rerankers are declared for the sanity gates (`analysis.rerankers`).\n"
+    found = G.gate_sentences(views, cfg)
+    bases = "; ".join(f"{ds}: {T.best_baseline(v, cfg)}" for ds, v in sorted(views.items()))
+    head = (f"Sanity gates ({cfg['gate_metric']}, paired per query; section 'Sanity gates'): the paper's Table 2 "
+            "compares against \"the best baseline\"; here that is the best baseline once rerankers below their own first "
+            f"stage are left out ({bases}).")
+    if not found:
+        return head + " No declared reranker scored below its own first stage.\n"
+    return head + " Below their own first stage, so reranking made the order worse and they were not used as the " \
+                  "best baseline:\n\n" + "\n".join(f"- {x}" for x in found) + "\n"
+
+
+def gate_footnote(cfg: Mapping[str, Any]) -> str:
+    """Table 1's footnote on its "vs first stage" column."""
+    return (f"vs first stage: a reranker's paired mean {cfg['gate_metric']} difference against its own first-stage "
+            "run (on the queries both scored) and the candidate depth it used (from its manifest); n/a = not a "
+            "reranker. " + G.BELOW_NOTE)
+
+
+def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
+    """The sanity table (written as ``table_sanity``) with how to read it; one sentence without rerankers."""
+    table = G.sanity_table(views, cfg)
+    if table.empty:
+        return "No declared reranker (`analysis.rerankers`) has a finished run yet.\n"
+    F.write_table(table, tdir, "table_sanity", "Sanity gates: rerankers against their first stage and a random "
+                  "reordering of the same candidates", footnote=G.BELOW_NOTE)
+    metric = cfg["gate_metric"]
+    return "\n".join([
+        f"Each reranker declared in `analysis.rerankers` beside the run whose order it reorders (its first stage) and "
+        f"a seeded random reordering of the same candidates (`random_rerank`: the first stage's top `depth` shuffled "
+        f"per query from run.seed and the query id), {metric} paired per query on the queries reranker and first "
+        "stage both scored (`n`; the random control's difference has its own n). `depth` is the number of candidates "
+        "each run reordered, read from its manifest (`method.candidates`, `method.llm_rerank.top_n`): the reference "
+        "tiers may set it per dataset, never silently. A gate holds only when the manifests show the reranker "
+        "started from exactly that first stage (same processed dataset, run.k and first-stage parameters); "
+        "otherwise the verdict says `not comparable` and names what differs.", "",
+        F.to_markdown(table, G.BELOW_NOTE)])
 
 
 def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
@@ -175,16 +228,18 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     ov = T.overview(views, cfg, refs)
     F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
     md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
+    md += ["## Sanity gates: each reranker against its first stage and a random reordering", "",
+           sanity_section(views, cfg, tdir)]
     t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
         t1s[ds] = t1
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary",
-                      footnote=F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING)
+                      footnote=F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING + " " + gate_footnote(cfg))
         t3 = T.table3(v, cfg)
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
         md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "",
-               F.to_markdown(t1, F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING),
+               F.to_markdown(t1, F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING + " " + gate_footnote(cfg)),
                f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
                "wall time)", "",
                F.to_markdown(t3, F.FOOTNOTE_NM)]
@@ -194,15 +249,18 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
             md += [f"Table 4 ({ds}): nDCG@10 by domain", "", F.to_markdown(t4, F.FOOTNOTE_NM)]
     t2 = T.table2(views, cfg)
     if not t2.empty:
-        F.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset")
+        note = T.best_baseline_note(views, cfg)
+        F.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset",
+                      footnote=note)
         show = t2[["dataset", "metric", "baseline", "method", "n", "baseline_mean", "method_mean", "mean_diff", "ci_low",
-                   "ci_high", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni", "d_z", "wins", "ties", "losses"]]
+                   "ci_high", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni", "d_z", "wins", "ties", "losses",
+                   "gate"]]
         show = show.round(4).astype(object)
         for c in [c for c in show.columns if c.startswith("p_")]:
             show[c] = t2[c].map(F.fmt_p)
         md += ["## Table 2: significance against the best baseline", "",
                f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
-               "p-values are over the whole family.", "", F.to_markdown(show)]
+               "p-values are over the whole family.", "", F.to_markdown(show, note)]
     ta = T.table_ablations(views, cfg)
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
@@ -234,7 +292,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         md += [f"![{name}](figures/{paths[0].name})", "", CAPTIONS.get(name, name), ""]
     for title, body in extra:
         md += [f"## {title}", "", body, ""]
-    md += ["## Claimed vs measured", "", claims_vs_measured(views, t1s, Path(cfg["claims"]))]
+    md += ["## Claimed vs measured", "", claims_vs_measured(views, t1s, Path(cfg["claims"]), cfg)]
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
     print(f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "

@@ -10,11 +10,12 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from analysis import gates as G
 from analysis import stats
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.iteration4 import hallucination_cell
 from analysis.declared_runs import RunRef
-from analysis.views import DatasetView, cached_mean_ci, method_order
+from analysis.views import DatasetView, cached_mean_ci, method_order, paired_row
 from lethebench.runs import timings_frame
 
 def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -36,15 +37,35 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
             f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
             "Hallucination": hallucination_cell(pq),
             "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
+            f"vs first stage ({cfg['gate_metric']})": G.first_stage_cell(v, m, cfg),
         })
     return pd.DataFrame(rows)
 
 
 
-def best_baseline(v: DatasetView, cfg: Mapping[str, Any]) -> str | None:
+def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True) -> str | None:
+    """The baseline of ``v`` with the highest mean ``best_baseline_metric`` (ties: the first by name); a
+    reranker below its own first stage (analysis.gates) is not eligible unless ``gated`` is false."""
     metric = cfg["best_baseline_metric"]
-    cands = {m: float(pq[metric].mean()) for m, pq in v.per_query.items() if m in cfg["baselines"]}
+    out = set(G.excluded_from_best(v, cfg)) if gated else set()
+    cands = {m: float(pq[metric].mean()) for m, pq in v.per_query.items() if m in cfg["baselines"] and m not in out}
     return max(sorted(cands), key=lambda m: cands[m]) if cands else None
+
+
+def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> str:
+    """The footnote of Table 2: the best baseline per dataset and each reranker kept out of that choice
+    because it is below its own first stage (and what would have been chosen without the gate)."""
+    parts = []
+    for ds, v in sorted(views.items()):
+        base, ungated = best_baseline(v, cfg), best_baseline(v, cfg, gated=False)
+        out = [m for m in G.excluded_from_best(v, cfg) if m in cfg["baselines"]]
+        s = f"{ds}: {base}"
+        if out:
+            s += f" ({', '.join(f'{m} {G.BELOW} excluded: below its first stage {G.gate(v, m, cfg).first_stage}' for m in out)}"
+            s += f"; without the gate it would have been {ungated})" if ungated != base else ")"
+        parts.append(s)
+    return ("Best baseline per dataset (highest mean " + str(cfg["best_baseline_metric"]) + " among the baselines, "
+            "rerankers below their own first stage left out): " + "; ".join(parts) + ". " + G.BELOW_NOTE) if parts else ""
 
 
 def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -59,47 +80,13 @@ def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataF
         for m in method_order(list(v.per_query), cfg):
             if m == base or m not in declared:  # variants and side studies have their own family
                 continue
-            rows += [r for metric in metrics if (r := _paired_row(v, ds, m, base, metric, cfg))]
+            gate = G.gate(v, m, cfg)
+            mark = f"{G.BELOW} below first stage {gate.first_stage}" if gate is not None and gate.below else ""
+            rows += [{**r, "gate": mark} for metric in metrics if (r := paired_row(v, ds, m, base, metric, cfg))]
     df = pd.DataFrame(rows)
     if df.empty:
         return df
     return stats.correct_family(df, p_col="p_wilcoxon")
-
-
-def _paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Mapping[str, Any]) -> dict | None:
-    """One paired comparison of method ``m`` against ``base`` on ``metric`` (None if not measurable)."""
-    if metric not in v.per_query[m] or metric not in v.per_query[base]:
-        return None
-    # label metrics exist only for labelled queries (NaN elsewhere); the labelled set must
-    # then be identical for both systems, which align() enforces
-    frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
-    if frames["a"].empty:
-        return None
-    subset_note = ""
-    ia, ib = set(frames["a"].index), set(frames["b"].index)
-    if ia != ib:  # runs on (different) samples: compare on the queries both scored (per-query scores do not depend on others)
-        common = sorted(ia & ib)
-        if not common:
-            return None
-        if ia < ib:
-            subset_note = f"paired on the method's {len(ia)}-query subset; "
-        elif ib < ia:
-            subset_note = f"paired on the reference's {len(ib)}-query subset; "
-        else:
-            subset_note = f"paired on the {len(common)} queries both runs scored; "
-        frames = {k: f.loc[common] for k, f in frames.items()}
-    pair = stats.align(frames, metric)
-    t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
-                          resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
-                          confidence=float(cfg["confidence"]))
-    return {"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
-            "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
-            "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-            "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
-            "p_randomization": t["p_randomization"], "d_z": t["d_z"],
-            "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
-            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"],
-            "notes": subset_note + (t["notes"] or "")}
 
 
 def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -117,7 +104,7 @@ def table_ablations(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) ->
     rows = []
     for ds, v in sorted(views.items()):
         for m, ref in ablation_pairs(list(v.per_query), cfg):
-            rows += [r for metric in cfg["family_metrics"] if (r := _paired_row(v, ds, m, ref, metric, cfg))]
+            rows += [r for metric in cfg["family_metrics"] if (r := paired_row(v, ds, m, ref, metric, cfg))]
     df = pd.DataFrame(rows)
     return df if df.empty else stats.correct_family(df.rename(columns={"baseline": "reference",
                                                                         "baseline_mean": "reference_mean"}),

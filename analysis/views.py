@@ -27,7 +27,11 @@ class DatasetView:
 
 
 def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
-    known = list(cfg["baselines"]) + list(cfg["lethe"])
+    """The main family in its order (a reranker's random control right after it), then the rest sorted."""
+    controls = {m: spec.get("random") for m, spec in (cfg.get("rerankers") or {}).items() if spec.get("random")}
+    known: list[str] = []
+    for m in list(cfg["baselines"]) + list(cfg["lethe"]):
+        known += [m] + ([controls[m]] if m in controls and controls[m] not in known else [])
     return [m for m in known if m in methods] + sorted(m for m in methods if m not in known)
 
 
@@ -81,3 +85,40 @@ def cached_mean_ci(x: np.ndarray, cfg: Mapping[str, Any]) -> dict[str, Any]:
     if key not in _CI_CACHE:
         _CI_CACHE[key] = stats.mean_ci(x, resamples=key[1], confidence=key[2], seed=key[3])
     return _CI_CACHE[key]
+
+
+def paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Mapping[str, Any]) -> dict | None:
+    """One paired comparison of method ``m`` against ``base`` on ``metric``, on the queries both scored
+    (None if not measurable): the row of Table 2, the steps table and the sanity gates."""
+    if metric not in v.per_query[m] or metric not in v.per_query[base]:
+        return None
+    # label metrics exist only for labelled queries (NaN elsewhere); the labelled set must
+    # then be identical for both systems, which align() enforces
+    frames = {"a": v.per_query[m][[metric]].dropna(), "b": v.per_query[base][[metric]].dropna()}
+    if frames["a"].empty:
+        return None
+    subset_note = ""
+    ia, ib = set(frames["a"].index), set(frames["b"].index)
+    if ia != ib:  # runs on (different) samples: compare on the queries both scored (per-query scores do not depend on others)
+        common = sorted(ia & ib)
+        if not common:
+            return None
+        if ia < ib:
+            subset_note = f"paired on the method's {len(ia)}-query subset; "
+        elif ib < ia:
+            subset_note = f"paired on the reference's {len(ib)}-query subset; "
+        else:
+            subset_note = f"paired on the {len(common)} queries both runs scored; "
+        frames = {k: f.loc[common] for k, f in frames.items()}
+    pair = stats.align(frames, metric)
+    t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
+                          resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
+                          confidence=float(cfg["confidence"]))
+    return {"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
+            "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
+            "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+            "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
+            "p_randomization": t["p_randomization"], "d_z": t["d_z"],
+            "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
+            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"],
+            "notes": subset_note + (t["notes"] or "")}

@@ -339,10 +339,10 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)
     order = {r.key: i for i, r in enumerate(runs)}
     entries = dict(sorted(entries.items(), key=lambda kv: order.get(kv[0], len(order))))
-    prep = dict(old.get("prepare_seconds") or {})
     measured = _read_json(_prepare_file(list(runs)))
     plan = prepare_steps(runs)
-    prep.update({s.name: measured[s.name] for s in plan if s.name in measured})
+    recorded = dict(old.get("prepare_seconds") or {})   # only the current prerequisites: renamed ones drop out
+    prep = {s.name: measured.get(s.name, recorded.get(s.name)) for s in plan if s.name in measured or s.name in recorded}
     E.write_expected(path, tier.name, entries, classes, prep)
     print(f"written: {path} ({len(runs)} runs)")
     return path

@@ -14,7 +14,7 @@ from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem != "tolerances")
 CORE_DATASETS = {"lethebench", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
-CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "faiss_ivf", "mmr",
+CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "random_rerank", "faiss_ivf", "mmr",
                 "lethe_iter1", "lethe_iter2", "lethe_iter3"}
 
 
@@ -33,7 +33,7 @@ def test_every_real_tier_loads_with_unique_keys():
 
 def test_core_tier_is_five_datasets_by_ten_methods():
     core = load_tier("core")
-    assert len(core.runs) == 50
+    assert len(core.runs) == 55
     assert {r.dataset for r in core.runs} == CORE_DATASETS and {r.method for r in core.runs} == CORE_METHODS
     keys = {r.key for r in core.runs}
     assert "techqa/cross_encoder" in keys and "locomo/bm25" in keys

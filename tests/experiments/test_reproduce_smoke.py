@@ -43,10 +43,10 @@ def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
     table = (smoke["out"] / "verification" / "smoke.md").read_text()
     assert smoke["code"] == 0, table
     rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| run ")]
-    assert len(rows) == 20 * 4  # 20 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
+    assert len(rows) == 22 * 4  # 22 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
     statuses = {r.split(" | ")[6] for r in rows}
     assert statuses == {"OK"}, table  # identical, not merely within tolerance
-    assert "20 runs, 80 values: 80 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
+    assert "22 runs, 88 values: 88 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
 
 
 def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys):
