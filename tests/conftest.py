@@ -22,6 +22,17 @@ def locomo_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def conv26_docs(locomo_path) -> list:
+    """LoCoMo conversation conv-26 as docs (id, text, position), straight from the loader."""
+    from lethe.core.protocol import Doc
+    from lethebench.loaders.locomo import load_locomo
+
+    src = load_locomo(locomo_path).sources
+    conv = src[src.scope_id == "conv-26"]
+    return [Doc(r.doc_id, r.text, int(r.position)) for r in conv.itertuples()]
+
+
+@pytest.fixture(scope="session")
 def work(tmp_path_factory) -> dict[str, Path]:
     """Session temp folders for processed data, caches and results."""
     base = tmp_path_factory.mktemp("lethe")

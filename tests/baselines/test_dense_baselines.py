@@ -8,18 +8,15 @@ from baselines.faiss_ivf import FaissIVF
 from baselines.hybrid import HybridSearch
 from baselines.mmr import MMRSearch
 from baselines.vector import VectorSearch
-from lethe.core.protocol import Doc, Query
-from lethebench.loaders.locomo import load_locomo
+from lethe.core.protocol import Query
 
 QUERIES = ["When did Caroline go to the LGBTQ support group?", "What did Melanie paint?",
            "What is Caroline's identity?", "Where did Melanie go camping?"]
 
 
 @pytest.fixture(scope="module")
-def docs(locomo_path):
-    src = load_locomo(locomo_path).sources
-    conv = src[src.scope_id == "conv-26"]
-    return [Doc(r.doc_id, r.text, int(r.position)) for r in conv.itertuples()]
+def docs(conv26_docs):
+    return conv26_docs
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,8 @@ import pytest
 
 from baselines.bm25 import PyseriniBM25
 from baselines.random_rerank import RandomRerank
-from lethe.core.protocol import Doc, Query
+from lethe.core.protocol import Query
 from lethe.retrieval.ranking import canonical_order
-from lethebench.loaders.locomo import load_locomo
 from tests.conftest import TWO_CONVS
 
 QUERIES = [Query("When did Caroline go to the LGBTQ support group?", query_id="q-a"),
@@ -24,10 +23,8 @@ FIRST = {"k1": 1.2, "b": 0.75}
 
 
 @pytest.fixture(scope="module")
-def docs(locomo_path):
-    src = load_locomo(locomo_path).sources
-    conv = src[src.scope_id == "conv-26"]
-    return [Doc(r.doc_id, r.text, int(r.position)) for r in conv.itertuples()]
+def docs(conv26_docs):
+    return conv26_docs
 
 
 @pytest.fixture(scope="module")
