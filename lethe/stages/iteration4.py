@@ -46,7 +46,8 @@ from lethe.core.protocol import Doc, Query, SearchResult, record_llm_failures
 @dataclass(frozen=True)
 class RerankConfig:
     """``top_n`` candidates judged in prior order within ``budget_ms`` per query; ``weight`` of the
-    LLM's p(yes) against the min-max normalized prior; passages cut to ``max_passage_chars``;
+    LLM's p(yes) against the min-max normalized prior; passages cut to ``max_passage_chars`` characters,
+    then to ``max_passage_tokens`` tokens of the reranker model's tokenizer (null: no token cut);
     ``predictive_stop``: do not start a call predicted to overrun the budget; ``fallback``: null or a
     cross-encoder model config (conf/model/cross_encoder.yaml) scoring the unjudged; ``cache``: use
     the LLM response cache (off: latencies are real)."""
@@ -57,6 +58,7 @@ class RerankConfig:
     weight: float
     prompt_version: str
     max_passage_chars: int
+    max_passage_tokens: int | None
     predictive_stop: bool
     predict_quantile: float
     probe_every: int
@@ -115,7 +117,8 @@ class Iteration4:
                 llm, budget_ms=self.rr_cfg.budget_ms, top_n=self.rr_cfg.top_n, weight=self.rr_cfg.weight,
                 prompt_version=self.rr_cfg.prompt_version, max_passage_chars=self.rr_cfg.max_passage_chars,
                 fallback=self._fallback(self.rr_cfg.fallback), predictive_stop=self.rr_cfg.predictive_stop,
-                predict_quantile=self.rr_cfg.predict_quantile, probe_every=self.rr_cfg.probe_every)
+                predict_quantile=self.rr_cfg.predict_quantile, probe_every=self.rr_cfg.probe_every,
+                max_passage_tokens=self.rr_cfg.max_passage_tokens)
         if self.ct_cfg is not None and self.ct_cfg.enabled:
             from lethe.stages.contradiction.detectors import make_detector
 

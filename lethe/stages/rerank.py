@@ -6,8 +6,10 @@ Rules (``BudgetedReranker.rerank``):
 - **Input**: ``candidates`` = ``(doc_id, text, prior_score)``, best first (doc ids unique). Only the
   first ``top_n`` are *considered*; the rest (the *tail*) are never sent to the model.
 - **Judgment** (prompt ``rerank_pointwise.<prompt_version>``, placeholders ``query`` and ``passage``,
-  the passage whitespace-collapsed and cut to ``max_passage_chars``), decoded with
-  ``Decoding(max_tokens=1, temperature=0)``.
+  the passage whitespace-collapsed, cut to ``max_passage_chars`` characters and then, when
+  ``max_passage_tokens`` is set, to the text of its first ``max_passage_tokens`` tokens of the
+  reranker model's own tokenizer (the backend's ``tokenize``/``detokenize``; a backend without them
+  is refused at construction), decoded with ``Decoding(max_tokens=1, temperature=0)``.
   The answer is the generated text, stripped, lower-cased and stripped of surrounding punctuation
   and quotes; it must be ``yes`` or ``no``. With ``token_logprobs`` (first generated token's
   logprob ``lp``): ``p_yes = exp(lp)`` for "yes" and ``1 - exp(lp)`` for "no"; without logprobs
@@ -20,8 +22,8 @@ Rules (``BudgetedReranker.rerank``):
   the loop goes on). With ``predictive_stop=True`` (off by default) the loop also stops before a
   call when the remaining budget is below the call's *predicted* duration, so a call that would most
   likely time out is not started (``predicted_stops`` = 1). The prediction is
-  ``len(prompt characters) * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
-  milliseconds-per-prompt-character of the last 64 non-cached calls of this reranker (across
+  ``cost characters * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
+  milliseconds-per-cost-character of the last 64 non-cached calls of this reranker (across
   queries; a call that timed out counts with its elapsed time, a lower bound of its true cost, so
   a backend too slow to ever finish a call inside the budget is still measured); before any such call, the mean duration of this query's completed calls; before
   that, none (the call starts). **Probe**: a skipped first call yields no new measurement, so an
@@ -32,6 +34,13 @@ Rules (``BudgetedReranker.rerank``):
   a cancelled call overruns the budget by up to one prompt evaluation). The rerank stage therefore takes at most ``budget_ms`` plus the backend's
   cancellation latency (for in-process llama.cpp: up to one uninterruptible prompt evaluation, see
   lethe/llm/backends.py) plus the fallback's time (below) plus bookkeeping.
+- **Prefix reuse**: a backend that keeps its KV cache between calls (``reuse_prompt_cache`` true,
+  lethe/llm/backends.py) evaluates only what follows the prefix a prompt shares with its previous
+  call: the instruction and the query are evaluated once per query, each later candidate costs its
+  passage and the prompt's closing lines. The reranker reads that flag (``prefix_reuse`` in
+  :meth:`BudgetedReranker.describe`) and then counts as a call's *cost characters* only the prompt
+  characters after the longest common prefix with the previous call's prompt (system and user
+  text joined); otherwise every prompt character (as before).
 - **Fallback** (optional ``fallback(query, texts) -> scores``, e.g. a cross-encoder): if any
   considered candidate is unjudged after the LLM loop (budget ran out, timeout, parse failure or
   error), the fallback scores *all* unjudged considered candidates in one call (``fallback_used``
@@ -123,6 +132,18 @@ def _chars(messages: Sequence[Any]) -> int:
     return sum(len(m.content) for m in messages)
 
 
+def _prompt_text(messages: Sequence[Any]) -> str:
+    return "".join(m.content for m in messages)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # numerically stable logistic
 
@@ -133,7 +154,8 @@ class BudgetedReranker:
     def __init__(self, llm: LLMBackend, budget_ms: float = 1200, top_n: int = 20, weight: float = 0.5,
                  prompt_version: str = "v1", max_passage_chars: int = 1200,
                  fallback: Fallback | None = None, *, fallback_is_probability: bool = False,
-                 predictive_stop: bool = False, predict_quantile: float = 0.9, probe_every: int = 25):
+                 predictive_stop: bool = False, predict_quantile: float = 0.9, probe_every: int = 25,
+                 max_passage_tokens: int | None = None):
         if budget_ms <= 0:
             raise ValueError(f"budget_ms must be > 0, got {budget_ms}")
         if top_n < 0:
@@ -142,6 +164,16 @@ class BudgetedReranker:
             raise ValueError(f"weight must be in [0, 1], got {weight}")
         if max_passage_chars <= 0:
             raise ValueError(f"max_passage_chars must be > 0, got {max_passage_chars}")
+        if max_passage_tokens is not None:
+            if int(max_passage_tokens) <= 0:
+                raise ValueError(f"max_passage_tokens must be > 0 or None, got {max_passage_tokens}")
+            if not (callable(getattr(llm, "tokenize", None)) and callable(getattr(llm, "detokenize", None))):
+                raise ValueError(f"max_passage_tokens={max_passage_tokens} needs the reranker model's tokenizer, "
+                                 f"which backend {getattr(llm, 'name', type(llm).__name__)!r} does not expose "
+                                 "(tokenize/detokenize); set max_passage_tokens to null for it")
+        self.max_passage_tokens = int(max_passage_tokens) if max_passage_tokens is not None else None
+        self.prefix_reuse = bool(getattr(llm, "reuse_prompt_cache", False))  # module docstring
+        self._last_prompt = ""  # the previous call's prompt text (prefix reuse: what the backend holds)
         self.llm = llm
         self.budget_ms = float(budget_ms)
         self.top_n = int(top_n)
@@ -163,24 +195,39 @@ class BudgetedReranker:
     def describe(self) -> dict[str, Any]:
         """Settings, prompt (name, version, sha256) and decoding, for a run manifest."""
         return {"budget_ms": self.budget_ms, "top_n": self.top_n, "weight": self.weight,
-                "max_passage_chars": self.max_passage_chars, "fallback": self.fallback is not None,
+                "max_passage_chars": self.max_passage_chars, "max_passage_tokens": self.max_passage_tokens,
+                "prefix_reuse": self.prefix_reuse, "fallback": self.fallback is not None,
                 "fallback_is_probability": self.fallback_is_probability, "predictive_stop": self.predictive_stop,
                 "predict_quantile": self.predict_quantile, "probe_every": self.probe_every,
                 "prompt": self.prompt.describe(), "decoding": DECODING.as_dict(),
                 "llm": getattr(self.llm, "name", type(self.llm).__name__)}
 
+    def cost_chars(self, messages: Sequence[Any]) -> int:
+        """Characters of ``messages`` a call pays for: all, or with prefix reuse those after the prefix
+        shared with the previous call's prompt (module docstring); at least 1."""
+        if not self.prefix_reuse:
+            return max(1, _chars(messages))
+        text = _prompt_text(messages)
+        return max(1, len(text) - _common_prefix(text, self._last_prompt))
+
     def predict_s(self, messages: Sequence[Any], durations: Sequence[float] = ()) -> float | None:
         """Predicted duration (s) of one call with ``messages`` (module docstring), None if unknown."""
         if self._ms_per_char:
             rate = float(np.quantile(np.fromiter(self._ms_per_char, dtype=np.float64), self.predict_quantile))
-            return rate * _chars(messages) / 1000.0
+            return rate * self.cost_chars(messages) / 1000.0
         if durations:
             return sum(durations) / len(durations)
         return None
 
-    def _passage(self, text: str) -> str:
-        text = " ".join((text or "").split())
-        return text[: self.max_passage_chars]
+    def passage(self, text: str) -> str:
+        """The passage as sent: whitespace-collapsed, cut to ``max_passage_chars``, then to
+        ``max_passage_tokens`` tokens of the model's tokenizer (module docstring)."""
+        text = " ".join((text or "").split())[: self.max_passage_chars]
+        if self.max_passage_tokens is not None:
+            tokens = self.llm.tokenize(text)  # type: ignore[attr-defined]
+            if len(tokens) > self.max_passage_tokens:
+                text = self.llm.detokenize(tokens[: self.max_passage_tokens])  # type: ignore[attr-defined]
+        return text
 
     def rerank(self, query: str, candidates: Sequence[tuple[str, str, float]]) -> RerankResult:
         """Rerank ``candidates`` (doc_id, text, prior score; best first) by the rules of the module docstring."""
@@ -199,7 +246,8 @@ class BudgetedReranker:
         t0: float | None = None
         t_last = t_start
         for i, (_, text, _) in enumerate(head):
-            messages = self.prompt.render(query=query, passage=self._passage(text))
+            messages = self.prompt.render(query=query, passage=self.passage(text))
+            cost = self.cost_chars(messages)
             now = time.perf_counter()
             if t0 is None:
                 t0 = t_last = now
@@ -216,12 +264,14 @@ class BudgetedReranker:
                     probes += 1
                 if i == 0:
                     self._skipped_first = 0
+            if self.prefix_reuse:
+                self._last_prompt = _prompt_text(messages)  # (after a timeout the backend holds part of it)
             try:
                 resp = self.llm.chat(messages, DECODING, timeout_s=remaining)
             except LLMTimeout:
                 timeouts += 1
                 t_last = time.perf_counter()
-                self._ms_per_char.append((t_last - now) * 1000.0 / max(1, _chars(messages)))  # a lower bound
+                self._ms_per_char.append((t_last - now) * 1000.0 / cost)  # a lower bound
                 break  # the budget is spent
             except LLMError:
                 errors += 1
@@ -230,7 +280,7 @@ class BudgetedReranker:
             t_last = time.perf_counter()
             durations.append(t_last - now)
             if not resp.cached:
-                self._ms_per_char.append((t_last - now) * 1000.0 / max(1, _chars(messages)))
+                self._ms_per_char.append((t_last - now) * 1000.0 / cost)
             p = p_yes_from_response(resp)
             if p is None:
                 parse_failures += 1

@@ -33,6 +33,12 @@ class SlowFake(FakeLLM):
             return ("yes" if self.yes_word in messages[-1].content else "no"), [-0.05]
         return LLMResponse(text=self.answer, timings_ms={"total": self.delay_s * 1e3}, prompt_tokens=50, completion_tokens=3)
 
+    def tokenize(self, text: str) -> list[int]:  # one token per character: the reranker's max_passage_tokens cut
+        return [ord(c) for c in text]
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return "".join(chr(t) for t in tokens)
+
 
 DOCS = [
     Doc("s:0", "ledgerd memory limit is 512Mi in the helm values", 0),
