@@ -165,6 +165,12 @@ class Iteration4:
             return None
         from lethe.retrieval.crossencoder import load_cross_encoder, resolve_cross_encoder, score_pairs
 
+        if model_cfg.get("train") is not None:  # a model set of conf/model/cross_encoder.yaml (experiments/ce_regimes.py)
+            raise ValueError(
+                "method.llm_rerank.fallback: the cross-encoder model sets this project trains need the per-query "
+                "leakage guard of baselines.cross_encoder (each query scored by a fold that never saw it), which this "
+                "fallback does not apply; give it one model folder instead (fallback.train=null fallback.path=<folder>) "
+                "or a hub model (fallback.train=null fallback.path=null fallback.allow_hub=true)")
         resolved = resolve_cross_encoder(model_cfg)
         max_len = model_cfg.get("max_length")
         model = load_cross_encoder(resolved.path, max_length=int(max_len) if max_len else None,

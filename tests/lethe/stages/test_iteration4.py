@@ -171,3 +171,14 @@ def test_abstention_is_not_a_judgment(embedder, fake_llm):
     g = res.flags["generation"]
     assert g["answer"] == "not mentioned" and g["judge_status"] == "abstention" and g["supported"] is None
     assert len(fake_llm[-1].calls) == judge_calls  # the judge was not called
+
+
+def test_a_trained_cross_encoder_set_is_refused_as_the_rerank_fallback():
+    """The model sets of conf/model/cross_encoder.yaml need the reranker's per-query leakage guard, which
+    the iteration-4 fallback does not apply: naming one there fails at construction with what to do."""
+    from experiments.config import load_config, to_dict
+    from lethe.stages.iteration4 import Iteration4
+
+    model = to_dict(load_config(["method=cross_encoder"]).method.model)
+    with pytest.raises(ValueError, match="leakage guard"):
+        Iteration4._fallback(model)
