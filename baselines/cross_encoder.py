@@ -20,6 +20,7 @@ from lethe.core.heldout import LeakageError, pick_fold
 from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.crossencoder import FOLDS_JSON, fold_allows, load_cross_encoder, read_model_card, rerank, set_folder
+from lethe.retrieval.onnx_backend import inference_info
 from lethe.retrieval.ranking import canonical_order
 
 DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
@@ -37,6 +38,9 @@ class CrossEncoderRerank:
                  batch_size: int = 32, cache_dir: str | Path | None = None, progress: bool = True):
         self.model_cfg = dict(model)
         self.max_length = self.model_cfg.get("max_length")
+        # inference backend (conf/model/cross_encoder.yaml backend/onnx); an ONNX export is cached under cache_dir
+        self.inference = {"backend": str(self.model_cfg.get("backend", "torch")), "onnx": self.model_cfg.get("onnx"),
+                          "cache_dir": cache_dir}
         self.candidates, self.batch_size = int(candidates), int(batch_size)
         self.bm25 = PyseriniBM25(**{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress)
         self.dataset: str | None = None
@@ -66,7 +70,8 @@ class CrossEncoderRerank:
             resolved = resolve_model({**self.model_cfg, "path": None, "pypi_module": None})
             self.hub = resolved.describe()
             self.folds, self.cards = [None], [None]
-            self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub")]
+            self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub",
+                                              **self.inference)]
             return
         built = doc["datasets"].get(name, {}).get("build_key")
         if built is not None and built != build_key:
@@ -74,7 +79,8 @@ class CrossEncoderRerank:
                              "retrain it (force=true)")
         self.folds = list(doc["folds"])
         self.cards = [read_model_card(folder / f["dir"]) for f in self.folds]
-        self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length) for f in self.folds]
+        self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference)
+                       for f in self.folds]
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Refuse the run before any search when a query id was used to train or select every fold."""
@@ -118,6 +124,8 @@ class CrossEncoderRerank:
     def describe(self) -> dict[str, Any]:
         return {"name": "cross_encoder", "first_stage": self.bm25.describe(), "candidates": self.candidates,
                 "batch_size": self.batch_size, "max_length": self.max_length, "score": "raw logit (query text only)",
+                "inference": (inference_info(self.models[0]) if self.models
+                              else {"backend": self.inference["backend"], "onnx": self.inference["onnx"]}),
                 "model": {"name": self.model_cfg.get("name"), "regime": self.model_cfg.get("train", {}).get("regime"),
                           "set": str(self.set_dir) if self.set_dir else None, "hub": self.hub,
                           "folds": [{"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None

@@ -29,8 +29,9 @@ import numpy as np
 
 from lethe.core.atomic import atomic_write_text
 from lethe.core.heldout import may_score
-from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model
+from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
 from lethe.core.paths import project_path
+from lethe.retrieval.onnx_backend import OnnxCrossEncoder, OnnxOptions, check_backend
 from lethe.retrieval.ranking import canonical_order
 
 MODEL_CARD_JSON = "model_card.json"
@@ -99,28 +100,45 @@ def set_seed(seed: int) -> None:
 
 
 def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labels: int | None = None,
-                       offline: bool = True) -> Any:
+                       offline: bool = True, backend: str = "torch",
+                       onnx: Mapping[str, Any] | OnnxOptions | None = None,
+                       cache_dir: str | Path | None = None, source_sha256: str | None = None) -> Any:
     """A sentence-transformers ``CrossEncoder`` from a local folder, on CPU.
 
     ``num_labels=1`` turns a bi-encoder folder (e.g. all-MiniLM-L6-v2) into a cross-encoder with a
     freshly initialised one-logit head (seed torch first for a repeatable head).
+    ``backend="onnx"`` returns an :class:`~lethe.retrieval.onnx_backend.OnnxCrossEncoder` instead (for
+    inference only: :func:`score_pairs`), exported with the ``onnx`` options into
+    ``<cache_dir>/models/onnx/`` (a temporary folder without ``cache_dir``), keyed by
+    ``source_sha256`` (default: the folder's weights sha256).
     """
+    if check_backend(backend) == "onnx" and onnx is None:
+        raise ValueError("backend=onnx needs the onnx options (conf/model/cross_encoder.yaml `onnx:`)")
     if offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device="cpu",
-                        local_files_only=offline)
+    model = CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device="cpu",
+                         local_files_only=offline)
+    if backend == "torch":
+        return model
+    if num_labels is not None:
+        raise ValueError("backend=onnx scores with a trained cross-encoder; num_labels (a fresh head) is for training")
+    sha = source_sha256 or weights_sha256(Path(path).resolve())
+    return OnnxCrossEncoder(model, sha, onnx, cache_dir)  # type: ignore[arg-type]
 
 
 def score_pairs(model: Any, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     """Raw relevance logits (float32, shape (n,)) of ``query`` against each text.
 
     Logits, not sigmoid probabilities: the sigmoid saturates in float32 and would turn distinct
-    scores into ties; the order is the same.
+    scores into ties; the order is the same. ``model`` is a sentence-transformers ``CrossEncoder``
+    (torch) or an :class:`~lethe.retrieval.onnx_backend.OnnxCrossEncoder` (from :func:`load_cross_encoder`).
     """
     if not texts:
         return np.zeros(0, np.float32)
+    if isinstance(model, OnnxCrossEncoder):
+        return model.score(query, texts, batch_size)
     import torch
 
     scores = model.predict([(query, t) for t in texts], batch_size=batch_size, show_progress_bar=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from tqdm.auto import tqdm
 from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.faults import kill_point
 from lethe.core.models import ResolvedModel, resolve_model
+from lethe.retrieval.onnx_backend import OnnxBiEncoder, OnnxOptions, check_backend
 
 Role = Literal["query", "doc"]
 
@@ -23,6 +25,9 @@ class Embedder:
     ``prompts`` optionally maps role -> prefix (e.g. E5's "query: "); MiniLM uses none.
     ``cache_roles`` lists the roles whose vectors are cached; by default only documents, so that
     query latency always includes encoding the query.
+    ``backend`` runs the model with ``torch`` (sentence-transformers' ``encode``) or ``onnx`` (ONNX
+    Runtime, :mod:`lethe.retrieval.onnx_backend`, with ``onnx`` options; the export is cached under
+    ``cache_dir``); both serve every role, so query and doc vectors come from one computation.
     """
 
     def __init__(
@@ -34,6 +39,8 @@ class Embedder:
         show_progress: bool = True,
         cache_roles: Sequence[str] = ("doc",),
         persist_every: int = 2048,
+        backend: str = "torch",
+        onnx: Mapping[str, Any] | OnnxOptions | None = None,
     ):
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model)
         self.batch_size = int(batch_size)
@@ -44,7 +51,12 @@ class Embedder:
         self.persist_every = int(persist_every)
         if self.persist_every < 1:
             raise ValueError(f"persist_every must be >= 1 text, got {persist_every}")
+        self.backend = check_backend(str(backend))
+        self.onnx_options = OnnxOptions.from_config(onnx) if onnx is not None else None
+        if self.backend == "onnx" and self.onnx_options is None:
+            raise ValueError("backend=onnx needs the onnx options (conf/model/*.yaml `onnx:`)")
         self._st = None
+        self._onnx: OnnxBiEncoder | None = None
         self._caches: dict[str, EmbeddingCache] = {}
         self.encode_seconds = 0.0
         self.encoded_texts = 0
@@ -62,6 +74,15 @@ class Embedder:
         return self._st
 
     @property
+    def onnx_model(self) -> OnnxBiEncoder:
+        """The ONNX Runtime model (backend onnx; exported from :attr:`st` on first use, then cached)."""
+        if self._onnx is None:
+            assert self.onnx_options is not None
+            self._onnx = OnnxBiEncoder(self.st, self.model.sha256, self.onnx_options,
+                                       self.cache_dir if self.cache_dir else None)
+        return self._onnx
+
+    @property
     def tokenizer(self):
         return self.st.tokenizer
 
@@ -75,19 +96,27 @@ class Embedder:
         if role not in self._caches:
             ns = {"model_sha256": self.model.sha256, "role": role, "prompt": self.prompts.get(role, ""),
                   "normalize": True, "max_seq_length": self.max_seq_length}
+            if self.backend != "torch":  # torch keeps the namespace (and cached vectors) it had before backends
+                assert self.onnx_options is not None
+                ns.update(backend=self.backend, onnx=self.onnx_options.numerics())
             self._caches[role] = EmbeddingCache(self.cache_dir, ns)
         return self._caches[role]
 
     def _encode_raw(self, texts: list[str], role: Role, progress: bool = True) -> np.ndarray:
+        """Encode ``texts`` with the configured backend, no cache: L2-normalized float32 (n, dim)."""
         t0 = time.perf_counter()
         prefix = self.prompts.get(role, "")
-        vecs = self.st.encode(
-            [prefix + t for t in texts] if prefix else texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress and self.show_progress and len(texts) >= 2 * self.batch_size,
-        ).astype(np.float32, copy=False)
+        inputs = [prefix + t for t in texts] if prefix else texts
+        if self.backend == "onnx":
+            vecs = self.onnx_model.encode(inputs, self.batch_size)
+        else:
+            vecs = self.st.encode(
+                inputs,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=progress and self.show_progress and len(texts) >= 2 * self.batch_size,
+            ).astype(np.float32, copy=False)
         self.encode_seconds += time.perf_counter() - t0
         self.encoded_texts += len(texts)
         return vecs
@@ -144,6 +173,9 @@ class Embedder:
         return {
             "model": self.model.describe(),
             "batch_size": self.batch_size,
+            "backend": self.backend,
+            "onnx": (self._onnx.describe() if self._onnx is not None
+                     else {"options": dataclasses.asdict(self.onnx_options)} if self.onnx_options else None),
             "persist_every": self.persist_every,
             "cache_roles": list(self.cache_roles),
             "encoded_texts": self.encoded_texts,
