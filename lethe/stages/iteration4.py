@@ -173,8 +173,11 @@ class Iteration4:
                 "or a hub model (fallback.train=null fallback.path=null fallback.allow_hub=true)")
         resolved = resolve_cross_encoder(model_cfg)
         max_len = model_cfg.get("max_length")
+        # the same inference backend as the cross_encoder baseline (backend / onnx keys of its model config);
+        # without a cache_dir an ONNX export goes to a temporary folder
         model = load_cross_encoder(resolved.path, max_length=int(max_len) if max_len else None,
-                                   offline=resolved.source != "hub")
+                                   offline=resolved.source != "hub", backend=str(model_cfg.get("backend", "torch")),
+                                   onnx=model_cfg.get("onnx"))
         return lambda query, texts: score_pairs(model, query, texts)
 
     def describe(self) -> dict[str, Any]:
