@@ -30,7 +30,8 @@ data: install
 	$(PY) -m experiments.build_data -m dataset=$(DATASETS)
 
 # Train the cross-encoder's model set for each dataset (conf/model/cross_encoder.yaml, regime train.regime) into
-# the cache; kept if it exists (regime lethebench trains one set, shared by every dataset). make reproduce trains
+# the cache; kept if it exists (the default regime in_domain trains one set per dataset, regime lethebench one set
+# shared by every dataset). make reproduce trains
 # what its runs need by itself.
 models: data
 	$(PY) -m experiments.train_cross_encoder -m dataset=$(DATASETS)

@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from analysis import ce_selection as CS
 from analysis import gates as G
 from analysis import plans as P
 from analysis import formatting as F
@@ -230,6 +231,10 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
     md += ["## Sanity gates: each reranker against its first stage and a random reordering", "",
            sanity_section(views, cfg, tdir)]
+    sel = CS.selection_table(views)
+    if not sel.empty:
+        F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
+        md += ["## Cross-encoder: how each model set was chosen (dev)", "", F.to_markdown(sel, CS.NOTE)]
     t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)

@@ -5,7 +5,9 @@ models``): one or more folds of a training regime, found when the runner binds t
 (:func:`lethe.retrieval.crossencoder.set_folder`). Each query is scored by a fold that never saw it
 (trained or selected on it, or on its scope): the leakage guard of :mod:`lethe.core.heldout`; a run
 whose queries no fold may score fails before any search (``LeakageError``). When the set is missing
-and ``allow_hub`` is true, the hub model ``hub_id`` scores every query. Scores are raw logits.
+and ``allow_hub`` is true, the hub model ``hub_id`` scores every query. Scores are raw logits
+(``interpolation="none"``) or, with ``interpolation="dev"``, each fold's dev-chosen mix of its min-max
+normalised logits and BM25 scores (:func:`lethe.retrieval.crossencoder.interpolate`).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from baselines.bm25 import PyseriniBM25
 from lethe.core.heldout import LeakageError, pick_fold
 from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
-from lethe.retrieval.crossencoder import FOLDS_JSON, fold_allows, load_cross_encoder, read_model_card, rerank, set_folder
+from lethe.retrieval.crossencoder import (FOLDS_JSON, fold_allows, interpolate, load_cross_encoder, read_model_card,
+                                          score_pairs, set_folder)
 from lethe.retrieval.onnx_backend import inference_info
 from lethe.retrieval.ranking import canonical_order
 
 DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
+INTERPOLATION = ("none", "dev")
 
 
 class CrossEncoderRerank:
@@ -35,7 +39,12 @@ class CrossEncoderRerank:
     """
 
     def __init__(self, model: Mapping[str, Any], first_stage: Mapping[str, Any] | None = None, candidates: int = 100,
-                 batch_size: int = 32, cache_dir: str | Path | None = None, progress: bool = True):
+                 batch_size: int = 32, interpolation: str = "none", cache_dir: str | Path | None = None,
+                 progress: bool = True):
+        if interpolation not in INTERPOLATION:
+            raise ValueError(f"method.interpolation={interpolation!r}: expected one of {list(INTERPOLATION)}")
+        self.interpolation = interpolation
+        self.weights: list[float | None] = []   # per fold: the dev-chosen cross-encoder weight (interpolation=dev)
         self.model_cfg = dict(model)
         self.max_length = self.model_cfg.get("max_length")
         # inference backend (conf/model/cross_encoder.yaml backend/onnx); an ONNX export is cached under cache_dir
@@ -69,6 +78,10 @@ class CrossEncoderRerank:
                     "method.model overrides) to train it, or allow the hub (LETHE_ALLOW_HUB=true).")
             resolved = resolve_model({**self.model_cfg, "path": None, "pypi_module": None})
             self.hub = resolved.describe()
+            if self.interpolation == "dev":
+                raise ValueError("method.interpolation=dev needs a model set trained here (its folds chose the weight "
+                                 f"on their dev queries); the hub model {self.hub.get('name') or self.model_cfg.get('hub_id')} "
+                                 "has none: use method.interpolation=none")
             self.folds, self.cards = [None], [None]
             self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub",
                                               **self.inference)]
@@ -79,6 +92,13 @@ class CrossEncoderRerank:
                              "retrain it (force=true)")
         self.folds = list(doc["folds"])
         self.cards = [read_model_card(folder / f["dir"]) for f in self.folds]
+        if self.interpolation == "dev":
+            missing = [f["dir"] for f, c in zip(self.folds, self.cards)
+                       if "interpolation" not in ((c or {}).get("selection") or {})]
+            if missing:
+                raise ValueError(f"method.interpolation=dev: the model cards of {missing} in {folder} record no "
+                                 "interpolation weight (trained before it existed); retrain the set (force=true)")
+            self.weights = [float(c["selection"]["interpolation"]["weight"]) for c in self.cards]  # type: ignore[index]
         self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference)
                        for f in self.folds]
 
@@ -112,7 +132,10 @@ class CrossEncoderRerank:
         head, tail = hits[: self.candidates], hits[self.candidates:]
         fold = self._fold(query)
         self.queries_per_fold[fold] = self.queries_per_fold.get(fold, 0) + 1
-        ranking = rerank(self.models[fold], query.text, [(d, self._text[d]) for d, _ in head], self.batch_size)
+        logits = score_pairs(self.models[fold], query.text, [self._text[d] for d, _ in head], self.batch_size)
+        if self.interpolation == "dev":
+            logits = interpolate(logits, [s for _, s in head], float(self.weights[fold]))  # type: ignore[arg-type]
+        ranking = canonical_order((d, float(s)) for (d, _), s in zip(head, logits))
         self.pairs_scored += len(head)
         if tail:
             floor = min((s for _, s in ranking), default=0.0)
@@ -123,7 +146,10 @@ class CrossEncoderRerank:
 
     def describe(self) -> dict[str, Any]:
         return {"name": "cross_encoder", "first_stage": self.bm25.describe(), "candidates": self.candidates,
-                "batch_size": self.batch_size, "max_length": self.max_length, "score": "raw logit (query text only)",
+                "batch_size": self.batch_size, "max_length": self.max_length,
+                "score": ("raw logit (query text only)" if self.interpolation == "none" else
+                          "w * minmax(logit) + (1 - w) * minmax(BM25) per query, w chosen per fold on its dev queries"),
+                "interpolation": {"mode": self.interpolation, "weights": self.weights or None},
                 "inference": (inference_info(self.models[0]) if self.models
                               else {"backend": self.inference["backend"], "onnx": self.inference["onnx"]}),
                 "model": {"name": self.model_cfg.get("name"), "regime": self.model_cfg.get("train", {}).get("regime"),

@@ -44,9 +44,10 @@ from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
 from lethe.core.protocol import Doc, Query
-from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, params_dict, regime_of, rerank,
-                                          save_cross_encoder, set_folder, train_cross_encoder, write_model_card)
-from lethe.retrieval.ranking import top_k
+from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, choose_weight, interpolate,
+                                          params_dict, regime_of, save_cross_encoder, score_pairs, set_folder,
+                                          train_cross_encoder, write_model_card)
+from lethe.retrieval.ranking import canonical_order, top_k
 from lethebench.provenance import git_info, hardware, package_versions
 from lethebench.schema import Dataset
 
@@ -85,10 +86,13 @@ def eligible_groups(ds: Dataset, queries: pd.DataFrame) -> Iterator[tuple[list[D
             yield group, sq[n_elig == ne]
 
 
-def bm25_candidates(ds: Dataset, queries: pd.DataFrame, bm25: Any, depth: int, progress: bool,
-                    desc: str) -> dict[str, tuple[list[tuple[str, str]], set[str]]]:
-    """Per query: BM25 top ``depth`` (doc_id, text) in canonical order, and the eligible doc ids."""
-    out: dict[str, tuple[list[tuple[str, str]], set[str]]] = {}
+Cands = dict[str, tuple[list[tuple[str, str]], set[str], list[float]]]
+
+
+def bm25_candidates(ds: Dataset, queries: pd.DataFrame, bm25: Any, depth: int, progress: bool, desc: str) -> Cands:
+    """Per query: BM25 top ``depth`` (doc_id, text) in canonical order, the eligible doc ids, and the
+    BM25 scores of the top ``depth`` (same order)."""
+    out: Cands = {}
     bar = tqdm(total=len(queries), desc=desc, disable=not progress, unit="q")
     for docs, qs in eligible_groups(ds, queries):
         text = {d.doc_id: d.text for d in docs}
@@ -96,14 +100,13 @@ def bm25_candidates(ds: Dataset, queries: pd.DataFrame, bm25: Any, depth: int, p
             bm25.index(docs)
         for row in qs.itertuples(index=False):
             hits = top_k(bm25.search(Query(row.text, tuple(row.history)), depth).ranking, depth) if docs else []
-            out[row.query_id] = ([(d, text[d]) for d, _ in hits], set(text))
+            out[row.query_id] = ([(d, text[d]) for d, _ in hits], set(text), [float(s) for _, s in hits])
             bar.update()
     bar.close()
     return out
 
 
-def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: dict[str, tuple[list[tuple[str, str]], set[str]]],
-               negatives: int) -> tuple[list[Pair], dict[str, Any]]:
+def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: Cands, negatives: int) -> tuple[list[Pair], dict[str, Any]]:
     """Training pairs: qrels docs (label 1) and the top ``negatives`` non-relevant BM25 hits (label 0)."""
     text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
     pairs: list[Pair] = []
@@ -111,7 +114,7 @@ def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: dict[str, tuple[list[t
              "positives_not_eligible": 0, "queries_with_fewer_negatives": 0, "queries_without_bm25_hits": 0,
              "positives_in_bm25_top": 0}
     for row in queries.itertuples(index=False):
-        hits, eligible = cands[row.query_id]
+        hits, eligible, _ = cands[row.query_id]
         rel = ds.qrels[row.query_id]
         for doc_id, grade in sorted(rel.items()):
             if doc_id not in eligible:
@@ -134,14 +137,16 @@ class DevScorer:
     """Reranks every dev query's BM25 candidates and scores the ranking with ranx.
 
     ``queries``: (key, query text) with keys unique across datasets (``<dataset>::<query id>``);
-    ``cands``/``qrels``: by the same keys."""
+    ``cands``/``qrels``: by the same keys. Each call keeps the checkpoint's raw logits (``raw``), from
+    which :meth:`interpolation` picks the cross-encoder / BM25 weight of the chosen checkpoint."""
 
-    def __init__(self, queries: Sequence[tuple[str, str]], cands: Mapping[str, tuple[list[tuple[str, str]], set[str]]],
+    def __init__(self, queries: Sequence[tuple[str, str]], cands: Mapping[str, tuple[list[tuple[str, str]], set[str], list[float]]],
                  qrels: Mapping[str, dict[str, int]], metrics: Sequence[str], batch_size: int):
         self.queries = list(queries)
         self.cands, self.metrics, self.batch_size = cands, list(metrics), batch_size
         self.qrels = {q: dict(qrels[q]) for q, _ in self.queries}
         self.log: list[dict[str, float]] = []
+        self.raw: list[dict[str, np.ndarray]] = []
 
     def means(self, run: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
         scores = evaluate_run(self.qrels, run, self.metrics)
@@ -152,10 +157,29 @@ class DevScorer:
         n = {q: len(self.cands[q][0]) for q, _ in self.queries}
         return self.means({q: [(d, float(n[q] - i)) for i, (d, _) in enumerate(self.cands[q][0])] for q, _ in self.queries})
 
+    def _run(self, scores: Mapping[str, np.ndarray]) -> dict[str, list[tuple[str, float]]]:
+        return {q: canonical_order((d, float(s)) for (d, _), s in zip(self.cands[q][0], scores[q])) for q, _ in self.queries}
+
     def __call__(self, model: Any) -> float:
-        run = {q: rerank(model, text, self.cands[q][0], self.batch_size) for q, text in self.queries}
-        self.log.append(self.means(run))
+        raw = {q: score_pairs(model, text, [t for _, t in self.cands[q][0]], self.batch_size) for q, text in self.queries}
+        self.raw.append(raw)
+        self.log.append(self.means(self._run(raw)))
         return self.log[-1][METRIC]
+
+    def interpolation(self, checkpoint: int, grid: Sequence[float]) -> dict[str, Any]:
+        """The weight of ``grid`` (:func:`~lethe.retrieval.crossencoder.choose_weight`) for checkpoint
+        number ``checkpoint``'s logits interpolated with the BM25 scores, and each weight's dev metrics."""
+        raw = self.raw[checkpoint]
+        metrics: dict[str, dict[str, float]] = {}
+
+        def score(w: float) -> float:
+            mixed = {q: interpolate(raw[q], self.cands[q][2], w) for q, _ in self.queries}
+            metrics[f"{w:g}"] = self.means(self._run(mixed))
+            return metrics[f"{w:g}"][METRIC]
+
+        chosen = choose_weight(grid, score)
+        return {**chosen, "metric": METRIC, "normalization": "min-max per query over its candidates",
+                "metrics": metrics}
 
 
 def base_model_config(name: str) -> dict[str, Any]:
@@ -248,7 +272,7 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
     pairs: list[Pair] = []
     train_stats: dict[str, Any] = {}
     dev_items: list[tuple[str, str]] = []
-    dev_cands: dict[str, tuple[list[tuple[str, str]], set[str]]] = {}
+    dev_cands: Cands = {}
     dev_qrels: dict[str, dict[str, int]] = {}
     t0 = time.perf_counter()
     try:
@@ -282,9 +306,14 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
                                       f"train loss {c['train_loss_since_last']:.4f}", flush=True))
     for c, m in zip(result.checkpoints, scorer.log):
         c["metrics"] = m
-    chosen = next(c for c in result.checkpoints if c["step"] == result.chosen["step"]) if result.chosen else None
+    if not result.chosen:
+        raise RuntimeError(f"{fold_dir.name}: no checkpoint was scored on the dev queries")
+    at = next(i for i, c in enumerate(result.checkpoints) if c["step"] == result.chosen["step"])
+    chosen = result.checkpoints[at]
+    interp = scorer.interpolation(at, [float(w) for w in tcfg["interpolation_grid"]])
     print(f"dev {METRIC}: BM25 order {bm25_dev[METRIC]:.4f}; " + ", ".join(
-        f"step {c['step']} {c['score']:.4f}" for c in result.checkpoints) + f"; chosen step {result.chosen['step']}")
+        f"step {c['step']} {c['score']:.4f}" for c in result.checkpoints) + f"; chosen step {chosen['step']}; "
+        f"interpolated with BM25: weight {interp['weight']:g} {interp['score']:.4f}", flush=True)
     with atomic_dir(fold_dir) as tmp:
         save_cross_encoder(model, tmp)
         card = {
@@ -324,9 +353,10 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
                          "The best checkpoint is kept (ties: the earliest)."),
                 "bm25_order": bm25_dev[METRIC], "bm25_metrics": bm25_dev,
                 "checkpoints": result.checkpoints,
-                "chosen_step": result.chosen["step"] if result.chosen else None,
-                "chosen_score": chosen["score"] if chosen else None,
-                "chosen_metrics": chosen["metrics"] if chosen else None,
+                "chosen_step": chosen["step"],
+                "chosen_score": chosen["score"],
+                "chosen_metrics": chosen["metrics"],
+                "interpolation": interp,   # the weight method.interpolation=dev applies (cross-encoder vs BM25)
             },
             "wall_seconds": {"mining": round(mining_s, 1), "training": round(result.train_seconds, 1),
                              "dev_eval": round(result.eval_seconds, 1), "total": round(time.perf_counter() - t_start, 1)},

@@ -152,6 +152,38 @@ def rerank(model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_
     return canonical_order((d, float(s)) for (d, _), s in zip(candidates, scores))
 
 
+def minmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Scores rescaled to [0, 1] over one query's candidates (float64, shape (n,)); all equal -> all 0."""
+    x = np.asarray(scores, dtype=np.float64)
+    if x.size == 0:
+        return x
+    span = float(x.max() - x.min())
+    return (x - x.min()) / span if span > 0 else np.zeros_like(x)
+
+
+def interpolate(ce: Sequence[float] | np.ndarray, first: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:
+    """``weight * minmax(ce) + (1 - weight) * minmax(first)`` over one query's candidates, shape (n,).
+
+    ``ce``: cross-encoder logits; ``first``: the first stage's scores of the same candidates. Weight 1
+    orders by the cross-encoder alone, 0 keeps the first stage's order."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"interpolation weight {weight} is outside [0, 1]")
+    if len(ce) != len(first):
+        raise ValueError(f"{len(ce)} cross-encoder scores for {len(first)} first-stage scores")
+    return weight * minmax(ce) + (1.0 - weight) * minmax(first)
+
+
+def choose_weight(grid: Sequence[float], score: Callable[[float], float]) -> dict[str, Any]:
+    """The weight of ``grid`` whose dev ``score(weight)`` is highest (ties: the larger weight, i.e. the
+    one nearer the cross-encoder alone); every weight's score is recorded."""
+    if not grid:
+        raise ValueError("method.model.train.interpolation_grid is empty")
+    scores = {float(w): float(score(float(w))) for w in grid}
+    best = max(scores.items(), key=lambda kv: (kv[1], kv[0]))
+    return {"grid": sorted(scores), "scores": {f"{w:g}": s for w, s in sorted(scores.items())}, "weight": best[0],
+            "score": best[1]}
+
+
 class LengthGroupedBatches:
     """Seeded batch sampler: shuffle, sort each window of ``window`` batches by length, shuffle the batches.
 

@@ -4,7 +4,9 @@ contract, the leakage guard of every regime, missing-model message."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 import pandas as pd
 import pytest
@@ -17,7 +19,7 @@ from lethe.core.models import ModelNotFoundError, weights_sha256
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
 TINY_LB = ("dataset.params.splits={test:2,train:3,dev:2}",)
-TINY = ("dataset=lethebench", *TINY_LB,
+TINY = ("dataset=lethebench", *TINY_LB, "method.model.train.regime=lethebench",
         "method.model.train.source_overrides.lethebench=['dataset.params.splits={test:2,train:3,dev:2}']",
         "method.model.train.max_train_queries=4", "method.model.train.max_dev_queries=3",
         "method.model.train.negatives=3", "method.model.train.epochs=1", "method.model.train.batch_size=8",
@@ -69,6 +71,12 @@ def test_tiny_training_writes_a_complete_model_folder(tiny_set, tiny_model):
     assert card["base_model"]["source"] == "pypi"
     md = (folder / "model_card.md").read_text()
     assert "Selection on dev" in md and "(chosen)" in md
+    # the cross-encoder / BM25 weight, chosen on the same dev queries: its ends reproduce the two orders
+    mix = sel["interpolation"]
+    assert mix["grid"] == [i / 10 for i in range(11)] and mix["weight"] in mix["grid"]
+    assert mix["score"] == max(mix["scores"].values()) == mix["scores"][f"{mix['weight']:g}"]
+    assert mix["scores"]["0"] == pytest.approx(sel["bm25_order"], abs=1e-12)
+    assert mix["scores"]["1"] == pytest.approx(sel["chosen_score"], abs=1e-12)
 
 
 def test_existing_model_is_kept_without_force(cfg_for, tiny_set, tiny_model, capsys):
@@ -100,20 +108,29 @@ def _session(ds, split: str) -> tuple[list[Doc], pd.Series]:
     return [Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp) for r in c.itertuples()], q
 
 
-def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_ds):
+@contextmanager
+def _bound(cfg_for, tiny_ds, *overrides: str) -> Iterator[tuple[Any, Any, Query]]:
+    """The tiny set's reranker (BM25 top 20) and a plain BM25, both indexed on a test query's session."""
     from baselines.bm25 import PyseriniBM25
 
-    folder = tiny_model
-    cfg = cfg_for("method=cross_encoder", *TINY, "method.candidates=20")
+    cfg = cfg_for("method=cross_encoder", *TINY, "method.candidates=20", *overrides)
     ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
                      progress=False, _convert_="all")
     bm25 = PyseriniBM25(cache_dir=cfg.cache_dir)
     docs, q = _session(tiny_ds, "test")
-    query = Query(q["text"], tuple(q["history"]), q["query_id"], q["scope_id"])
     try:
         ce.bind_dataset({"name": "lethebench", "build_key": dataset_build_key(cfg)})
         ce.index(docs)
         bm25.index(docs)
+        yield ce, bm25, Query(q["text"], tuple(q["history"]), q["query_id"], q["scope_id"])
+    finally:
+        ce.close()
+        bm25.close()
+
+
+def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_ds):
+    folder = tiny_model
+    with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (ce, bm25, query):
         res = ce.search(query, 20)
         cand = bm25.search(query, 20).ranking
         assert res.ranking and sorted(d for d, _ in res.ranking) == sorted(d for d, _ in cand)
@@ -127,13 +144,29 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         wide = ce.search(query, 20).ranking
         assert [d for d, _ in wide[2:]] == [d for d, _ in cand[2:]] and wide[2][1] < wide[1][1]
         desc = ce.describe()
+        assert desc["interpolation"] == {"mode": "none", "weights": None}
         assert desc["model"]["set"] == str(folder.parent) and desc["model"]["regime"] == "lethebench"
         assert desc["model"]["folds"][0]["weights_sha256"] == weights_sha256(folder.resolve())
         assert desc["training_cards"][0]["name"] == "ce-minilm-lethebench" and desc["first_stage"]["k1"] == 1.2
         json.dumps(desc)
-    finally:
-        ce.close()
-        bm25.close()
+
+
+def test_dev_interpolation_applies_each_folds_weight(cfg_for, tiny_model, tiny_ds):
+    from baselines.cross_encoder import CrossEncoderRerank
+    from lethe.retrieval.ranking import canonical_order
+
+    with _bound(cfg_for, tiny_ds, "method.interpolation=dev") as (ce, bm25, query):
+        card = json.loads((tiny_model / "model_card.json").read_text())
+        assert ce.weights == [card["selection"]["interpolation"]["weight"]]
+        cand = canonical_order(bm25.search(query, 20).ranking)
+        ce.weights = [0.0]
+        assert [d for d, _ in ce.search(query, 20).ranking] == [d for d, _ in cand]  # weight 0: BM25's order
+        ce.weights = [1.0]
+        alone = ce.search(query, 20).ranking
+        assert all(0.0 <= s <= 1.0 for _, s in alone) and max(s for _, s in alone) == 1.0
+        assert ce.describe()["interpolation"] == {"mode": "dev", "weights": [1.0]}
+    with pytest.raises(ValueError, match="method.interpolation='rrf'"):
+        CrossEncoderRerank(ce.model_cfg, interpolation="rrf")
 
 
 def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path):
@@ -158,11 +191,11 @@ def test_missing_model_says_make_models(cfg_for, tmp_path):
 
     cfg = cfg_for("method=cross_encoder", "dataset.scopes=[conv-26]", f"cache_dir={tmp_path}",
                   f"results_dir={tmp_path / 'runs'}", "method.model.allow_hub=false")
-    assert to_dict(cfg.method)["model"]["path"] == f"{tmp_path}/models/ce-minilm-lethebench"
+    assert to_dict(cfg.method)["model"]["path"] == f"{tmp_path}/models/ce-minilm-in_domain"
     with pytest.raises(ModelNotFoundError) as e:  # when the runner binds the dataset, before any search
         run_experiment(cfg)
     msg = str(e.value)
-    assert "make models" in msg and str(tmp_path / "models" / "ce-minilm-lethebench" / "any") in msg
+    assert "make models" in msg and str(tmp_path / "models" / "ce-minilm-in_domain" / "locomo") in msg
     assert "LETHE_ALLOW_HUB" in msg and "locomo" in msg
 
 

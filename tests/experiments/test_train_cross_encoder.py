@@ -16,7 +16,7 @@ def test_top_config_is_the_cross_encoder_on_its_training_dataset():
     cfg = load_config([], config_name="train_cross_encoder")
     assert cfg.method.name == "cross_encoder" and cfg.force is False
     assert cfg.dataset.name == cfg.method.model.train.dataset == "lethebench"
-    assert cfg.method.model.train.regime == "lethebench"
+    assert cfg.method.model.train.regime == "in_domain" and cfg.method.interpolation == "dev"   # the defaults (README)
     assert train_cross_encoder.compose([]) == cfg
 
 
@@ -27,9 +27,9 @@ def test_the_tiers_train_each_model_set_from_the_runs_config(tmp_path):
     runs = [resolve(r, [f"cache_dir={tmp_path}"]) for r in load_tier("smoke").runs if r.method == "cross_encoder"]
     assert len(runs) == 2 and all(r.cfg.method.model.train.epochs == 1 for r in runs)
     models = [s for s in prepare_steps(runs) if s.name.startswith("model cross_encoder")]
-    assert len(models) == 1 and "any/" in models[0].name and not models[0].done  # one set (regime lethebench) for both
-    sources = runs[0].cfg.method.model.train.source_overrides
-    assert list(sources.lethebench) == ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"]
+    # regime in_domain: one set per evaluated dataset, each from that run's own dataset build
+    assert len(models) == 2 and not any(m.done for m in models)
+    assert sorted(m.name.split()[2].split("/")[0] for m in models) == ["lethebench", "locomo"]
 
 
 def test_an_unknown_regime_is_refused(tmp_path):
