@@ -61,7 +61,9 @@ def test_tier_overrides_come_before_the_entry_overrides():
     ce = next(r for r in smoke.runs if r.key == "locomo/cross_encoder")
     assert ce.overrides[:4] == ("cache_dir=.cache/lethe-smoke", "results_dir=results/smoke/runs",
                                 "dataset.scopes=[conv-26,conv-30]", "method.candidates=10")
-    assert ce.overrides[4].startswith("method.model.train.source_overrides.lethebench=")
+    # the in_domain default needs no source overrides; the entry only caps the training budget
+    assert ce.overrides[4] == "method.model.train.max_train_queries=12"
+    assert not any("source_overrides" in o for o in ce.overrides)
 
 
 def test_tier_names_and_report_tiers():
