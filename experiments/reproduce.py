@@ -55,11 +55,39 @@ PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: meas
 
 @dataclass
 class Step:
-    """A job of a tier: its name (a run key, study key or prerequisite), whether it is done, and how to do it."""
+    """A job of a tier: its name (a run key, study key or prerequisite), whether it is done, and how to do it.
+    ``model`` marks a model prerequisite (``(kind, run config)``, see :func:`build_model`): those may be
+    built in worker processes."""
 
     name: str
     done: bool
     make: Callable[[], Any]
+    model: tuple[str, DictConfig] | None = None
+
+
+MODEL_KINDS = ("cross_encoder", "fusion")
+
+
+def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
+    """Build one model prerequisite of ``kind`` (a cross-encoder model set or a learned-fusion model) from
+    the run config ``cfg`` with ``threads`` torch threads (None: leave torch's setting); picklable, so a
+    worker process can call it."""
+    import torch
+
+    from experiments import train_cross_encoder, train_fusion
+
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"unknown model prerequisite {kind!r}; one of {list(MODEL_KINDS)}")
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        if kind == "cross_encoder":
+            train_cross_encoder.train_model_set(cfg)
+        else:
+            train_fusion.ensure_model(cfg)
+    finally:
+        torch.set_num_threads(before)
 
 
 def _base_overrides(cfg: DictConfig) -> list[str]:
@@ -76,10 +104,10 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
 
 
-def prepare_steps(runs: Sequence[ResolvedRun]) -> list[Step]:
+def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
     """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models
-    (each trained from the run's own config)."""
-    from experiments import train_cross_encoder, train_fusion
+    (each trained from the run's own config, with ``threads`` torch threads)."""
+    from experiments import train_fusion
     from experiments.datasets import prepare_dataset
 
     steps: list[Step] = []
@@ -96,14 +124,15 @@ def prepare_steps(runs: Sequence[ResolvedRun]) -> list[Step]:
             if name not in seen:
                 seen.add(name)
                 steps.append(Step(name, (folder / FOLDS_JSON).is_file(),
-                                  lambda c=r.cfg: train_cross_encoder.train_model_set(c)))
+                                  lambda c=r.cfg: build_model("cross_encoder", c, threads), ("cross_encoder", r.cfg)))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
             name = f"fusion {r.cfg.dataset.name} {folder.name}"
             if name not in seen:
                 seen.add(name)
-                steps.append(Step(name, (folder / "card.json").is_file(), lambda c=r.cfg: train_fusion.ensure_model(c)))
+                steps.append(Step(name, (folder / "card.json").is_file(),
+                                  lambda c=r.cfg: build_model("fusion", c, threads), ("fusion", r.cfg)))
     return steps
 
 
@@ -122,7 +151,8 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
 
     exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
     pending = [r for r in runs if not r.done]
-    steps = prepare_steps(pending) if pending else []
+    threads = cfg.prepare.threads
+    steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
     studies = list(tier.studies) if not cfg.select else []
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
     jobs = steps + [Step(r.key, r.done, lambda c=r.cfg: run_job(c)) for r in runs] \
@@ -134,27 +164,70 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     prep_file = _prepare_file(runs)
     measured = _read_json(prep_file)
     failed: list[str] = []
+
+    def finish(i: int, seconds: float, exc: BaseException | None) -> None:
+        job = jobs[i]
+        if exc is not None:
+            failed.append(job.name)
+            progress.done(i, seconds, "FAILED")
+            print(f"!! {job.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            traceback.print_exception(exc)
+            if not cfg.keep_going:
+                raise exc
+            return
+        progress.done(i, seconds)
+        if i < len(steps) and prep_file is not None:   # prerequisite times, for the next ETA
+            measured[job.name] = round(seconds, 1)
+            prep_file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(prep_file, json.dumps(measured, indent=1, sort_keys=True) + "\n")
+
+    workers = int(cfg.prepare.workers)
+    in_pool = {i for i, j in enumerate(jobs) if j.model is not None and not j.done} if workers > 1 else set()
     for i, job in enumerate(jobs):
         if job.done:
             progress.done(i, 0.0, "skipped")
+            continue
+        if i in in_pool:
+            if i == min(in_pool):
+                build_in_workers([(k, jobs[k].model) for k in sorted(in_pool)], workers, threads, finish)
             continue
         t0 = time.perf_counter()
         try:
             job.make()
         except Exception as exc:  # noqa: BLE001 - one failing job must not cost the others
-            failed.append(job.name)
-            progress.done(i, time.perf_counter() - t0, "FAILED")
-            print(f"!! {job.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            traceback.print_exc()
-            if not cfg.keep_going:
-                raise
+            finish(i, time.perf_counter() - t0, exc)
             continue
-        progress.done(i, time.perf_counter() - t0)
-        if i < len(steps) and prep_file is not None:   # prerequisite times, for the next ETA
-            measured[job.name] = round(time.perf_counter() - t0, 1)
-            prep_file.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(prep_file, json.dumps(measured, indent=1, sort_keys=True) + "\n")
+        finish(i, time.perf_counter() - t0, None)
     return failed
+
+
+def _timed_build(kind: str, cfg: DictConfig, threads: int | None) -> float:
+    t0 = time.perf_counter()
+    build_model(kind, cfg, threads)
+    return time.perf_counter() - t0
+
+
+def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], workers: int, threads: int | None,
+                     finish: Callable[[int, float, BaseException | None], None]) -> None:
+    """Build the model prerequisites ``models`` ((job index, (kind, run config))) in ``workers`` spawned
+    processes (each with ``threads`` torch threads); ``finish(index, seconds, error)`` as each one ends.
+    Runs are never built this way: their latencies are only comparable when they run alone."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    print(f"building {len(models)} model prerequisite(s) in {min(workers, len(models))} worker process(es), "
+          f"{threads if threads is not None else 'default'} torch thread(s) each", flush=True)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=min(workers, len(models)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_timed_build, kind, c, threads): i for i, (kind, c) in models}
+        try:
+            for fut in as_completed(futures):
+                exc = fut.exception()
+                finish(futures[fut], fut.result() if exc is None else time.perf_counter() - t0, exc)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
 
 
 def write_cards(report: str, cfg: DictConfig) -> None:
@@ -384,7 +457,7 @@ def reproduce(cfg: DictConfig) -> int:
     return code
 
 
-OWN_KEYS = ("tier", "action", "select", "overrides", "keep_going", "reference_dir", "expected_dir", "out_dir",
+OWN_KEYS = ("tier", "action", "select", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
             "analysis", "verify_metrics", "answer_metrics")
 
 

@@ -1,0 +1,39 @@
+"""Model prerequisites built in worker processes (experiments.reproduce.build_in_workers): a failure in a
+worker reaches the tier's bookkeeping with its message, and the other prerequisites still finish.
+(The smoke tier, tests/experiments/test_reproduce_smoke.py, builds its real models this way.)"""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+from experiments import reproduce as R
+
+
+def test_a_failing_worker_is_reported_and_the_others_finish():
+    cfg = OmegaConf.create({"method": {"name": "none"}})
+    ended: dict[int, tuple[float, BaseException | None]] = {}
+    R.build_in_workers([(3, ("no_such_model", cfg)), (5, ("fusion", cfg))], workers=2, threads=1,
+                       finish=lambda i, s, e: ended.__setitem__(i, (s, e)))
+    assert sorted(ended) == [3, 5]
+    unknown, fusion = ended[3][1], ended[5][1]
+    assert isinstance(unknown, ValueError) and "no_such_model" in str(unknown)
+    # the fusion build got a config without learned_fusion: its own error, not a hang or a silent skip
+    assert fusion is not None and "learned_fusion" in str(fusion)
+    assert all(s >= 0 for s, _ in ended.values())
+
+
+def test_build_model_restores_torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        try:   # fails inside the build (no learned_fusion), after the thread count was set to 1
+            R.build_model("fusion", OmegaConf.create({"method": {"name": "none"}}), threads=1)
+        except Exception as exc:  # noqa: BLE001
+            assert "learned_fusion" in str(exc)
+        else:
+            raise AssertionError("a fusion build without learned_fusion must fail")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
