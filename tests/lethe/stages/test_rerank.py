@@ -243,7 +243,29 @@ def test_fast_backend_judges_everything_within_budget():
 # fallback
 # --------------------------------------------------------------------------------------------
 
-def test_fallback_scores_the_rest_when_budget_runs_out():
+class VirtualTime:
+    """A stand-in for the ``time`` module whose clock only moves when something sleeps, so a budget
+    test counts calls, not the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += max(0.0, s)
+
+
+@pytest.fixture
+def virtual_time(monkeypatch) -> VirtualTime:
+    vt = VirtualTime()
+    monkeypatch.setattr("lethe.stages.rerank.time", vt)
+    monkeypatch.setattr("tests.support.fake_llm.time", vt)
+    return vt
+
+
+def test_fallback_scores_the_rest_when_budget_runs_out(virtual_time):
     c = cands(6)
     seen: list[list[str]] = []
 
