@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import shutil
 import subprocess
@@ -189,7 +190,8 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
             continue
         if i in in_pool:
             if i == min(in_pool):
-                build_in_workers([(k, jobs[k].model) for k in sorted(in_pool)], workers, threads, finish)
+                order = longest_first(sorted(in_pool), [recorded.get(jobs[k].name) for k in sorted(in_pool)])
+                build_in_workers([(k, jobs[k].model) for k in order], workers, threads, finish)
             continue
         t0 = time.perf_counter()
         try:
@@ -199,6 +201,13 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
             continue
         finish(i, time.perf_counter() - t0, None)
     return failed
+
+
+def longest_first(indices: Sequence[int], seconds: Sequence[float | None]) -> list[int]:
+    """``indices`` by recorded duration, longest first (unknown ones before all, then declared order): the
+    order in which worker processes take prerequisites, so that they finish close together."""
+    rank = {k: (-(s if s is not None else math.inf), n) for n, (k, s) in enumerate(zip(indices, seconds))}
+    return sorted(indices, key=rank.__getitem__)
 
 
 def _timed_build(kind: str, cfg: DictConfig, threads: int | None) -> float:

@@ -37,3 +37,9 @@ def test_build_model_restores_torch_threads():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_workers_take_the_longest_recorded_prerequisite_first():
+    # unknown durations (never measured) first, in declared order, then the longest recorded
+    assert R.longest_first([5, 6, 7, 8, 9], [90.0, None, 1900.0, 90.0, None]) == [6, 9, 7, 5, 8]
+    assert R.longest_first([], []) == []
