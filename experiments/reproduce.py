@@ -105,6 +105,11 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
 
 
+def model_step(name: str, done: bool, kind: str, cfg: DictConfig, threads: int | None) -> Step:
+    """The step that builds model prerequisite ``kind`` from ``cfg`` (here, or in a worker process)."""
+    return Step(name, done, lambda: build_model(kind, cfg, threads), (kind, cfg))
+
+
 def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
     """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models
     (each trained from the run's own config, with ``threads`` torch threads)."""
@@ -124,16 +129,14 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
             name = f"model cross_encoder {folder.parent.name}/{folder.name}"
             if name not in seen:
                 seen.add(name)
-                steps.append(Step(name, (folder / FOLDS_JSON).is_file(),
-                                  lambda c=r.cfg: build_model("cross_encoder", c, threads), ("cross_encoder", r.cfg)))
+                steps.append(model_step(name, (folder / FOLDS_JSON).is_file(), "cross_encoder", r.cfg, threads))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
             name = f"fusion {r.cfg.dataset.name} {folder.name}"
             if name not in seen:
                 seen.add(name)
-                steps.append(Step(name, (folder / "card.json").is_file(),
-                                  lambda c=r.cfg: build_model("fusion", c, threads), ("fusion", r.cfg)))
+                steps.append(model_step(name, (folder / "card.json").is_file(), "fusion", r.cfg, threads))
     return steps
 
 

@@ -31,6 +31,7 @@ from lethe.core.atomic import atomic_write_text
 from lethe.core.heldout import may_score
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
 from lethe.core.paths import project_path
+from lethe.retrieval.fusion import minmax as fusion_minmax
 from lethe.retrieval.onnx_backend import OnnxCrossEncoder, OnnxOptions, check_backend
 from lethe.retrieval.ranking import canonical_order
 
@@ -153,12 +154,9 @@ def rerank(model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_
 
 
 def minmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Scores rescaled to [0, 1] over one query's candidates (float64, shape (n,)); all equal -> all 0."""
-    x = np.asarray(scores, dtype=np.float64)
-    if x.size == 0:
-        return x
-    span = float(x.max() - x.min())
-    return (x - x.min()) / span if span > 0 else np.zeros_like(x)
+    """One query's candidate scores rescaled to [0, 1] (float64, shape (n,)); all equal -> all 0, so a
+    signal that does not separate the candidates adds nothing to :func:`interpolate`."""
+    return fusion_minmax(np.asarray(scores, dtype=np.float64), constant=0.0)
 
 
 def interpolate(ce: Sequence[float] | np.ndarray, first: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:

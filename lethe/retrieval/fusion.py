@@ -11,14 +11,15 @@ from typing import Mapping, Sequence
 import numpy as np
 
 
-def minmax(scores: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1]; all-equal (or empty) scores map to 1.0 (they are all equally the best)."""
+def minmax(scores: np.ndarray, constant: float = 1.0) -> np.ndarray:
+    """Scale to [0, 1] (float64, same shape); all-equal scores map to ``constant`` (default 1.0: they are
+    all equally the best); empty stays empty."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         return scores
     lo, hi = float(scores.min()), float(scores.max())
     if hi - lo <= 0:
-        return np.ones_like(scores)
+        return np.full_like(scores, constant)
     return (scores - lo) / (hi - lo)
 
 
