@@ -30,6 +30,15 @@ DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
 INTERPOLATION = ("none", "dev")
 
 
+def trained_length(cards: Sequence[Mapping[str, Any] | None], folder: Path) -> int:
+    """The one training length (tokens per pair) recorded in a model set's fold cards."""
+    lengths = {int(c["max_length"]) for c in cards if c and c.get("max_length")}
+    if len(lengths) != 1:
+        raise ValueError(f"method.model.max_length=null takes the training length from the model cards in {folder}, "
+                         f"which record {sorted(lengths) or 'none'}: set method.model.max_length explicitly")
+    return lengths.pop()
+
+
 class CrossEncoderRerank:
     """BM25 candidates (Pyserini, k1 1.2, b 0.75 by default) reranked by a cross-encoder.
 
@@ -46,7 +55,10 @@ class CrossEncoderRerank:
         self.interpolation = interpolation
         self.weights: list[float | None] = []   # per fold: the dev-chosen cross-encoder weight (interpolation=dev)
         self.model_cfg = dict(model)
+        # tokens per pair; None: a trained set's own training length (its checkpoint and interpolation weight were
+        # chosen on dev at that length), the hub model's own limit
         self.max_length = self.model_cfg.get("max_length")
+        self.max_length_used: int | None = None
         # inference backend (conf/model/cross_encoder.yaml backend/onnx); an ONNX export is cached under cache_dir
         self.inference = {"backend": str(self.model_cfg.get("backend", "torch")), "onnx": self.model_cfg.get("onnx"),
                           "cache_dir": cache_dir}
@@ -67,7 +79,7 @@ class CrossEncoderRerank:
         ModelNotFoundError naming the folder and ``make models`` when it is missing."""
         name, build_key = str(info["name"]), str(info["build_key"])
         folder = set_folder(self.model_cfg, name, build_key)
-        max_length = int(self.max_length) if self.max_length else None
+        max_length = self.max_length_used = int(self.max_length) if self.max_length else None
         self.dataset, self.set_dir = name, folder
         doc = json.loads((folder / FOLDS_JSON).read_text()) if (folder / FOLDS_JSON).is_file() else None
         if doc is None:
@@ -99,6 +111,8 @@ class CrossEncoderRerank:
                 raise ValueError(f"method.interpolation=dev: the model cards of {missing} in {folder} record no "
                                  "interpolation weight (trained before it existed); retrain the set (force=true)")
             self.weights = [float(c["selection"]["interpolation"]["weight"]) for c in self.cards]  # type: ignore[index]
+        if max_length is None:
+            max_length = self.max_length_used = trained_length(self.cards, folder)
         self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference)
                        for f in self.folds]
 
@@ -146,7 +160,8 @@ class CrossEncoderRerank:
 
     def describe(self) -> dict[str, Any]:
         return {"name": "cross_encoder", "first_stage": self.bm25.describe(), "candidates": self.candidates,
-                "batch_size": self.batch_size, "max_length": self.max_length,
+                "batch_size": self.batch_size, "max_length": self.max_length_used,
+                "max_length_config": self.max_length,
                 "score": ("raw logit (query text only)" if self.interpolation == "none" else
                           "w * minmax(logit) + (1 - w) * minmax(BM25) per query, w chosen per fold on its dev queries"),
                 "interpolation": {"mode": self.interpolation, "weights": self.weights or None},

@@ -149,6 +149,22 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         assert desc["model"]["folds"][0]["weights_sha256"] == weights_sha256(folder.resolve())
         assert desc["training_cards"][0]["name"] == "ce-minilm-lethebench" and desc["first_stage"]["k1"] == 1.2
         json.dumps(desc)
+        # max_length null: pairs are scored at the set's training length, where dev chose its checkpoint
+        assert desc["max_length_config"] is None and desc["max_length"] == 128 == desc["training_cards"][0]["max_length"]
+        assert desc["inference"]["max_length"] == 128
+
+
+def test_max_length_explicit_or_one_training_length(cfg_for, tiny_model, tiny_ds, tmp_path):
+    from baselines.cross_encoder import trained_length
+
+    with _bound(cfg_for, tiny_ds, "method.interpolation=none", "method.model.max_length=96") as (ce, _, _):
+        assert ce.describe()["max_length"] == 96 == ce.describe()["inference"]["max_length"]
+    card = json.loads((tiny_model / "model_card.json").read_text())
+    assert trained_length([card, card], tmp_path) == 128
+    with pytest.raises(ValueError, match="record \\[96, 128\\]"):
+        trained_length([card, {**card, "max_length": 96}], tmp_path)
+    with pytest.raises(ValueError, match="record none"):
+        trained_length([None], tmp_path)
 
 
 def test_dev_interpolation_applies_each_folds_weight(cfg_for, tiny_model, tiny_ds):
