@@ -12,6 +12,8 @@ so that anyone re-evaluating ``run.trec`` with another tool gets the same order.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import logging
 import os
 import re
@@ -71,6 +73,17 @@ class QuerySelection:
             return tuple(dataset[key]) if dataset.get(key) else None
         return cls(names("scopes"), dataset.get("split") or None, names("categories"),
                    int(dataset["sample"]) if dataset.get("sample") else None, int(seed))
+
+    def pool_key(self) -> str:
+        """Which queries a model trained from this selection may learn from, the split aside (models pick
+        their own train/dev splits): "" for every query, else a short hash of scopes, categories, sample
+        and seed. Keys the learned-fusion model folder, so a subset run never loads a model trained on
+        another subset, or the reverse."""
+        if not (self.scopes or self.categories or self.sample):
+            return ""
+        doc = {"scopes": self.scopes, "categories": self.categories, "sample": self.sample,
+               "seed": self.seed if self.sample else None}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def select_queries(ds: Dataset, sel: QuerySelection) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -369,7 +382,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
 def bind_method(method: Any, plan: RunPlan, docs_by_scope: Mapping[str, list[Doc]], query_ids: list[str]) -> None:
     """The optional runner hooks (``lethe.core.protocol``), each called if the method implements it."""
     if isinstance(method, BindsDataset):
-        method.bind_dataset({"name": plan.dataset, "build_key": plan.build_key})
+        method.bind_dataset({"name": plan.dataset, "build_key": plan.build_key, "pool": plan.selection.pool_key()})
     if isinstance(method, UsesCollection):
         method.set_collection([d for docs in docs_by_scope.values() for d in docs])
     if isinstance(method, UsesQuerySet):

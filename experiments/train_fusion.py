@@ -19,7 +19,7 @@
      least k scopes (LoCoMo), else queries (one-scope collections). For held-out fold f, fold f+1
      is dev, the rest train; each fold's model scores only its held-out queries.
 4. Saves ``FusionModel`` + card (features, target, grid, per fold: sizes, dev nDCG@10 of every
-   family, of the static choice and of the oracle) to ``learned_fusion.model_dir/<config key>``.
+   family, of the static choice and of the oracle) to ``learned_fusion.model_dir/<dataset build key>/<config key>``.
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ from tqdm.auto import tqdm
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
-from experiments.datasets import prepare_dataset
+from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
 from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
-from lethe.core.hashing import sha256_file
 from lethebench.provenance import git_info
 from lethebench.schema import Dataset, read_dataset
 
@@ -88,7 +87,7 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
 
     Only the queries in ``query_ids`` (default: all with qrels) are prepared and only their qrels read.
     """
-    build_key = ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+    build_key = dataset_key(cfg, ds_folder, ds)   # as the runner binds it (a custom folder's includes its content)
     method = base_method(cfg, progress)
     alphas = [float(a) for a in method.learned_fusion.alpha_grid]
     lams = [float(x) for x in method.learned_fusion.lambda_grid] if method.diversifier.enabled else [0.0]
@@ -101,7 +100,7 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
     # the run's own query selection (scopes, categories, qrels), minus its split filter
     sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None)
     q, _ = select_queries(ds, sel)
-    method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})
+    method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})   # fusion off: nothing loaded
     docs = group_docs(ds)
     method.set_collection([d for v in docs.values() for d in v])
     metas, feats, runs = [], [], [{} for _ in cells]
@@ -247,7 +246,8 @@ def model_folder(cfg: DictConfig) -> Path:
     if not OmegaConf.select(cfg, "method.learned_fusion.model_dir"):
         raise ValueError(f"method {cfg.method.name} has no learned_fusion.model_dir; use a learned-fusion method")
     method = base_method(cfg, progress=False)
-    return method.fusion_dir() / config_key(method.base_config(), method.training_config())
+    pool = QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)).pool_key()
+    return method.fusion_dir(dataset_build_key(cfg), pool) / config_key(method.base_config(), method.training_config())
 
 
 def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:

@@ -97,8 +97,9 @@ class UsesCollection(Protocol):
 @runtime_checkable
 class BindsDataset(Protocol):
     def bind_dataset(self, info: Mapping[str, Any]) -> None:
-        """Called once before any query with ``{"name", "build_key"}`` of the dataset, so a method
-        carrying a trained artifact can verify it was trained on this very build (else it raises)."""
+        """Called once before any query with ``{"name", "build_key", "pool"}`` of the dataset (``pool``: the
+        key of the run's scopes/categories/sample selection, "" for every query), so a method carrying a
+        trained artifact can load the one trained on this very build and query pool (else it raises)."""
 
 
 @runtime_checkable

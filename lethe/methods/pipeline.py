@@ -95,9 +95,7 @@ class LethePipeline:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.qu = self.understanding.build_backend(cache_dir)
         self.embedder = make_embedder(embedder, cache_dir, progress)
-        self.fusion_model: FusionModel | None = None
-        if self.learned_fusion.enabled:
-            self.fusion_model = FusionModel.load(self.fusion_dir(), self.base_config(), self.training_config())
+        self.fusion_model: FusionModel | None = None   # learned fusion: loaded by bind_dataset (one per dataset build)
         self.it4 = Iteration4(llm_rerank, contradiction, generation, cache_dir)
         self._terms: dict[str, list[str]] = {}
         self._vecs: dict[str, np.ndarray] = {}
@@ -119,10 +117,14 @@ class LethePipeline:
             "embedder": {"name": self.embedder.model.name, "sha256": self.embedder.model.sha256},
         }, sort_keys=True, default=str))
 
-    def fusion_dir(self) -> Path:
-        """``learned_fusion.model_dir``; a relative one lies under the cache dir."""
+    def fusion_dir(self, build_key: str, pool: str = "") -> Path:
+        """Where the learned-fusion models of dataset build ``build_key`` lie, trained on the query pool
+        ``pool`` ("" = every query; else the runner's key of a scopes/categories/sample selection):
+        ``learned_fusion.model_dir`` (a relative one under the cache dir) / build key[-pool]; each model
+        in its configuration key's folder."""
         d = Path(str(self.learned_fusion.model_dir))
-        return d if d.is_absolute() or self.cache_dir is None else self.cache_dir / d
+        return (d if d.is_absolute() or self.cache_dir is None else self.cache_dir / d) / (
+            f"{build_key}-{pool}" if pool else build_key)
 
     def training_config(self) -> dict[str, Any]:
         """Learned-fusion training settings (they key the saved model together with the base)."""
@@ -151,8 +153,11 @@ class LethePipeline:
         self._collection_df, self._collection_n = df, sum(1 for d in docs if self._analyzed(d))
 
     def bind_dataset(self, info: Mapping[str, Any]) -> None:
-        """Checks that a learned fusion model was trained on this very dataset build."""
-        if self.fusion_model is not None:
+        """Loads the learned-fusion model trained on this very dataset build and query pool (``info``: name,
+        build_key, pool)."""
+        if self.learned_fusion.enabled:
+            self.fusion_model = FusionModel.load(self.fusion_dir(str(info["build_key"]), str(info.get("pool") or "")),
+                                                 self.base_config(), self.training_config())
             self.fusion_model.check_dataset(info)
 
     # -- indexing -------------------------------------------------------------------------------

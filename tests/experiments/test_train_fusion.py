@@ -21,3 +21,18 @@ def test_the_model_folder_is_the_runs_model_folder(tmp_path):
     run = load_config([*over, "method=lethe_iter3"])
     assert train_fusion.model_folder(top) == train_fusion.model_folder(run)
     assert train_fusion.model_folder(top).is_relative_to(tmp_path)
+
+
+def test_each_dataset_build_and_query_pool_has_its_own_model_folder(tmp_path):
+    # a model trained on two conversations must never be loaded by a run over all ten (or the reverse), nor a
+    # model of another build of the dataset
+    def folder(*extra: str):
+        return train_fusion.model_folder(load_config([f"cache_dir={tmp_path}", "method=lethe_iter3", *extra]))
+
+    full, scopes, sample, split = (folder("dataset=locomo", *x) for x in
+                                   ([], ["dataset.scopes=[conv-26,conv-30]"], ["dataset.sample=5"], ["dataset.split=test"]))
+    assert len({full, scopes, sample}) == 3 and split == full   # the split is the model's own business
+    assert full.name == scopes.name == sample.name              # one pipeline configuration
+    assert scopes.parent.name.startswith(full.parent.name + "-") and scopes.parent.parent == full.parent.parent
+    small, big = (folder("dataset=lethebench", *x) for x in ([], ["dataset.params.splits={test:2,train:3,dev:2}"]))
+    assert small.parent != big.parent and small.parent.parent == big.parent.parent
