@@ -12,8 +12,6 @@ so that anyone re-evaluating ``run.trec`` with another tool gets the same order.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import logging
 import os
 import re
@@ -35,7 +33,7 @@ from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_key, prepare_dataset
 from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
-from experiments.run_identity import RunIdentity, run_identity
+from experiments.run_identity import RunIdentity, config_hash, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
@@ -83,7 +81,7 @@ class QuerySelection:
             return ""
         doc = {"scopes": self.scopes, "categories": self.categories, "sample": self.sample,
                "seed": self.seed if self.sample else None}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+        return config_hash(doc)
 
 
 def select_queries(ds: Dataset, sel: QuerySelection) -> tuple[pd.DataFrame, dict[str, int]]:

@@ -19,7 +19,7 @@
      least k scopes (LoCoMo), else queries (one-scope collections). For held-out fold f, fold f+1
      is dev, the rest train; each fold's model scores only its held-out queries.
 4. Saves ``FusionModel`` + card (features, target, grid, per fold: sizes, dev nDCG@10 of every
-   family, of the static choice and of the oracle) to ``learned_fusion.model_dir/<dataset build key>/<config key>``.
+   family, of the static choice and of the oracle) to ``learned_fusion.model_dir/<dataset build key>[-<query pool key>]/<config key>``.
 """
 
 from __future__ import annotations

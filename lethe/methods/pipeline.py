@@ -95,7 +95,7 @@ class LethePipeline:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.qu = self.understanding.build_backend(cache_dir)
         self.embedder = make_embedder(embedder, cache_dir, progress)
-        self.fusion_model: FusionModel | None = None   # learned fusion: loaded by bind_dataset (one per dataset build)
+        self.fusion_model: FusionModel | None = None   # learned fusion: loaded by bind_dataset (one per dataset build and query pool)
         self.it4 = Iteration4(llm_rerank, contradiction, generation, cache_dir)
         self._terms: dict[str, list[str]] = {}
         self._vecs: dict[str, np.ndarray] = {}

@@ -156,7 +156,7 @@ def rerank(model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_
 def minmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     """One query's candidate scores rescaled to [0, 1] (float64, shape (n,)); all equal -> all 0, so a
     signal that does not separate the candidates adds nothing to :func:`interpolate`."""
-    return fusion_minmax(np.asarray(scores, dtype=np.float64), constant=0.0)
+    return fusion_minmax(np.asarray(scores), constant=0.0)
 
 
 def interpolate(ce: Sequence[float] | np.ndarray, first: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:
