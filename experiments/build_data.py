@@ -2,7 +2,7 @@
 
     python -m experiments.build_data dataset=locomo                   # one dataset
     python -m experiments.build_data -m dataset=locomo,techqa         # several (a Hydra sweep)
-    python -m experiments.build_data -m 'dataset=glob(*,exclude=custom)'   # every dataset (make data)
+    python -m experiments.build_data -m 'dataset=glob(*,exclude=[custom,beir])'   # every dataset (make data)
     python -m experiments.build_data dataset=lethebench force=true data.root=/data
 
 Any key of the run config is an override (``data.root``, ``data.processed``, ``chunking.*``,

@@ -80,7 +80,7 @@ class Progress:
 def sweep_size(task_overrides: Sequence[str], sweeper_params: dict[str, Any] | None = None) -> tuple[int, list[str]]:
     """(number of jobs, swept keys) of a basic/joblib sweep: the product of every sweep override's
     length (command-line overrides replace ``hydra.sweeper.params`` of the same key). A glob over a
-    config group (``dataset=glob(*,exclude=custom)``) counts the group's configs it matches in ``conf/``."""
+    config group (``dataset=glob(*,exclude=[custom,beir])``) counts the group's configs it matches in ``conf/``."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import Glob
 

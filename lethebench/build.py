@@ -41,6 +41,7 @@ LOADERS: dict[str, str] = {
     "techqa": "lethebench.loaders.techqa:load_techqa",
     "ultradomain": "lethebench.loaders.ultradomain:load_ultradomain",
     "lethebench": "lethebench.generator:generate",
+    "beir": "lethebench.loaders.beir:load_beir",
 }
 
 
@@ -106,9 +107,14 @@ def build_dataset(
     if src.sources.empty:
         raise DatasetError(f"dataset {name}: loader '{dataset_cfg['loader']}' found nothing to retrieve from in "
                            f"{[str(f) for f in files]}")
-    corpus, src_to_docs, chunk_stats = chunk_corpus(
-        src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
-    )
+    if src.prechunked:   # docs already (a restored export): kept as they are, whatever the chunking settings
+        corpus = src.sources.reset_index(drop=True)
+        src_to_docs = {d: [d] for d in corpus["doc_id"]}
+        chunk_stats = {"prechunked": True, "note": "the loader's docs were kept as they are (not chunked again)"}
+    else:
+        corpus, src_to_docs, chunk_stats = chunk_corpus(
+            src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
+        )
     # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
     log_dropped(name, src.dropped)

@@ -340,7 +340,7 @@ def update_card_hashes(folder: str | Path) -> str:
 class SourceDataset:
     """What a loader returns before chunking: one row per source (turn, technote, context).
 
-    ``sources`` has the corpus columns with ``doc_id == source_id``; ``qrels`` are on sources
+    ``sources`` has the corpus columns with ``doc_id == source_id`` (unless ``prechunked``); ``qrels`` are on sources
     unless the loader sets ``chunk_qrels`` (a function building chunk-level qrels from the chunked
     corpus, for datasets whose relevance is decided per chunk). ``card`` holds the loader's facts
     (the input format, how relevance was derived, exclusions, inputs with sha256); where the data
@@ -359,4 +359,7 @@ class SourceDataset:
     # (chunked corpus, source_id -> [doc_id]) -> chunk-level qrels; None: every chunk of a relevant
     # source gets the source's grade (lethebench.chunking.map_qrels)
     chunk_qrels: Callable[[pd.DataFrame, dict[str, list[str]]], Qrels] | None = None
+    # True: ``sources`` are docs already (chunks with their own source_id, e.g. a restored BEIR export); the
+    # build keeps them as they are, whatever its chunking settings, and ``qrels`` are on them
+    prechunked: bool = False
     dropped: dict[str, list[str]] = field(default_factory=dict)
