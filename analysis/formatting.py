@@ -1,6 +1,8 @@
 """How the report writes numbers and tables: n/m cells, fixed decimals, Markdown, LaTeX and CSV.
 
-Formatting is deterministic, so two runs of the analysis give identical bytes.
+Formatting is deterministic, so two runs of the analysis give identical bytes. Written tables name
+retrieval metrics in ir_measures form (``nDCG@10``, ``R@50``, ``RR@10``, ``P@10``; :func:`printed`);
+the DataFrames the analysis computes with keep the canonical ranx keys (``ndcg@10``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from analysis.metric_names import display_metric, display_text
 from lethe.core.atomic import atomic_write_text
 
 NM = "n/m"
@@ -39,7 +42,18 @@ def _fmt_cell(x: Any) -> str:
     return str(x)
 
 
+def printed(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as written: every ranx metric name in a column header and every value of a ``metric`` column
+    in ir_measures form (header ``reranker ndcg@10`` -> ``reranker nDCG@10``, value ``recall@50`` ->
+    ``R@50``); other text unchanged."""
+    out = df.rename(columns=lambda c: display_text(c) if isinstance(c, str) else c)
+    if "metric" in out.columns:
+        out["metric"] = out["metric"].map(display_metric)
+    return out
+
+
 def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
+    df = printed(df)
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt_cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
@@ -52,6 +66,7 @@ def to_latex(df: pd.DataFrame, caption: str) -> str:
     def esc(s: str) -> str:
         return s.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("%", "\\%").replace("&", "\\&").replace("#", "\\#")
 
+    df = printed(df)
     cols = list(df.columns)
     out = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{esc(caption)}}}",
            "\\begin{tabular}{" + "l" * len(cols) + "}", "\\toprule",
@@ -66,7 +81,7 @@ def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footno
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}
     # each file replaced whole (lethe.core.atomic): a crash never leaves a truncated table
-    atomic_write_text(paths["csv"], df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+    atomic_write_text(paths["csv"], printed(df).to_csv(index=False, float_format="%.6g", lineterminator="\n"))
     atomic_write_text(paths["md"], f"**{caption}**\n\n" + to_markdown(df, footnote))
     atomic_write_text(paths["tex"], to_latex(df, caption))
     return paths

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from analysis.formatting import NM, fmt, fmt_p
+from analysis.metric_names import display_metric
 from analysis.views import DatasetView, paired_row
 
 BELOW = "▼"
@@ -206,7 +207,7 @@ def gate_sentences(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> 
     for ds, v in sorted(views.items()):
         for m, g in excluded_from_best(v, cfg).items():
             t = g.test or {}
-            out.append(f"{ds}: {m} (depth {g.depth}) scores {cfg['gate_metric']} {t.get('method_mean', float('nan')):.4f} "
+            out.append(f"{ds}: {m} (depth {g.depth}) scores {display_metric(cfg['gate_metric'])} {t.get('method_mean', float('nan')):.4f} "
                        f"against {t.get('baseline_mean', float('nan')):.4f} for its own first stage {g.first_stage} "
                        f"(paired, n = {t.get('n')}, difference {t.get('mean_diff', float('nan')):+.4f}, "
                        f"95% CI [{t.get('ci_low', float('nan')):+.4f}, {t.get('ci_high', float('nan')):+.4f}])")

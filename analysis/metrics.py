@@ -2,8 +2,9 @@
 
 Conventions (also in README): rankings are evaluated in the order the runner wrote them to
 ``run.trec`` (score descending, ties broken by doc id descending, trec_eval's rule); a query with
-relevance labels but no results scores 0 on every metric. ranx is imported lazily because it
-compiles numba kernels on first use.
+relevance labels but no results scores 0 on every metric. Metric names may be given in ranx's or
+ir_measures' spelling (``ndcg@10`` or ``nDCG@10``, :mod:`analysis.metric_names`); results are always keyed
+by the ranx name. ranx is imported lazily because it compiles numba kernels on first use.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import pandas as pd
+
+from analysis.metric_names import canonical_metrics
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
@@ -20,13 +23,16 @@ def evaluate_run(
     run: Mapping[str, Sequence[tuple[str, float]]],
     metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> pd.DataFrame:
-    """Score every query of ``qrels``: DataFrame indexed by query_id, one column per metric.
+    """Score every query of ``qrels``: DataFrame indexed by query_id, one column per metric, named by
+    its canonical (ranx) name whichever spelling ``metrics`` used (an unknown name raises
+    :class:`analysis.metric_names.UnknownMetric`).
 
     ``run`` maps query_id -> ranking in final order; queries missing from it or with an empty
     ranking score 0. The ranking order, not the raw scores, is what is evaluated.
     """
     from ranx import Qrels, Run, evaluate
 
+    metrics = canonical_metrics(metrics, "metrics")
     qids = sorted(qrels)
     out = pd.DataFrame(0.0, index=pd.Index(qids, name="query_id"), columns=list(metrics))
     with_results = [q for q in qids if run.get(q)]

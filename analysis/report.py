@@ -26,12 +26,14 @@ from analysis import views as V
 from analysis import tables as T
 from analysis.figures import draw_all
 from analysis.iteration4 import iteration4_table
+from analysis.metric_names import canonical_or_other, display_metric
 from lethe.core.atomic import atomic_write_text
 from lethe.core.faults import kill_point
 from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
-CLAIM_COLUMNS = {"ndcg_at_10": "nDCG@10", "recall_at_50": "Recall@50", "coverage_at_n": "Coverage@10",
+# the paper's Table 1 keys -> our Table 1 headers (analysis.tables.table1)
+CLAIM_COLUMNS = {"ndcg_at_10": display_metric("ndcg@10"), "recall_at_50": display_metric("recall@50"), "coverage_at_n": "Coverage@10",
                  "latency_ms": "P95 latency (ms, this machine)", "contradiction_rate": "Contradiction@10",
                  "hallucination_rate": "Hallucination"}
 CAPTIONS = {
@@ -47,11 +49,17 @@ CAPTIONS = {
 
 def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, Any]:
     """Report settings: ``base`` (default: ``conf/analysis/default.yaml``) with dotlist overrides
-    (e.g. ``out_dir=/tmp/x``), paths made absolute."""
+    (e.g. ``out_dir=/tmp/x``), paths made absolute, retrieval metric names in their canonical (ranx)
+    spelling whichever was given (``nDCG@10`` -> ``ndcg@10``, analysis.metric_names)."""
     base = OmegaConf.load(CONF_DIR / "analysis" / "default.yaml") if base is None else base
     cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides or [])))
     out = OmegaConf.to_container(cfg, resolve=True)
     out["out_dir"] = str(project_path(out["out_dir"]))
+    for key in ("best_baseline_metric", "gate_metric"):
+        if key in out:
+            out[key] = canonical_or_other(out[key])
+    if "family_metrics" in out:
+        out["family_metrics"] = [canonical_or_other(m) for m in out["family_metrics"]]
     out.setdefault("claims", str(PROJECT_ROOT.parent / "shared" / "paper" / "claims.yaml"))
     return out  # type: ignore[return-value]
 
@@ -82,7 +90,8 @@ def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.D
             m = mrow[label] if mrow is not None and label in mrow else F.NM
             diff = F.NM
             if not str(m).startswith(F.NM) and c is not None:
-                mv = float(str(m).split()[0])  # the hallucination cell carries its judged count: "0.1667 (n=30)"
+                # the hallucination cell carries its judged count ("0.1667 (n=30)"), a contended latency a ‡
+                mv = float(str(m).split()[0].rstrip("‡"))
                 diff = f"{mv - float(c):+.4f}" if key != "latency_ms" else f"{mv - float(c):+.1f}"
             if method in below and key == "ndcg_at_10":
                 m = f"{m} {G.BELOW}"
@@ -103,7 +112,7 @@ def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> s
         return "No rerankers are declared for the sanity gates (`analysis.rerankers`).\n"
     found = G.gate_sentences(views, cfg)
     bases = "; ".join(f"{ds}: {T.best_baseline(v, cfg)}" for ds, v in sorted(views.items()))
-    head = (f"Sanity gates ({cfg['gate_metric']}, paired per query; section 'Sanity gates'): the paper's Table 2 "
+    head = (f"Sanity gates ({display_metric(cfg['gate_metric'])}, paired per query; section 'Sanity gates'): the paper's Table 2 "
             "compares against \"the best baseline\"; here that is the best baseline once rerankers below their own first "
             f"stage are left out ({bases}).")
     if not found:
@@ -114,7 +123,7 @@ def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> s
 
 def gate_footnote(cfg: Mapping[str, Any]) -> str:
     """Table 1's footnote on its "vs first stage" column."""
-    return (f"vs first stage: a reranker's paired mean {cfg['gate_metric']} difference against its own first-stage "
+    return (f"vs first stage: a reranker's paired mean {display_metric(cfg['gate_metric'])} difference against its own first-stage "
             "run (on the queries both scored) and the candidate depth it used (from its manifest); n/a = not a "
             "reranker. " + G.BELOW_NOTE)
 
@@ -126,7 +135,7 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
         return "No declared reranker (`analysis.rerankers`) has a finished run yet.\n"
     F.write_table(table, tdir, "table_sanity", "Sanity gates: rerankers against their first stage and a random "
                   "reordering of the same candidates", footnote=G.BELOW_NOTE)
-    metric = cfg["gate_metric"]
+    metric = display_metric(cfg["gate_metric"])
     return "\n".join([
         f"Each reranker declared in `analysis.rerankers` beside the run whose order it reorders (its first stage) and "
         f"a seeded random reordering of the same candidates (`random_rerank`: the first stage's top `depth` shuffled "
@@ -239,12 +248,12 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
         t1s[ds] = t1
-        F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary",
-                      footnote=F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING + " " + gate_footnote(cfg))
+        t1_note = " ".join([F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING])
+        F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
         md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "",
-               F.to_markdown(t1, F.FOOTNOTE_NM + " " + F.FOOTNOTE_MISSING + " " + gate_footnote(cfg)),
+               F.to_markdown(t1, t1_note),
                f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
                "wall time)", "",
                F.to_markdown(t3, F.FOOTNOTE_NM)]
@@ -264,7 +273,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         for c in [c for c in show.columns if c.startswith("p_")]:
             show[c] = t2[c].map(F.fmt_p)
         md += ["## Table 2: significance against the best baseline", "",
-               f"Family: {len(t2)} comparisons (methods x metrics {list(cfg['family_metrics'])} x datasets); adjusted "
+               f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x datasets); adjusted "
                "p-values are over the whole family.", "", F.to_markdown(show, note)]
     ta = T.table_ablations(views, cfg)
     md += ["## Lethe steps and ablations", ""]

@@ -14,13 +14,27 @@ from analysis import gates as G
 from analysis import stats
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.iteration4 import hallucination_cell
+from analysis.metric_names import display_metric
 from analysis.declared_runs import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order, paired_row
 from lethebench.runs import timings_frame
 
+FOOTNOTE_TIMING = ("‡ = latency measured under contention (jobs run concurrently on one machine, or other processes "
+                   "busy on over a quarter of the cores: the manifest's timing_valid=false); not comparable with the others.")
+
+
+def latency_cell(ms: float | None, timing_valid: bool | None) -> str:
+    """A latency in ms (2 decimals), marked ‡ when its run's manifest says ``timing_valid: false``."""
+    if ms is None:
+        return NM
+    return fmt(ms, 2) + ("‡" if timing_valid is False else "")
+
+
 def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """Performance summary: nDCG@10 with BCa CI, Recall@50, Coverage@N, P95 latency, contradiction, hallucination."""
+    """Performance summary: nDCG@10 with BCa CI, R@50, Coverage@N, P95 latency, contradiction, hallucination
+    (metric headers in ir_measures form)."""
     n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
+    ndcg, r50 = display_metric("ndcg@10"), display_metric("recall@50")
     rows = []
     for m in method_order(list(v.per_query), cfg):
         pq = v.per_query[m]
@@ -30,14 +44,14 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
         rows.append({
             "method": m, "n": int(len(pq)),
-            "nDCG@10": fmt(ci["mean"]), "nDCG@10 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
-            "Recall@50": fmt(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
+            ndcg: fmt(ci["mean"]), f"{ndcg} 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
+            r50: fmt(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
             f"Coverage@{n}": fmt(float(cov.mean())) if len(cov) else NM,
-            "P95 latency (ms, this machine)": fmt(lat.get("p95"), 2) if lat.get("p95") is not None else NM,
+            "P95 latency (ms, this machine)": latency_cell(lat.get("p95"), v.runs[m].manifest.get("timing_valid")),
             f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
             "Hallucination": hallucination_cell(pq),
             "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
-            f"vs first stage ({cfg['gate_metric']})": G.first_stage_cell(v, m, cfg),
+            f"vs first stage ({display_metric(cfg['gate_metric'])})": G.first_stage_cell(v, m, cfg),
         })
     return pd.DataFrame(rows)
 
@@ -64,17 +78,18 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
             s += f" ({', '.join(f'{m} {G.BELOW} excluded: below its first stage {G.gate(v, m, cfg).first_stage}' for m in out)}"
             s += f"; without the gate it would have been {ungated})" if ungated != base else ")"
         parts.append(s)
-    return ("Best baseline per dataset (highest mean " + str(cfg["best_baseline_metric"]) + " among the baselines, "
+    return ("Best baseline per dataset (highest mean " + display_metric(cfg["best_baseline_metric"]) + " among the baselines, "
             "rerankers below their own first stage left out): " + "; ".join(parts) + ". " + G.BELOW_NOTE) if parts else ""
 
 
-def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """Paired tests of every method against the best baseline of its dataset, family-corrected."""
+def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], baseline: str | None = None) -> pd.DataFrame:
+    """Paired tests of every method against the best baseline of its dataset (or ``baseline``, a method
+    label, where that dataset has it), family-corrected over all rows."""
     rows = []
     metrics = list(cfg["family_metrics"])
     declared = set(cfg["baselines"]) | set(cfg["lethe"])
     for ds, v in sorted(views.items()):
-        base = best_baseline(v, cfg)
+        base = best_baseline(v, cfg) if baseline is None else baseline if baseline in v.per_query else None
         if base is None:
             continue
         for m in method_order(list(v.per_query), cfg):

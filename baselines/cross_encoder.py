@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from baselines.bm25 import PyseriniBM25
+from lethe.core.devices import check_device
 from lethe.core.heldout import LeakageError, pick_fold
 from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
@@ -61,7 +62,8 @@ class CrossEncoderRerank:
         self.max_length_used: int | None = None
         # inference backend (conf/model/cross_encoder.yaml backend/onnx); an ONNX export is cached under cache_dir
         self.inference = {"backend": str(self.model_cfg.get("backend", "torch")), "onnx": self.model_cfg.get("onnx"),
-                          "cache_dir": cache_dir}
+                          "cache_dir": cache_dir,
+                          "device": check_device(str(self.model_cfg.get("device", "cpu")), "method.model.device")}
         self.candidates, self.batch_size = int(candidates), int(batch_size)
         self.bm25 = PyseriniBM25(**{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress)
         self.dataset: str | None = None
@@ -167,6 +169,7 @@ class CrossEncoderRerank:
                 "interpolation": {"mode": self.interpolation, "weights": self.weights or None},
                 "inference": (inference_info(self.models[0]) if self.models
                               else {"backend": self.inference["backend"], "onnx": self.inference["onnx"]}),
+                "device_config": self.inference["device"],
                 "model": {"name": self.model_cfg.get("name"), "regime": self.model_cfg.get("train", {}).get("regime"),
                           "set": str(self.set_dir) if self.set_dir else None, "hub": self.hub,
                           "folds": [{"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None

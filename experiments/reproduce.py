@@ -37,6 +37,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from analysis import expected as E
+from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.report import build_report, load_cfg
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
@@ -374,12 +375,21 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     return path
 
 
+def verify_metrics(cfg: DictConfig) -> list[str]:
+    """``cfg.verify_metrics`` in canonical (ranx) names, the keys of metrics.json and the expected-scores
+    files, whichever spelling was given (``nDCG@10`` or ``ndcg@10``); SystemExit naming the key otherwise."""
+    try:
+        return list(canonical_metrics(cfg.verify_metrics, "verify_metrics"))
+    except UnknownMetric as exc:
+        raise SystemExit(str(exc)) from exc
+
+
 def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tuple[bool, str]:
     """(passed, markdown table) of ``tier``'s runs against its expected-scores file."""
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)
     df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
-                  list(cfg.verify_metrics), list(cfg.answer_metrics))
+                  verify_metrics(cfg), list(cfg.answer_metrics))
     studies = [] if cfg.select else list(tier.studies)
     if studies:
         items = [(st.key, E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
@@ -409,7 +419,7 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         tol = E.tolerance_for(r.declared.label, rules)
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
-        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, list(cfg.verify_metrics), list(cfg.answer_metrics))
+        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics))
     for st in ([] if cfg.select else tier.studies):
         if not study_done(st, cfg):
             raise SystemExit(f"tier {tier.name}: study {st.name} is not finished; run the tier first")
@@ -437,6 +447,7 @@ def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
     if cfg.action not in ACTIONS:
         raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
+    verify_metrics(cfg)   # a mistyped name fails now, not after the tier has run
     t_start = time.perf_counter()
     tiers = resolve_tiers(cfg)
     code = 0

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig
 
+from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from lethebench.runs import run_path
@@ -32,14 +33,30 @@ def method_label(method_cfg: Any) -> str:
     return f"{method_cfg['name']}+{variant}" if variant else str(method_cfg["name"])
 
 
+# Keys that say where a model runs, not what it computes: recorded in the manifest, left out of the hash, so
+# a run made on a GPU reuses (skips) the same run made on the CPU. Results agree across devices within the
+# tolerance classes of conf/reference/tolerances.yaml (float rounding can swap near-tied documents).
+PLACEMENT_KEYS = frozenset({"device", "n_gpu_layers"})
+
+
+def without_placement(cfg: Any) -> Any:
+    """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth."""
+    if isinstance(cfg, Mapping):
+        return {k: without_placement(v) for k, v in cfg.items() if k not in PLACEMENT_KEYS}
+    if isinstance(cfg, list):
+        return [without_placement(v) for v in cfg]
+    return cfg
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
-    options excluded)."""
-    run = resolved["run"]
+    options excluded). ``run.metrics`` enters in its canonical (ranx) spelling, so ``nDCG@10`` and
+    ``ndcg@10`` give one config hash (analysis.metric_names)."""
+    run = {**resolved["run"], "metrics": list(canonical_metrics(resolved["run"]["metrics"], "run.metrics"))}
     return {
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
-        "method": resolved["method"],
+        "method": without_placement(resolved["method"]),
         "chunking": resolved["chunking"],
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
     }

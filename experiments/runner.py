@@ -28,11 +28,15 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from analysis.answers import score_answer
+from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_key, prepare_dataset
-from lethebench.provenance import git_info, hardware, load_average, package_versions, peak_rss_mb
+from experiments.launchers import launch_info
+from lethe.core.threads import set_threads, thread_settings
+from lethebench.provenance import (cpu_snapshot, git_info, hardware, load_average, other_cpu_cores, package_versions,
+                                   peak_rss_mb, timing_valid)
 from experiments.run_identity import RunIdentity, config_hash, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
@@ -198,8 +202,9 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """The ``run`` section, typed: cutoff ``k``, metric names, seed, warm-up, the error share past which
-    the run fails, and display/overwrite switches."""
+    """The ``run`` section, typed: cutoff ``k``, metric names (canonical ranx names whichever spelling
+    the config used, analysis.metric_names), seed, warm-up, the error share past which the run fails, and
+    display/overwrite switches."""
 
     k: int
     metrics: tuple[str, ...]
@@ -210,12 +215,13 @@ class RunSettings:
     progress: bool
     print_summary: bool
     overwrite: bool
+    threads: int | None = None   # torch/BLAS/OpenMP threads for the run; None = the process's settings
 
     @classmethod
     def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
-        return cls(int(run["k"]), tuple(run["metrics"]), int(run["seed"]), bool(run["warmup"]),
+        return cls(int(run["k"]), canonical_metrics(run["metrics"], "run.metrics"), int(run["seed"]), bool(run["warmup"]),
                    float(run["max_error_share"]), float(run["max_parse_fallback_share"]), bool(run["progress"]), bool(run["print_summary"]),
-                   bool(run["overwrite"]))
+                   bool(run["overwrite"]), None if run.get("threads") is None else int(run["threads"]))
 
 
 @dataclass(frozen=True)
@@ -247,12 +253,21 @@ def _int_at_least(value: Any, low: int) -> bool:
 
 def validate_run_config(resolved: Mapping[str, Any]) -> None:
     """Refuse a run config that cannot give a meaningful result, before any compute: ``run.k`` >= 1,
-    ``dataset.sample`` null or >= 1, ``run.max_error_share`` in [0, 1], dataset/method/variant names that
+    ``run.metrics`` a non-empty list of known metric names in ranx's or ir_measures' spelling
+    (analysis.metric_names), ``dataset.sample`` null or >= 1, ``run.max_error_share`` in [0, 1], dataset/method/variant names that
     are plain names (never paths), method parameters that fit their ``_target_``
     (lethe.core.typed_config), and a writable results folder. Errors name the key and the value."""
     run, dataset, method = resolved["run"], resolved["dataset"], resolved["method"]
     if not _int_at_least(run.get("k"), 1):
         raise ConfigError(f"run.k={run.get('k')!r}: must be an integer >= 1 (the depth of each ranked list)")
+    if not isinstance(run.get("metrics"), (list, tuple)) or not run["metrics"]:
+        raise ConfigError(f"run.metrics={run.get('metrics')!r}: must be a non-empty list of metric names")
+    try:
+        canonical_metrics(run["metrics"], "run.metrics")
+    except UnknownMetric as exc:
+        raise ConfigError(str(exc)) from exc
+    if run.get("threads") is not None and not _int_at_least(run["threads"], 1):
+        raise ConfigError(f"run.threads={run['threads']!r}: must be null (the process's thread settings) or an integer >= 1")
     if dataset.get("sample") is not None and not _int_at_least(dataset["sample"], 1):
         raise ConfigError(f"dataset.sample={dataset['sample']!r}: must be null (every query) or an integer >= 1")
     for key in ("max_error_share", "max_parse_fallback_share"):
@@ -328,7 +343,9 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     """Compute the run ``plan`` describes on ``ds`` and write its results folder (the caller holds its lock)."""
     ident, ds_folder = plan.identity, plan.dataset_folder
     started = dt.datetime.now(dt.timezone.utc)
-    rss_start, load_start = peak_rss_mb(), load_average()
+    if plan.settings.threads is not None:
+        set_threads(plan.settings.threads)
+    rss_start, load_start, cpu_start = peak_rss_mb(), load_average(), cpu_snapshot()
     queries, counts = select_queries(ds, plan.selection)
     t0 = time.perf_counter()
     method = instantiate(plan.method_params, cache_dir=plan.cache_dir, progress=plan.settings.progress, _convert_="all")
@@ -344,6 +361,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
     check_llm_failures(metrics, plan.settings.max_error_share)   # before anything is written
     ended = dt.datetime.now(dt.timezone.utc)
+    launch, load_end, other_cores = launch_info(), load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
     manifest = {
         "config": plan.config,
         "hashed_config": ident.hashed,
@@ -363,8 +381,13 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         "index_build_seconds": round(searched.index_seconds, 3),
         "index_calls": searched.index_calls,
         "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
-        "load_average": {"at_start": load_start, "at_end": load_average(), "cores": os.cpu_count(),
+        "load_average": {"at_start": load_start, "at_end": load_end, "cores": os.cpu_count(),
                          "note": "latencies measured while load exceeds the cores are inflated by contention"},
+        "other_cpu_cores": other_cores,   # mean cores other processes kept busy during the run
+        "launch": launch,
+        "threads": thread_settings(),
+        # False: concurrent jobs on one machine, or other processes busy on > 1/4 of the cores (the report marks it)
+        "timing_valid": timing_valid(other_cores, os.cpu_count(), bool(launch["concurrent"])),
         "tie_rule": "score descending, then doc id descending (trec_eval)",
         "latency": "warm: one discarded warm-up search per run" if plan.settings.warmup else "includes the first (cold) search",
     }

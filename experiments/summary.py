@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 
 from lethe.core.paths import project_path
 from analysis.formatting import llm_failure_cell
+from analysis.metric_names import display_metric
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
@@ -33,9 +34,9 @@ def _describe_filter(key: str, value: object) -> str:
 
 
 def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
-    """Plain-text table: dataset, method, hash, counts, mean metrics, latency P50/P95."""
+    """Plain-text table: dataset, method, hash, counts, mean metrics (headed in ir_measures form), latency P50/P95."""
     rows = list(rows)
-    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [s.replace("precision", "P") for s in SHOWN] + ["p50 ms", "p95 ms", "llm fail/fallback"]
+    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [display_metric(s) for s in SHOWN] + ["p50 ms", "p95 ms", "llm fail/fallback"]
     body = []
     for r in rows:
         q = r["queries"]

@@ -37,6 +37,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from analysis.metric_names import canonical_metrics
 from analysis.metrics import evaluate_run
 from experiments import ce_regimes as CR
 from experiments.config import load_config, to_dict
@@ -143,7 +144,7 @@ class DevScorer:
     def __init__(self, queries: Sequence[tuple[str, str]], cands: Mapping[str, tuple[list[tuple[str, str]], set[str], list[float]]],
                  qrels: Mapping[str, dict[str, int]], metrics: Sequence[str], batch_size: int):
         self.queries = list(queries)
-        self.cands, self.metrics, self.batch_size = cands, list(metrics), batch_size
+        self.cands, self.metrics, self.batch_size = cands, list(canonical_metrics(metrics, "run.metrics")), batch_size
         self.qrels = {q: dict(qrels[q]) for q, _ in self.queries}
         self.log: list[dict[str, float]] = []
         self.raw: list[dict[str, np.ndarray]] = []

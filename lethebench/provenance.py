@@ -73,3 +73,40 @@ def load_average() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
+
+
+
+# Other processes busy on more than this share of the cores during a run make its latencies invalid.
+OTHER_CPU_SHARE_LIMIT = 0.25
+
+
+def cpu_snapshot() -> tuple[float, float, float]:
+    """(CPU seconds busy machine-wide, CPU seconds of this process and its children, monotonic seconds)."""
+    import time
+
+    import psutil
+
+    t = psutil.cpu_times()
+    busy = sum(v for k, v in t._asdict().items() if k not in ("idle", "iowait", "guest", "guest_nice"))
+    me = psutil.Process().cpu_times()
+    return float(busy), float(me.user + me.system + me.children_user + me.children_system), time.monotonic()
+
+
+def other_cpu_cores(start: tuple[float, float, float], end: tuple[float, float, float]) -> float:
+    """Mean number of cores other processes kept busy between two :func:`cpu_snapshot`s (>= 0)."""
+    wall = end[2] - start[2]
+    if wall <= 0:
+        return 0.0
+    return round(max(0.0, ((end[0] - start[0]) - (end[1] - start[1])) / wall), 3)
+
+
+def timing_valid(other_cores: float | None, cores: int | None, concurrent: bool) -> bool | None:
+    """Whether a run's latencies were measured without contention: False when its launcher ran jobs
+    concurrently on one machine, or when other processes kept more than OTHER_CPU_SHARE_LIMIT of the cores
+    busy on average during the run (:func:`other_cpu_cores`); None when that is unknown. (The load average
+    is no test: a run alone with one thread per core already holds it near the core count.)"""
+    if concurrent:
+        return False
+    if other_cores is None or not cores:
+        return None
+    return other_cores <= OTHER_CPU_SHARE_LIMIT * cores

@@ -64,3 +64,17 @@ def e2e_runs(cfg_for, locomo_path) -> dict[str, Path]:
     from experiments.runner import run_experiment
 
     return {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}")) for m in ("window", "bm25", "vector")}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` run only where torch sees a CUDA device."""
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)

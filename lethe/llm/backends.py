@@ -206,8 +206,12 @@ class LlamaCppBackend(_CachedChat):
     def __init__(self, model: ResolvedModel | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, cache_dir: str | os.PathLike | None = None, chat_format: str | None = None, *,
                  name: str | None = None, use_extra_bufts: bool | None = None, timeout_s: float | None = None,
-                 n_batch: int = 512, reuse_prompt_cache: bool = False, interrupt_tokens: int = 64):
+                 n_batch: int = 512, reuse_prompt_cache: bool = False, interrupt_tokens: int = 64,
+                 n_gpu_layers: int = 0):
         self.model = model if isinstance(model, ResolvedModel) else resolve_model({**model, "format": "gguf"}, cache_dir=cache_dir)
+        if isinstance(n_gpu_layers, bool) or not isinstance(n_gpu_layers, int) or n_gpu_layers < -1:
+            raise ValueError(f"llm.n_gpu_layers={n_gpu_layers!r}: an integer >= 0, or -1 for every layer")
+        self.n_gpu_layers = n_gpu_layers  # layers offloaded to a GPU (a llama.cpp build with CUDA/Metal); 0 = CPU only
         self.name = name or self.model.name
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads) if n_threads else None
@@ -237,7 +241,8 @@ class LlamaCppBackend(_CachedChat):
 
             extra = _extra_bufts(self.use_extra_bufts)
             kwargs: dict[str, Any] = dict(model_path=str(self.model.path), n_ctx=self.n_ctx, n_batch=self.n_batch,
-                                          seed=self.seed, chat_format=self.chat_format, verbose=False)
+                                          seed=self.seed, chat_format=self.chat_format, verbose=False,
+                                          n_gpu_layers=self.n_gpu_layers)
             threads = self.n_threads or max(1, (os.cpu_count() or 2) // 2)  # also for prompt batches (see docstring)
             kwargs.update(n_threads=threads, n_threads_batch=threads)
             t0 = time.perf_counter()
@@ -395,7 +400,7 @@ class LlamaCppBackend(_CachedChat):
         import llama_cpp
 
         d = {"name": self.name, "kind": self.kind, "model": self.model.describe(), "model_sha256": self.model.sha256,
-             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch,
+             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch, "n_gpu_layers": self.n_gpu_layers,
              "interrupt_tokens": self.interrupt_tokens, "seed": self.seed,
              "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
              "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
@@ -672,7 +677,8 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
                                name=c.get("name"), use_extra_bufts=c.get("use_extra_bufts"),
                                timeout_s=c.get("timeout_s"), n_batch=c.get("n_batch") or 512,
                                reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)),
-                               interrupt_tokens=int(c.get("interrupt_tokens") or 64))
+                               interrupt_tokens=int(c.get("interrupt_tokens") or 64),
+                               n_gpu_layers=c.get("n_gpu_layers") or 0)
     if kind == "openai_compatible":
         if not c.get("base_url"):
             raise ValueError("llm config of kind 'openai_compatible' needs `base_url`")

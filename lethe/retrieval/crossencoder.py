@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_write_text
+from lethe.core.devices import resolve_device
 from lethe.core.heldout import may_score
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
 from lethe.core.paths import project_path
@@ -103,8 +104,10 @@ def set_seed(seed: int) -> None:
 def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labels: int | None = None,
                        offline: bool = True, backend: str = "torch",
                        onnx: Mapping[str, Any] | OnnxOptions | None = None,
-                       cache_dir: str | Path | None = None, source_sha256: str | None = None) -> Any:
-    """A sentence-transformers ``CrossEncoder`` from a local folder, on CPU.
+                       cache_dir: str | Path | None = None, source_sha256: str | None = None,
+                       device: str = "cpu") -> Any:
+    """A sentence-transformers ``CrossEncoder`` from a local folder, on ``device`` (a name of
+    lethe.core.devices; ``auto`` resolved here).
 
     ``num_labels=1`` turns a bi-encoder folder (e.g. all-MiniLM-L6-v2) into a cross-encoder with a
     freshly initialised one-logit head (seed torch first for a repeatable head).
@@ -119,14 +122,15 @@ def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labe
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import CrossEncoder
 
-    model = CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device="cpu",
+    device = resolve_device(device, "method.model.device")
+    model = CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device=device,
                          local_files_only=offline)
     if backend == "torch":
         return model
     if num_labels is not None:
         raise ValueError("backend=onnx scores with a trained cross-encoder; num_labels (a fresh head) is for training")
     sha = source_sha256 or weights_sha256(Path(path).resolve())
-    return OnnxCrossEncoder(model, sha, onnx, cache_dir)  # type: ignore[arg-type]
+    return OnnxCrossEncoder(model, sha, onnx, cache_dir, device=device)  # type: ignore[arg-type]
 
 
 def score_pairs(model: Any, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

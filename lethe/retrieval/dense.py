@@ -19,7 +19,7 @@ def make_embedder(embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path 
     if isinstance(embedder, Embedder):
         return embedder
     cfg = dict(embedder)
-    options = {k: cfg[k] for k in ("batch_size", "cache_roles", "persist_every", "backend", "onnx") if k in cfg}
+    options = {k: cfg[k] for k in ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device") if k in cfg}
     return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, show_progress=progress, **options)
 
 

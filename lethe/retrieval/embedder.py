@@ -11,6 +11,7 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from lethe.core.devices import check_device, resolve_device
 from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.faults import kill_point
 from lethe.core.models import ResolvedModel, resolve_model
@@ -28,6 +29,8 @@ class Embedder:
     ``backend`` runs the model with ``torch`` (sentence-transformers' ``encode``) or ``onnx`` (ONNX
     Runtime, :mod:`lethe.retrieval.onnx_backend`, with ``onnx`` options; the export is cached under
     ``cache_dir``); both serve every role, so query and doc vectors come from one computation.
+    ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps``, ``auto``; lethe.core.devices) is where the model runs;
+    ``auto`` is resolved on first use and :meth:`stats` reports the choice.
     """
 
     def __init__(
@@ -41,8 +44,11 @@ class Embedder:
         persist_every: int = 2048,
         backend: str = "torch",
         onnx: Mapping[str, Any] | OnnxOptions | None = None,
+        device: str = "cpu",
     ):
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model)
+        self.device_config = check_device(device, "embedder.device")
+        self._device: str | None = None
         self.batch_size = int(batch_size)
         self.prompts = dict(prompts or {})
         self.show_progress = show_progress
@@ -70,8 +76,15 @@ class Embedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            self._st = SentenceTransformer(str(self.model.path), device="cpu")
+            self._st = SentenceTransformer(str(self.model.path), device=self.device)
         return self._st
+
+    @property
+    def device(self) -> str:
+        """The resolved device (``auto`` becomes cuda, mps or cpu, whichever this machine has)."""
+        if self._device is None:
+            self._device = resolve_device(self.device_config, "embedder.device")
+        return self._device
 
     @property
     def onnx_model(self) -> OnnxBiEncoder:
@@ -79,7 +92,7 @@ class Embedder:
         if self._onnx is None:
             assert self.onnx_options is not None
             self._onnx = OnnxBiEncoder(self.st, self.model.sha256, self.onnx_options,
-                                       self.cache_dir if self.cache_dir else None)
+                                       self.cache_dir if self.cache_dir else None, device=self.device)
         return self._onnx
 
     @property
@@ -174,6 +187,7 @@ class Embedder:
             "model": self.model.describe(),
             "batch_size": self.batch_size,
             "backend": self.backend,
+            "device": self.device, "device_config": self.device_config,
             "onnx": (self._onnx.describe() if self._onnx is not None
                      else {"options": dataclasses.asdict(self.onnx_options)} if self.onnx_options else None),
             "persist_every": self.persist_every,

@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_dir
+from lethe.core.devices import onnx_providers
 
 BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8_dynamic")
@@ -204,9 +205,10 @@ def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOption
 
 
 class OnnxSession:
-    """One ONNX Runtime CPU session: ``run(feeds)`` -> the graph's single output (float32)."""
+    """One ONNX Runtime session on ``device`` (a resolved torch device name, lethe.core.devices):
+    ``run(feeds)`` -> the graph's single output (float32)."""
 
-    def __init__(self, path: str | Path, options: OnnxOptions):
+    def __init__(self, path: str | Path, options: OnnxOptions, device: str = "cpu"):
         import onnxruntime as ort
         import torch
 
@@ -220,7 +222,8 @@ class OnnxSession:
             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
         }[options.graph_optimization]
         so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        self.device = device
+        self.session = ort.InferenceSession(str(path), so, providers=onnx_providers(device))
         self.input_names = [i.name for i in self.session.get_inputs()]
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -240,7 +243,7 @@ class _OnnxModel:
     kind = ""
 
     def __init__(self, model: Any, source_sha256: str, options: OnnxOptions | Mapping[str, Any],
-                 cache_dir: str | Path | None):
+                 cache_dir: str | Path | None, device: str = "cpu"):
         self.model = model
         self.options = OnnxOptions.from_config(options)
         self.source_sha256 = source_sha256
@@ -250,7 +253,7 @@ class _OnnxModel:
             cache_dir = self._tmp.name
         self.folder = ensure_export(model, self.kind, source_sha256, self.options, Path(cache_dir))
         self.export = json.loads((self.folder / EXPORT_JSON).read_text())
-        self.session = OnnxSession(self.folder / ONNX_FILE, self.options)
+        self.session = OnnxSession(self.folder / ONNX_FILE, self.options, device)
         if getattr(model.tokenizer, "padding_side", "right") != "right":
             raise ValueError("the ONNX backend trims right-padded batches; this tokenizer pads on the left")
 
@@ -276,6 +279,7 @@ class _OnnxModel:
     def describe(self) -> dict[str, Any]:
         """Options, intra-op threads in use, and the export (folder, probe difference, versions)."""
         return {"backend": "onnx", "options": asdict(self.options), "threads": self.session.threads,
+                "device": self.session.device, "providers": self.session.session.get_providers(),
                 "export": {"dir": str(self.folder) if self._tmp is None else None, **{
                     k: self.export.get(k) for k in ("probe_max_abs_diff", "versions", "recipe", "source_sha256")}}}
 
@@ -313,7 +317,8 @@ def inference_info(model: Any) -> dict[str, Any]:
     for run manifests."""
     if isinstance(model, _OnnxModel):
         return {**model.describe(), "max_length": int(model.model.max_seq_length)}
-    return {"backend": "torch", "max_length": int(model.max_seq_length), "torch_threads": _torch_threads()}
+    return {"backend": "torch", "max_length": int(model.max_seq_length), "torch_threads": _torch_threads(),
+            "device": str(model.device)}
 
 
 def _torch_threads() -> int:

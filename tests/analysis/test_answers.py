@@ -1,9 +1,17 @@
-"""Hand-computed checks of the LoCoMo-style answer metrics in analysis.answers."""
+"""Hand-computed checks of the LoCoMo-style answer metrics in analysis.answers; the stemmer is NLTK's
+(LoCoMo's own), and ROUGE-L is cross-checked against Google's rouge-score on real LoCoMo answers."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from collections import Counter
 
+import pytest
+from nltk.stem import PorterStemmer
+from rouge_score import rouge_scorer
+from rouge_score import tokenize as rouge_tokenize
+
+from analysis import answers as A
 from analysis.answers import (
     CATEGORIES,
     exact_match,
@@ -13,6 +21,7 @@ from analysis.answers import (
     score_answer,
     token_f1,
 )
+from lethe.text.analyzer import porter_stem
 from lethebench.loaders.locomo import CATEGORY_MAP
 
 
@@ -63,6 +72,36 @@ def test_token_f1_stemming():
     assert token_f1("running", "runs") == 1.0
     # pred [he, run, daili] (3); gold [run, daili] (2); common 2; P = 2/3, R = 1; F1 = (4/3)/(5/3) = 0.8
     assert token_f1("He runs daily", "running daily") == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("pred, gold, f1, original_porter_f1", [
+    # NLTK: dying -> die, die -> die: [die] vs [die] -> 1.0.  Original Porter: [dy] vs [die] -> 0.0
+    ("dying", "die", 1.0, 0.0),
+    # NLTK: [clear, sky] vs [sky]: common 1, P = 1/2, R = 1 -> 2/3.  Original: [clear, ski] vs [sky] -> 0.0
+    ("clear skies", "sky", 2 / 3, 0.0),
+    # NLTK strips "fully": [hope] vs [hope] -> 1.0.  Original: [hopefulli] vs [hope] -> 0.0
+    ("hopefully", "hope", 1.0, 0.0),
+    # NLTK: [turtl, is, lie, down] (4) vs [lie, down] (2): common 2, P = 1/2, R = 1 -> 2/3.
+    # Original: [turtl, is, ly, down] vs [lie, down]: common 1, P = 1/4, R = 1/2 -> 1/3
+    ("The turtle is lying down", "lie down", 2 / 3, 1 / 3),
+    # NLTK keeps "one" (a LoCoMo gold word) apart from "on": 0.0.  Original: one -> on: [on] vs [on] -> 1.0
+    ("one", "on", 0.0, 1.0),
+    # NLTK keeps "news": [news] vs [new] -> 0.0.  Original: news -> new -> 1.0
+    ("news", "new", 0.0, 1.0),
+])
+def test_token_f1_stems_as_nltk_not_original_porter(pred, gold, f1, original_porter_f1):
+    """LoCoMo's f1_score stems with nltk's PorterStemmer() (mode NLTK_EXTENSIONS); on these words it departs
+    from the original algorithm (lethe.text.analyzer.porter_stem, which this module used before)."""
+    assert token_f1(pred, gold) == pytest.approx(f1)
+    assert rouge_l(pred, gold) == pytest.approx(f1)   # the shared tokens are in the same order: LCS = common
+    # the hand-computed columns, recomputed with each stemmer (F1 = 2 common / (|pred| + |gold|))
+    assert _f1_stemmed_with(PorterStemmer().stem, pred, gold) == pytest.approx(f1)
+    assert _f1_stemmed_with(porter_stem, pred, gold) == pytest.approx(original_porter_f1)
+
+
+def _f1_stemmed_with(stem, pred: str, gold: str) -> float:
+    pt, gt = ([stem(w) for w in normalize_answer(x).split()] for x in (pred, gold))
+    return 2 * sum((Counter(pt) & Counter(gt)).values()) / (len(pt) + len(gt))
 
 
 def test_token_f1_punctuation_and_articles_ignored():
@@ -179,3 +218,56 @@ def test_score_answer_no_category_is_plain_token_f1():
 def test_score_answer_unknown_category(bad):
     with pytest.raises(ValueError):
         score_answer("x", "y", bad)
+
+
+# --- ROUGE-L against rouge-score on real LoCoMo answers -------------------------------------------
+
+@pytest.fixture(scope="module")
+def locomo_pairs(locomo_path) -> list[tuple[str, str]]:
+    """(prediction, gold) pairs from real LoCoMo text: each question's gold answer (``adversarial_answer``
+    for category 5) and, as the prediction, the text of its first evidence turn found as written (what an
+    extractive answer from the right turn would say)."""
+    pairs = []
+    for conv in json.loads(locomo_path.read_text()):
+        turns = {t["dia_id"]: t["text"] for v in conv["conversation"].values() if isinstance(v, list) for t in v}
+        for qa in conv["qa"]:
+            turn = next((turns[e.strip()] for e in qa["evidence"] if e.strip() in turns), None)
+            if turn is not None:
+                pairs.append((turn, str(qa.get("answer", qa.get("adversarial_answer")))))
+    assert len(pairs) > 1900
+    return pairs
+
+
+class _AnswerTokens:
+    """rouge-score tokenizer interface over analysis.answers' own tokens (normalized, NLTK-stemmed)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return A._tokens(text)
+
+
+def test_rouge_l_lcs_and_f_equal_rouge_score_on_the_same_tokens(locomo_pairs):
+    """Given identical tokens, rouge_l's LCS and F (beta = 1) are rouge-score's, on every real pair."""
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_AnswerTokens())
+    ours = [rouge_l(p, g) for p, g in locomo_pairs]
+    theirs = [scorer.score(g, p)["rougeL"].fmeasure for p, g in locomo_pairs]   # score(target, prediction)
+    assert ours == pytest.approx(theirs, abs=1e-12)
+    assert sum(x > 0 for x in ours) > 1000   # mostly partial overlaps, not a comparison of zeros
+
+
+def test_rouge_l_equals_rouge_score_with_its_stemmer_where_the_tokenizations_agree(locomo_pairs):
+    """rouge-score's own tokenizer with use_stemmer=True (NLTK's PorterStemmer, default mode, as here) against
+    rouge_l. The normalizations differ: rouge-score keeps a/an/the/and, splits at every character outside
+    [a-z0-9] (so "don't" -> "don t", "1,000" -> "1 000", accented letters split words) and stems only words of
+    more than three letters ("was" stays "was"; here "wa"). Run on LoCoMo's normalize_answer output (articles
+    and ASCII punctuation already gone), the two agree token for token on most pairs; on those F must be
+    identical. The pairs where they disagree are counted, not compared."""
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    stemmer = PorterStemmer()
+    agree = 0
+    for p, g in locomo_pairs:
+        np_, ng = normalize_answer(p), normalize_answer(g)
+        if A._tokens(p) != rouge_tokenize.tokenize(np_, stemmer) or A._tokens(g) != rouge_tokenize.tokenize(ng, stemmer):
+            continue
+        agree += 1
+        assert rouge_l(p, g) == pytest.approx(scorer.score(ng, np_)["rougeL"].fmeasure, abs=1e-12), (p, g)
+    assert agree > 600, agree   # 725 of 1,977 pairs at the time of writing

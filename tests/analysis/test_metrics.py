@@ -1,12 +1,15 @@
-"""ranx metrics agree with trec_eval (pytrec_eval) on run.trec + qrels.trec, to 1e-6."""
+"""ranx metrics agree with trec_eval (pytrec_eval) on run.trec + qrels.trec, to 1e-6; ir_measures names
+(nDCG@10, R@50, RR@10, P@10) give the same per-query values as ranx's, and mean what ir_measures computes."""
 
 from __future__ import annotations
 
+import ir_measures
 import pandas as pd
 import pytest
 import pytrec_eval
 
-from analysis.metrics import evaluate_run
+from analysis.metric_names import UnknownMetric
+from analysis.metrics import DEFAULT_METRICS, evaluate_run
 from lethebench.runs import RunFolder
 
 TREC = {"ndcg@10": "ndcg_cut_10", "recall@10": "recall_10", "recall@50": "recall_50", "precision@10": "P_10"}
@@ -38,3 +41,33 @@ def test_ties_and_empty_rankings():
     assert df.loc["q1", "mrr@10"] == pytest.approx(0.5)
     assert df.loc["q2"].tolist() == [0.0, 0.0]
     assert isinstance(df, pd.DataFrame)
+
+
+IR_MEASURES_NAMES = ["nDCG@10", "R@10", "R@50", "RR@10", "P@10"]   # DEFAULT_METRICS, spelled as ir_measures
+
+
+@pytest.mark.parametrize("method", ["bm25", "vector"])
+def test_ir_measures_names_give_the_runs_per_query_values(e2e_runs, method):
+    folder = RunFolder(e2e_runs[method])
+    qrels, run = folder.qrels, folder.run
+    ranx = evaluate_run(qrels, run, list(DEFAULT_METRICS))
+    irm = evaluate_run(qrels, run, IR_MEASURES_NAMES)
+    pd.testing.assert_frame_equal(irm, ranx, check_exact=True)   # columns keyed by the ranx (canonical) names
+    assert list(irm.columns) == list(DEFAULT_METRICS)
+    stored = folder.per_query.set_index("query_id").loc[ranx.index, list(DEFAULT_METRICS)]
+    pd.testing.assert_frame_equal(stored, ranx, check_exact=True, check_names=False)   # what the run wrote
+    assert (ranx["ndcg@10"] > 0).sum() > 50   # real scores, not a comparison of zeros
+
+    # the ir_measures names mean what ir_measures itself computes (pytrec_eval / its own providers) on the
+    # same order (rank-derived scores, as evaluate_run); queries without results score 0
+    measures = [ir_measures.parse_measure(n) for n in IR_MEASURES_NAMES]
+    ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in run.items() if r}
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, ranked)}
+    for name, col in zip(IR_MEASURES_NAMES, DEFAULT_METRICS):
+        expected = [theirs.get((q, name), 0.0) for q in ranx.index]
+        assert ranx[col].tolist() == pytest.approx(expected, abs=1e-6), name
+
+
+def test_an_unknown_metric_name_is_refused():
+    with pytest.raises(UnknownMetric, match=r"metrics: unknown retrieval metric 'AP@10'; accepted: .*nDCG@k"):
+        evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "AP@10"])

@@ -43,15 +43,34 @@ def test_tables_are_byte_identical_across_runs(report_cfg, refs, tmp_path):
     assert "not measurements" in report and "| bm25 | nDCG@10 | 0.435 | n/m |" in report
 
 
+def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(report_cfg, refs, tmp_path):
+    """Tables show nDCG@10, R@50 (ir_measures' names); the settings may name metrics either way and give the
+    same tables, because load_cfg canonicalises them (analysis.metric_names)."""
+    first = build_report(report_cfg, refs).parent
+    t2 = (first / "tables" / "table2_significance.md").read_text()
+    assert "| locomo | nDCG@10 |" in t2 and "| locomo | R@50 |" in t2 and "| locomo | coverage@10 |" not in t2
+    assert "ndcg@10" not in t2 and "recall@50" not in t2
+    report = (first / "report.md").read_text()
+    assert "methods x metrics ['nDCG@10', 'R@50', 'coverage@10']" in report
+    assert "| method | n | nDCG@10 | nDCG@10 95% CI | R@50 |" in report
+    spelled = load_cfg([f"out_dir={tmp_path}", "bootstrap_resamples=2000", "permutation_resamples=2000",
+                        "gate_metric=nDCG@10", "best_baseline_metric=NDCG@10", "family_metrics=[nDCG@10,R@50,coverage@10]"])
+    assert (spelled["gate_metric"], spelled["best_baseline_metric"], spelled["family_metrics"]) == \
+        ("ndcg@10", "ndcg@10", ["ndcg@10", "recall@50", "coverage@10"])
+    second = build_report(spelled, refs).parent
+    assert {p.name: p.read_bytes() for p in (second / "tables").iterdir()} == \
+        {p.name: p.read_bytes() for p in (first / "tables").iterdir()}
+
+
 def test_table1_has_measured_and_unmeasured_cells(report_cfg, refs):
     out = build_report(report_cfg, refs).parent / "tables" / "table1_locomo.csv"
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,Recall@50")
+    assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,R@50,")   # ir_measures names in every table
     import csv
 
     rows = {r["method"]: r for r in csv.DictReader(lines)}
     bm25 = rows["bm25"]
-    assert bm25["n"] == "302" and float(bm25["nDCG@10"]) > 0.3 and float(bm25["P95 latency (ms, this machine)"]) > 0
+    assert bm25["n"] == "302" and float(bm25["nDCG@10"]) > 0.3 and float(bm25["P95 latency (ms, this machine)"].rstrip("‡")) > 0
     # LoCoMo has no gold entities, contradiction labels or generated answers: not measured, never filled
     assert bm25["Coverage@10"] == bm25["Contradiction@10"] == bm25["Hallucination"] == "n/m"
     # the declared hybrid run was never made: a row of n/m†, and the overview says the same
@@ -83,3 +102,6 @@ def test_notebook_executes_headless(e2e_runs, work, tmp_path):
     printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", []))
     assert "3 of 22 declared runs are finished" in printed
     assert (tmp_path / "figures" / "fig1.png").is_file()
+    api = nb.cells[6].get("outputs", [])
+    shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in api)
+    assert "nDCG@10" in shown and "vector" in shown and "window" in shown   # the API's table, against bm25

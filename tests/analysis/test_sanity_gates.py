@@ -85,7 +85,7 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
             "been random_rerank)")
     assert note in (out / "tables" / "table2_significance.md").read_text() and note in report
     t1 = {r["method"]: r for r in csv.DictReader((out / "tables" / "table1_locomo.csv").open())}
-    col = "vs first stage (ndcg@10)"
+    col = "vs first stage (nDCG@10)"   # printed in ir_measures form (gate_metric: ndcg@10)
     assert list(t1) == ["window", "random_rerank", "random_rerank+seed1", "bm25"]  # the control after its reranker
     cell = t1["random_rerank"][col]
     assert cell == f"{g.test['mean_diff']:+.4f} vs bm25 (depth 10) ▼"
@@ -99,7 +99,7 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
     assert row["verdict"].startswith("▼ below first stage")
     assert "## Sanity gates" in report and "| locomo | random_rerank | 10 | bm25 |" in report
     claims = report.split("## Claimed vs measured", 1)[1]
-    assert "locomo: random_rerank (depth 10) scores ndcg@10" in claims
+    assert "locomo: random_rerank (depth 10) scores nDCG@10" in claims
     assert "once rerankers below their own first stage are left out (locomo: window)" in claims
 
 

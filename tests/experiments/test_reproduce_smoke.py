@@ -94,3 +94,48 @@ def test_a_mistyped_results_dir_leaves_the_report_alone(smoke, tmp_path, capsys)
     assert R.reproduce(R.load(["tier=smoke", "action=report", *paths])) == 2
     assert "report refused: no declared run of the 'smoke' report is finished under" in capsys.readouterr().err
     assert _snapshot(smoke["out"]) == before
+
+
+SMOKE_CE = ["method.candidates=10", "method.model.train.max_train_queries=12", "method.model.train.max_dev_queries=8",
+            "method.model.train.negatives=3", "method.model.train.epochs=1", "method.model.train.batch_size=8",
+            "method.model.train.eval_every=0", "method.model.train.max_length=128", "method.model.train.candidates=20"]
+SMOKE_FUSION = ["method.learned_fusion.alpha_grid=[0.0,0.3,0.5,0.7,1.0]", "method.learned_fusion.lambda_grid=[0.0,0.3]",
+                "method.learned_fusion.families=[constant,ridge,forest]"]
+
+
+def _api_smoke(smoke, **kw):
+    """The smoke tier written as one experiments.api call, as a user would type it."""
+    from experiments.api import experiment
+
+    run_paths = [p for p in smoke["paths"] if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir",
+                                                                      "results_dir", "run.progress")]
+    datasets = {"locomo": ["dataset.scopes=[conv-26,conv-30]"],
+                "lethebench": ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"]}
+    methods = {**{m: [] for m in ("window", "bm25", "vector", "hybrid", "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2")},
+               "cross_encoder": SMOKE_CE, "random_rerank": ["method.candidates=10"], "lethe_iter3": SMOKE_FUSION}
+    return experiment(methods, datasets, overrides=run_paths, run=False,
+                      analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000}, **kw)
+
+
+def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
+    from analysis.formatting import write_table
+
+    df = _api_smoke(smoke, metrics=["nDCG@10", "R@50", "coverage@10"])
+    assert set(df["measure"]) == {"nDCG@10", "R@50", "coverage@10"}
+    assert (df["p_adjusted"] == df["p_holm"]).all() and df.attrs["family_size"] == len(df)
+    write_table(df.drop(columns=["measure", "p_adjusted"]), tmp_path, "api_table2", "api")
+    mine = (tmp_path / "api_table2.csv").read_text()
+    report = (smoke["out"] / "tables" / "table2_significance.csv").read_text()
+    assert len(report.splitlines()) > 20 and mine == report
+
+
+def test_the_python_api_with_a_named_baseline_and_correction(smoke):
+    df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh")
+    assert set(df["baseline"]) == {"bm25"} and "bm25" not in set(df["method"])
+    assert len(df) == 2 * 9             # two datasets x the nine other methods (random_rerank: a control), one metric
+    assert (df["p_adjusted"] == df["p_bh"]).all()
+    lb = df[(df["dataset"] == "lethebench") & (df["method"] == "vector")].iloc[0]
+    assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
+    assert lb["wins"] + lb["ties"] + lb["losses"] == lb["n"]
+    with pytest.raises(ValueError, match="not computed"):
+        _api_smoke(smoke, metrics=["nDCG@20"])

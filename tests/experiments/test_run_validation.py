@@ -8,8 +8,12 @@ import re
 
 import pytest
 
+import pandas as pd
+
+from experiments.run_identity import run_identity
 from experiments.runner import run_experiment
 from lethe.core.typed_config import ConfigError
+from lethebench.runs import RunFolder
 from tests.conftest import overrides_for
 from experiments.config import load_config
 
@@ -33,6 +37,9 @@ def _cfg(tmp_path, *extra):
     (["dataset.name=/tmp/abs"], "dataset.name='/tmp/abs'"),
     (["method.name=../../../x"], "method.name='../../../x'"),
     (["+method.variant=a/b"], "method.variant='a/b'"),
+    (["run.metrics=[ndcg@10,AP@10]"], "run.metrics: unknown retrieval metric 'AP@10'; accepted: ranx names ndcg@k"),
+    (["run.metrics=[nDCG@10,ndcg@10]"], "run.metrics: ['ndcg@10'] named more than once"),
+    (["run.metrics=[]"], "run.metrics=[]: must be a non-empty list"),
 ])
 def test_bad_values_are_refused_before_any_compute(tmp_path, extra, key):
     with pytest.raises(ConfigError, match=re.escape(key)):
@@ -54,3 +61,21 @@ def test_an_unwritable_results_folder_fails_before_the_compute(tmp_path):
 def test_a_valid_config_still_runs(tmp_path):
     folder = run_experiment(_cfg(tmp_path, "method=window", "run.k=5"))
     assert (folder / "DONE").is_file() and folder.is_relative_to(tmp_path / "results")
+
+
+IR_MEASURES = "run.metrics=[nDCG@10,R@10,R@50,RR@10,P@10]"   # the default metrics in ir_measures' spelling
+
+
+def test_ir_measures_metric_names_are_the_same_run(tmp_path):
+    """run.metrics in ir_measures' spelling is canonicalised before hashing: the same config hash, the same
+    ranx-named columns and values as the default (ranx) spelling, on a small real run."""
+    ranx = _cfg(tmp_path, "method=bm25_memory")
+    irm = _cfg(tmp_path, "method=bm25_memory", IR_MEASURES, f"results_dir={tmp_path / 'results_irm'}")
+    assert run_identity(irm, "any build").config_hash == run_identity(ranx, "any build").config_hash
+    a, b = RunFolder(run_experiment(ranx)), RunFolder(run_experiment(irm))   # both computed (two results_dirs)
+    assert a.path.name == b.path.name and a.path != b.path
+    names = ["ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10"]
+    assert b.manifest["hashed_config"]["run"]["metrics"] == names
+    assert sorted(b.metrics["means"]) == sorted(names) and b.metrics["means"] == a.metrics["means"]
+    pd.testing.assert_frame_equal(b.per_query[["query_id", *names]], a.per_query[["query_id", *names]], check_exact=True)
+    assert a.metrics["means"]["ndcg@10"] > 0.1   # real scores, not a comparison of zeros

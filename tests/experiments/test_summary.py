@@ -21,6 +21,7 @@ def test_top_config_holds_the_run_configs_results_dir():
 
 def test_one_line_per_finished_run(work, e2e_runs):
     table = summary(load_config([f"results_dir={work['results']}"], config_name="summary"))
+    assert table.splitlines()[0].split()[7:12] == ["nDCG@10", "R@10", "R@50", "RR@10", "P@10"]   # ir_measures names
     for method, folder in e2e_runs.items():
         assert any(f" {method} " in line and folder.name[:8] in line for line in table.splitlines())
 

@@ -1,0 +1,105 @@
+"""Retrieval metric names: ranx's spelling (canonical, stored) and ir_measures' (accepted, printed).
+
+Every place that names a retrieval metric (``run.metrics``, ``verify_metrics``, the report's settings,
+:func:`analysis.metrics.evaluate_run`) accepts either spelling of the same measure:
+
+=============  ==============  ==================================================================
+ranx           ir_measures     measure (k: a cutoff, an integer >= 1)
+=============  ==============  ==================================================================
+``ndcg@k``     ``nDCG@k``      nDCG at k, linear gain (trec_eval's ``ndcg_cut_k``)
+``recall@k``   ``R@k``         recall at k
+``mrr@k``      ``RR@k``        reciprocal rank of the first relevant doc within the top k
+``precision@k`` ``P@k``        precision at k
+=============  ==============  ==================================================================
+
+The ranx name is the canonical form: names are turned into it before a run's config is hashed and
+before anything is computed, so per-query columns, ``metrics.json``, expected scores and config hashes
+are the same whichever spelling a config used. Printed tables show the ir_measures form
+(:func:`display_metric`). ir_measures names are read by ``ir_measures.parse_measure``, so its aliases
+of the same measures work too (``NDCG@10``, ``Recall@50``, ``MRR@10``, ``Precision@10``); a measure with
+parameters other than its cutoff (e.g. ``P(rel=2)@10``) has no ranx equivalent here and is refused, as
+is any other measure (``AP@10``, ``ndcg_burges@10``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterable
+
+import ir_measures
+
+# ranx family -> ir_measures measure name; one entry per measure both libraries compute the same way
+RANX_TO_IR_MEASURES: dict[str, str] = {"ndcg": "nDCG", "recall": "R", "mrr": "RR", "precision": "P"}
+_IR_MEASURES_TO_RANX = {v: k for k, v in RANX_TO_IR_MEASURES.items()}
+_RANX_NAME = re.compile(r"^(%s)@([1-9][0-9]*)$" % "|".join(RANX_TO_IR_MEASURES))
+# a ranx name inside free text (a column header such as "reranker ndcg@10")
+_RANX_IN_TEXT = re.compile(r"\b(%s)@([1-9][0-9]*)\b" % "|".join(RANX_TO_IR_MEASURES))
+
+ACCEPTED = ("ranx names " + ", ".join(f"{r}@k" for r in RANX_TO_IR_MEASURES) + " or ir_measures names "
+            + ", ".join(f"{i}@k" for i in RANX_TO_IR_MEASURES.values()) + " (k an integer >= 1, e.g. ndcg@10 = nDCG@10)")
+
+
+class UnknownMetric(ValueError):
+    """A metric name that is neither spelling of a supported retrieval metric; the message names the key."""
+
+
+@lru_cache(maxsize=None)
+def _parse(name: str) -> str | None:
+    """The canonical ranx name of ``name`` in either spelling, or None."""
+    if _RANX_NAME.match(name):
+        return name
+    try:
+        measure = ir_measures.parse_measure(name)
+    except Exception:  # noqa: BLE001 - whatever it cannot parse is not a name we accept
+        return None
+    family = _IR_MEASURES_TO_RANX.get(measure.NAME)
+    cutoff = measure.params.get("cutoff")
+    if family is None or set(measure.params) != {"cutoff"} or type(cutoff) is not int or cutoff < 1:
+        return None
+    return f"{family}@{cutoff}"
+
+
+def canonical_metric(name: str, key: str = "metric") -> str:
+    """The canonical (ranx) name of a retrieval metric given in either spelling: ``nDCG@10`` -> ``ndcg@10``.
+
+    Raises :class:`UnknownMetric` naming ``key`` (the config key or argument that held it) and listing the
+    accepted forms."""
+    canon = _parse(name) if isinstance(name, str) else None
+    if canon is None:
+        raise UnknownMetric(f"{key}: unknown retrieval metric {name!r}; accepted: {ACCEPTED}")
+    return canon
+
+
+def canonical_metrics(names: Iterable[str], key: str = "metrics") -> tuple[str, ...]:
+    """:func:`canonical_metric` of each name, in order; two spellings of one metric are refused (they
+    would give one column twice)."""
+    if isinstance(names, str):
+        raise UnknownMetric(f"{key}: expected a list of metric names, got the string {names!r}")
+    out = tuple(canonical_metric(n, key) for n in names)
+    dupes = sorted({m for m in out if out.count(m) > 1})
+    if dupes:
+        raise UnknownMetric(f"{key}: {dupes} named more than once (in either spelling) in {list(names)}")
+    return out
+
+
+def canonical_or_other(name: str) -> str:
+    """The canonical name of a retrieval metric in either spelling; any other name (``coverage@10``,
+    ``contradiction@10``, an answer metric) unchanged."""
+    return (_parse(name) or name) if isinstance(name, str) else name
+
+
+def display_metric(name: str) -> str:
+    """The ir_measures form of a retrieval metric in either spelling (``recall@50`` -> ``R@50``); any
+    other name unchanged."""
+    canon = _parse(name) if isinstance(name, str) else None
+    if canon is None:
+        return name
+    family, cutoff = canon.split("@")
+    return str(ir_measures.parse_measure(f"{RANX_TO_IR_MEASURES[family]}@{cutoff}"))
+
+
+def display_text(text: str) -> str:
+    """``text`` with every ranx metric name in it printed in ir_measures form
+    (``"reranker ndcg@10"`` -> ``"reranker nDCG@10"``)."""
+    return _RANX_IN_TEXT.sub(lambda m: display_metric(m.group(0)), text)
