@@ -129,17 +129,24 @@ def _extra(obj: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in known}
 
 
+def _unique_rows(path: Path, seen: dict[str, str]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(location, object, ``_id``) per row of a JSONL file; a repeated ``_id`` is an error naming both lines.
+    ``seen`` collects id -> location."""
+    for where, obj in _jsonl(path):
+        row_id = _id(obj, where)
+        if row_id in seen:
+            raise DatasetError(f"{where}: duplicate _id '{row_id}' (first at {seen[row_id].rsplit(': ', 1)[-1]})")
+        seen[row_id] = where
+        yield where, obj, row_id
+
+
 def _read_corpus(path: Path) -> tuple[list[dict[str, Any]], list[str], dict[str, str]]:
     """Docs in file order ({doc_id, text, meta}), ids of docs with empty title and text (dropped), and
     doc id -> location of every id seen."""
     docs: list[dict[str, Any]] = []
     empty: list[str] = []
     seen: dict[str, str] = {}
-    for where, obj in _jsonl(path):
-        did = _id(obj, where)
-        if did in seen:
-            raise DatasetError(f"{where}: duplicate _id '{did}' (first at {seen[did].rsplit(': ', 1)[-1]})")
-        seen[did] = where
+    for where, obj, did in _unique_rows(path, seen):
         title = _str_field(obj, "title", where, required=False).strip()
         text = _str_field(obj, "text", where, required=True)
         full = f"{title} {text}" if title else text
@@ -154,11 +161,7 @@ def _read_corpus(path: Path) -> tuple[list[dict[str, Any]], list[str], dict[str,
 def _read_queries(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     queries: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for where, obj in _jsonl(path):
-        qid = _id(obj, where)
-        if qid in seen:
-            raise DatasetError(f"{where}: duplicate _id '{qid}' (first at {seen[qid].rsplit(': ', 1)[-1]})")
-        seen[qid] = where
+    for where, obj, qid in _unique_rows(path, seen):
         text = _str_field(obj, "text", where, required=True)
         if not text.strip():
             raise DatasetError(f"{where}: empty query text for _id '{qid}'")
