@@ -244,6 +244,13 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     if not sel.empty:
         F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
         md += ["## Cross-encoder: how each model set was chosen (dev)", "", F.to_markdown(sel, CS.NOTE)]
+    regimes = CS.regime_table(views, cfg)
+    if not regimes.empty:
+        note = ("Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "
+                "each training regime (columns; `(default)` = the core tier's run), all at the dev-chosen "
+                "interpolation. " + CS.regime_finding(regimes))
+        F.write_table(regimes, tdir, "table_ce_regimes", "Cross-encoder training regimes (test)", footnote=note)
+        md += ["## Cross-encoder: training regimes (test)", "", F.to_markdown(regimes, note)]
     t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)

@@ -144,3 +144,22 @@ def test_declarations_are_checked(base_cfg):
     assert G.declared(base_cfg)["lethe_iter4"]["first_stage"] == "lethe_iter3"
     order = V.method_order(["random_rerank", "mmr", "cross_encoder", "bm25"], base_cfg)
     assert order == ["bm25", "cross_encoder", "random_rerank", "mmr"]
+
+
+def test_the_regime_table_sets_each_variant_beside_the_first_stage_and_states_the_finding(refs, base_cfg):
+    from analysis import ce_selection as CS
+
+    cfg = _cfg(base_cfg, {"random_rerank": {**SPEC, "random": None}})
+    views = V.collect(cfg, [refs[m] for m in ("bm25", "random_rerank", "random_rerank+seed1", "random_rerank+top1")])
+    table = CS.regime_table(views, cfg, reranker="random_rerank")
+    assert list(table.columns) == ["dataset", "first stage (bm25)", "random (None)", "random_rerank (default)",
+                                   "seed1", "top1"]
+    row = table.iloc[0]
+    bm25 = float(views["locomo"].per_query["bm25"]["ndcg@10"].mean())
+    assert float(row["first stage (bm25)"]) == pytest.approx(bm25, abs=5e-5)
+    assert float(row["seed1"]) < bm25 and float(row["top1"]) == pytest.approx(bm25, abs=5e-5)   # depth 1: BM25's order
+    assert CS.regime_finding(table) == "Every dataset has a regime at or above its first stage."
+    shuffled = V.collect(cfg, [refs[m] for m in ("bm25", "random_rerank", "random_rerank+seed1")])
+    finding = CS.regime_finding(CS.regime_table(shuffled, cfg, reranker="random_rerank"))
+    assert finding.startswith("Finding: on locomo, no training regime")
+    assert CS.regime_table(V.collect(cfg, [refs["bm25"], refs["random_rerank"]]), cfg, reranker="random_rerank").empty
