@@ -215,13 +215,13 @@ class RunSettings:
     progress: bool
     print_summary: bool
     overwrite: bool
-    threads: int | None = None   # torch/BLAS/OpenMP threads for the run; None = the process's settings
+    threads: int | str | None = "auto"   # torch/BLAS/OpenMP threads: an int, "auto" or None (run_threads)
 
     @classmethod
     def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
         return cls(int(run["k"]), canonical_metrics(run["metrics"], "run.metrics"), int(run["seed"]), bool(run["warmup"]),
                    float(run["max_error_share"]), float(run["max_parse_fallback_share"]), bool(run["progress"]), bool(run["print_summary"]),
-                   bool(run["overwrite"]), None if run.get("threads") is None else int(run["threads"]))
+                   bool(run["overwrite"]), run.get("threads", "auto"))
 
 
 @dataclass(frozen=True)
@@ -266,8 +266,10 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
         canonical_metrics(run["metrics"], "run.metrics")
     except UnknownMetric as exc:
         raise ConfigError(str(exc)) from exc
-    if run.get("threads") is not None and not _int_at_least(run["threads"], 1):
-        raise ConfigError(f"run.threads={run['threads']!r}: must be null (the process's thread settings) or an integer >= 1")
+    threads = run.get("threads", "auto")
+    if threads not in (None, "auto") and not _int_at_least(threads, 1):
+        raise ConfigError(f"run.threads={threads!r}: must be auto (1 thread when jobs run concurrently on this machine, "
+                          "else the process's own), null (the process's own) or an integer >= 1")
     if dataset.get("sample") is not None and not _int_at_least(dataset["sample"], 1):
         raise ConfigError(f"dataset.sample={dataset['sample']!r}: must be null (every query) or an integer >= 1")
     for key in ("max_error_share", "max_parse_fallback_share"):
@@ -339,12 +341,23 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     return RunOutcome(ident.folder, False)
 
 
+def run_threads(setting: int | str | None, concurrent: bool) -> int | None:
+    """The thread count a run sets (None: leave the process's own). ``auto``: 1 when the launcher runs jobs
+    concurrently on one machine, else the process's own (torch's default, the core count). Measured on full
+    LoCoMo, warm, 2 cores (README "Threads and latency"): alone, 2 threads beat 1 (Lethe 1 P95 7.1 vs 8.6 ms);
+    two jobs at once, 1 thread each beat 2 (P95 9.9 vs 21.9 ms)."""
+    if setting == "auto":
+        return 1 if concurrent else None
+    return None if setting is None else int(setting)
+
+
 def execute(plan: RunPlan, ds: Dataset) -> None:
     """Compute the run ``plan`` describes on ``ds`` and write its results folder (the caller holds its lock)."""
     ident, ds_folder = plan.identity, plan.dataset_folder
     started = dt.datetime.now(dt.timezone.utc)
-    if plan.settings.threads is not None:
-        set_threads(plan.settings.threads)
+    threads = run_threads(plan.settings.threads, launch_info()["concurrent"])
+    if threads is not None:
+        set_threads(threads)
     rss_start, load_start, cpu_start = peak_rss_mb(), load_average(), cpu_snapshot()
     queries, counts = select_queries(ds, plan.selection)
     t0 = time.perf_counter()

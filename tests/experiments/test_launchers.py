@@ -36,7 +36,7 @@ def test_a_local_submitit_sweep_runs_resumes_and_names_its_launcher(tmp_path):
         assert m["launch"]["launcher"] == "local"
         assert m["launch"]["job_id"] and m["launch"]["node"]
         assert m["launch"]["concurrent"] is True and m["timing_valid"] is False   # jobs ran at the same time
-        assert m["threads"]["torch"]["intra_op"] >= 1
+        assert m["threads"]["torch"]["intra_op"] == 1        # run.threads=auto: one thread per concurrent job
     # the three concurrent jobs needed one dataset: it was built once
     assert len([p for p in (tmp_path / "processed").rglob("card.json")]) == 1
     stamps = {f: f.stat().st_mtime_ns for f in manifests}
@@ -60,3 +60,11 @@ def test_the_slurm_launcher_fails_at_once_without_slurm(tmp_path):
 def test_launch_info_outside_hydra_is_an_in_process_run():
     info = launch_info()
     assert info["launcher"] == "none" and info["concurrent"] is False and info["node"]
+
+
+def test_auto_threads_are_one_per_concurrent_job_and_the_process_own_alone():
+    from experiments.runner import run_threads
+
+    assert run_threads("auto", concurrent=True) == 1
+    assert run_threads("auto", concurrent=False) is None
+    assert run_threads(None, concurrent=True) is None and run_threads(3, concurrent=False) == 3
