@@ -328,14 +328,17 @@ def bench_rerank_reuse(s: Any, scratch: Path) -> dict[str, Any]:
     from analysis.metrics import evaluate_run
     from analysis.report import load_cfg
     from analysis.views import DatasetView
-    from experiments.runner import run_experiment
+    from experiments.api import resolve_runs, run_missing
     from lethe.llm.backends import make_llm
     from lethe.stages.rerank import DECODING, BudgetedReranker
 
     n, budgets, target_ms = int(s.queries), [float(b) for b in s.budgets_ms], float(s.target_ms)
     common = ["dataset=lethebench", f"dataset.sample={n}", *[str(o) for o in s.overrides]]
-    it3 = RunFolder(run_experiment(load_config(["method=lethe_iter3", *common, f"results_dir={scratch}",
-                                                "run.progress=false", "run.print_summary=false"])))
+    # its learned-fusion model is keyed by this query pool (the sample): built first if missing, as reproduce does
+    it3_run, = resolve_runs("lethe_iter3", {"lethebench": common[1:]},
+                            [f"results_dir={scratch}", "run.progress=false", "run.print_summary=false"])
+    run_missing([it3_run], progress=False)
+    it3 = RunFolder(it3_run.folder)
     folder = Path(it3.manifest["dataset"]["folder"])
     queries = pd.read_parquet(folder / "queries.parquet").set_index("query_id")
     text = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
