@@ -355,7 +355,8 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     """Compute the run ``plan`` describes on ``ds`` and write its results folder (the caller holds its lock)."""
     ident, ds_folder = plan.identity, plan.dataset_folder
     started = dt.datetime.now(dt.timezone.utc)
-    threads = run_threads(plan.settings.threads, launch_info()["concurrent"])
+    launch = launch_info()
+    threads = run_threads(plan.settings.threads, launch["concurrent"])
     if threads is not None:
         set_threads(threads)
     rss_start, load_start, cpu_start = peak_rss_mb(), load_average(), cpu_snapshot()
@@ -374,7 +375,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
     check_llm_failures(metrics, plan.settings.max_error_share)   # before anything is written
     ended = dt.datetime.now(dt.timezone.utc)
-    launch, load_end, other_cores = launch_info(), load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
+    load_end, other_cores = load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
     manifest = {
         "config": plan.config,
         "hashed_config": ident.hashed,

@@ -75,7 +75,6 @@ def load_average() -> list[float] | None:
         return None
 
 
-
 # Other processes busy on more than this share of the cores during a run make its latencies invalid.
 OTHER_CPU_SHARE_LIMIT = 0.25
 

@@ -25,6 +25,13 @@ def check_device(device: str, key: str = "device") -> str:
     return device
 
 
+def _mps_available() -> bool:
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    return mps is not None and mps.is_available()
+
+
 def resolve_device(device: str, key: str = "device") -> str:
     """The torch device to use: ``auto`` -> ``cuda`` if torch sees a CUDA GPU, else ``mps`` if available,
     else ``cpu``; an explicit GPU that this machine lacks raises DeviceError naming ``key``."""
@@ -32,21 +39,16 @@ def resolve_device(device: str, key: str = "device") -> str:
 
     device = check_device(device, key)
     if device == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        mps = getattr(torch.backends, "mps", None)
-        return "mps" if mps is not None and mps.is_available() else "cpu"
+        return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise DeviceError(f"{key}={device!r}: torch sees no CUDA GPU here (torch {torch.__version__}); "
-                              f"use cpu or auto, or install a CUDA build of torch (README, 'GPU machines')")
+                              f"use cpu or auto, or install a CUDA build of torch (README, 'Clusters (Slurm), local submitit and GPUs')")
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
             raise DeviceError(f"{key}={device!r}: only {torch.cuda.device_count()} CUDA device(s) here")
-    if device == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise DeviceError(f"{key}='mps': this machine has no Apple MPS device; use cpu or auto")
+    if device == "mps" and not _mps_available():
+        raise DeviceError(f"{key}='mps': this machine has no Apple MPS device; use cpu or auto")
     return device
 
 
