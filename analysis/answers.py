@@ -88,6 +88,9 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
 
 from nltk.stem import PorterStemmer
 
@@ -177,3 +180,20 @@ def score_answer(pred: str, gold: str, category: str | None) -> dict[str, float]
         gold = gold.split(";")[0].strip()
     f1 = multi_answer_f1(pred, gold) if category == "multi-hop" else token_f1(pred, gold)
     return {"f1": f1, "rouge_l": rouge_l(pred, gold), "em": exact_match(pred, gold)}
+
+
+def embedding_similarity(preds: Sequence[str], golds: Sequence[str],
+                         encode: Callable[[list[str]], np.ndarray]) -> list[float]:
+    """Cosine similarity of each prediction's embedding with its gold answer's (seed 001's "SBERT similarity").
+
+    ``encode(texts)`` returns L2-normalized vectors of shape (len(texts), dim) (the run's embedder, MiniLM by
+    default); texts are embedded as given, without normalize_answer. One value per pair, in [-1, 1].
+    """
+    if len(preds) != len(golds):
+        raise ValueError(f"{len(preds)} predictions for {len(golds)} gold answers")
+    if not preds:
+        return []
+    vecs = np.asarray(encode([str(p) for p in preds] + [str(g) for g in golds]), dtype=np.float64)
+    n = len(preds)
+    a, b = vecs[:n], vecs[n:]
+    return [float(x) for x in np.einsum("ij,ij->i", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))]

@@ -51,14 +51,20 @@ def without_placement(cfg: Any) -> Any:
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
     options excluded). ``run.metrics`` enters in its canonical (ranx) spelling, so ``nDCG@10`` and
-    ``ndcg@10`` give one config hash (analysis.metric_names)."""
+    ``ndcg@10`` give one config hash (analysis.metric_names). The ``answers`` section, and the embedder that
+    scores answer similarity, enter only when answers are on, so runs without answers keep the hash they had
+    before the section existed."""
     run = {**resolved["run"], "metrics": list(canonical_metrics(resolved["run"]["metrics"], "run.metrics"))}
+    answers = resolved.get("answers") or {}
+    extra = ({"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
+             if answers.get("enabled") else {})
     return {
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
         "method": without_placement(resolved["method"]),
         "chunking": resolved["chunking"],
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
+        **extra,
     }
 
 

@@ -27,7 +27,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from analysis.answers import score_answer
+from analysis.answers import embedding_similarity, score_answer
 from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
@@ -41,6 +41,7 @@ from experiments.run_identity import RunIdentity, config_hash, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
+from lethe.stages.answering import AnswerStage, answer_stage_from_config
 from lethe.core.faults import kill_point
 from lethe.core.hashing import sha256_file
 from lethe.core.typed_config import ConfigError, check_section
@@ -173,6 +174,47 @@ def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> di
     return rec
 
 
+def build_answer_stage(plan: RunPlan) -> tuple[AnswerStage | None, list[Any]]:
+    """The run's ``answers`` stage (None when off) and the LLM backends it built (one per distinct config)."""
+    cfg = plan.config.get("answers") or {}
+    if not cfg.get("enabled"):
+        return None, []
+    from lethe.llm.backends import make_llm
+
+    llms: dict[str, Any] = {}
+
+    def llm_for(llm_cfg: Mapping[str, Any] | None, part: str) -> Any:
+        if not llm_cfg:
+            raise ConfigError(f"answers.{part + '.' if part else ''}llm is required (an LLM config, conf/llm/*.yaml)")
+        key = repr(sorted(dict(llm_cfg).items()))
+        if key not in llms:
+            llms[key] = make_llm(dict(llm_cfg), plan.cache_dir)
+        return llms[key]
+
+    return answer_stage_from_config(cfg, llm_for, "answers"), list(llms.values())
+
+
+def add_answer_similarity(per_query: pd.DataFrame, ds: Dataset, plan: RunPlan) -> pd.DataFrame:
+    """``answer_similarity``: cosine of the generated and the gold answer's embeddings under the run's embedder
+    (analysis.answers.embedding_similarity) for every answered query with a gold answer; None elsewhere."""
+    if "answer" not in per_query or per_query["answer"].isna().all():
+        return per_query
+    gold = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
+    rows = [i for i, (q, a) in enumerate(zip(per_query["query_id"], per_query["answer"]))
+            if isinstance(a, str) and isinstance(gold.get(q), str) and gold[q].strip()]
+    sims: list[float | None] = [None] * len(per_query)
+    if rows:
+        from lethe.retrieval.dense import make_embedder
+
+        emb = make_embedder(plan.config["embedder"], plan.cache_dir, progress=False)
+        values = embedding_similarity([per_query["answer"].iat[i] for i in rows],
+                                      [gold[per_query["query_id"].iat[i]] for i in rows],
+                                      lambda texts: emb.encode(texts, role="query"))
+        for i, v in zip(rows, values):
+            sims[i] = v
+    return per_query.assign(answer_similarity=sims)
+
+
 def answer_summary(per_query: pd.DataFrame) -> dict[str, Any]:
     """Means of the answer metrics and the hallucination rate (unsupported / judged: answers the judge
     model judged; abstentions and judge failures are counted in ``judge_status``, not in the rate)."""
@@ -186,6 +228,8 @@ def answer_summary(per_query: pd.DataFrame) -> dict[str, Any]:
         "scored": int(len(scored)), "f1": float(scored.mean()) if len(scored) else None,
         "rouge_l": float(gen["answer_rouge_l"].dropna().mean()) if len(scored) else None,
         "exact_match": float(gen["answer_em"].dropna().mean()) if len(scored) else None,
+        "similarity": float(gen["answer_similarity"].dropna().mean())
+        if "answer_similarity" in gen and gen["answer_similarity"].notna().any() else None,
         "judged": int(len(sup)),
         "judge_status": {k: int(v) for k, v in gen["answer_judge_status"].value_counts().items()}
         if "answer_judge_status" in gen else {},
@@ -282,6 +326,15 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
             raise ConfigError(f"{key}={value!r}: must be a plain name (letters, digits and _ . + -), not a path")
     check_section({k: v for k, v in method.items() if k not in ("name", "variant")}, "method",
                   given=("cache_dir", "progress"))
+    answers = resolved.get("answers") or {}
+    if answers.get("enabled"):
+        if (method.get("generation") or {}).get("enabled"):
+            raise ConfigError("answers.enabled=true and method.generation.enabled=true: the method already generates "
+                              "answers (Lethe iteration 4); switch one of them off")
+        if answers.get("sample") is not None and not _int_at_least(answers["sample"], 1):
+            raise ConfigError(f"answers.sample={answers['sample']!r}: must be null (every query) or an integer >= 1")
+        if not _int_at_least(answers.get("context_docs"), 1):
+            raise ConfigError(f"answers.context_docs={answers.get('context_docs')!r}: must be an integer >= 1")
     results = project_path(resolved["results_dir"])
     try:
         results.mkdir(parents=True, exist_ok=True)
@@ -366,11 +419,16 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     init_s = time.perf_counter() - t0
     docs_by_scope = group_docs(ds)
     bind_method(method, plan, docs_by_scope, list(queries["query_id"]))
+    answering, answer_llms = build_answer_stage(plan)
+    if answering is not None:
+        answering.set_queries(list(queries["query_id"]))
     try:
-        searched = search_queries(method, plan, ds, queries, docs_by_scope)
+        searched = search_queries(method, plan, ds, queries, docs_by_scope, answering)
     finally:
         method.close()
-    per_query = pd.DataFrame(searched.records)
+        for llm in answer_llms:
+            llm.close()
+    per_query = add_answer_similarity(pd.DataFrame(searched.records), ds, plan)
     check_error_share(per_query, plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
     check_llm_failures(metrics, plan.settings.max_error_share)   # before anything is written
@@ -384,6 +442,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
                     "content_sha256": ds.content_sha256,
                     "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
         "method": method.describe(),
+        "answers": {**answering.describe(), "llms": [llm.describe() for llm in answer_llms]} if answering else None,
         "git": git_info(),
         "packages": package_versions(),
         "hardware": hardware(),
@@ -425,11 +484,13 @@ def bind_method(method: Any, plan: RunPlan, docs_by_scope: Mapping[str, list[Doc
 
 
 def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFrame,
-                   docs_by_scope: Mapping[str, list[Doc]]) -> Searched:
+                   docs_by_scope: Mapping[str, list[Doc]], answering: AnswerStage | None = None) -> Searched:
     """Index and search every selected query in eligibility order; per-query errors are recorded, an
-    ineligible or duplicate doc stops the run."""
+    ineligible or duplicate doc stops the run. ``answering`` (the run's ``answers`` section) answers the sampled
+    queries from their final ranking after the timed search."""
     label, k = plan.identity.label, plan.settings.k
     answers = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
+    text_of = dict(zip(ds.corpus["doc_id"], ds.corpus["text"])).__getitem__ if answering is not None else None
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
     index_seconds, index_calls, warmed = 0.0, 0, not plan.settings.warmup
@@ -480,6 +541,11 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
                 except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
                     rec.update(status="annotate_error", error=f"{type(exc).__name__}: {exc}")
             ranking = top_k(res.ranking, k)
+            if answering is not None and answering.wants(row.query_id):   # outside the query's latency, like annotate
+                try:
+                    answering.annotate(query.text, SearchResult(ranking, res.timings_ms, res.flags), text_of)
+                except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
+                    rec.update(status="annotate_error", error=f"{type(exc).__name__}: {exc}")
             run[row.query_id] = ranking
             rec["n_results"] = len(ranking)
             if not ranking:

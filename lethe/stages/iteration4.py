@@ -17,7 +17,7 @@ Iteration 4 = iteration 3's ranking, then (each a config switch of ``LethePipeli
 3. ``generation`` (:class:`GenerationConfig`, optional; on for the paper experiment): for a seeded
    sample of ``sample`` queries of the run (``seed``; the runner passes the run's query ids through
    ``set_queries``), generate an answer from the top ``context_docs`` docs of the final ranking
-   (``lethe.stages.generation.AnswerGenerator``) and, with ``judge.enabled``, ask a pinned judge prompt
+   (``lethe.stages.answering.AnswerStage``, shared with every method's ``answers``: ``AnswerGenerator``) and, with ``judge.enabled``, ask a pinned judge prompt
    whether the answer is supported by those same docs (``lethe.stages.generation.HallucinationJudge``).
    Generation and judging happen in :meth:`Iteration4.annotate`, which the runner calls *after* the
    timed search: the query's ``latency_ms`` is retrieval (through reranking and contradiction
@@ -36,8 +36,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-
-import numpy as np
 
 from lethe.stages.contradiction.rules import Conflict, demote
 from lethe.core.protocol import Doc, Query, SearchResult, record_llm_failures
@@ -108,7 +106,7 @@ class Iteration4:
         self.rr_cfg, self.ct_cfg, self.gen_cfg = llm_rerank, contradiction, generation
         self.cache_dir = cache_dir
         self._llms: dict[str, Any] = {}
-        self.reranker = self.detector = self.generator = self.judge = None
+        self.reranker = self.detector = None
         if self.rr_cfg is not None and self.rr_cfg.enabled:
             from lethe.stages.rerank import BudgetedReranker
 
@@ -126,24 +124,18 @@ class Iteration4:
                 raise ValueError(f"contradiction.penalty must be in [0, 1], got {self.ct_cfg.penalty}")
             llm = self._llm(self.ct_cfg.llm, "contradiction") if self.ct_cfg.backend == "llm" else None
             self.detector = make_detector(self.ct_cfg.backend, llm=llm, **dict(self.ct_cfg.options))
+        self.answering = None   # lethe.stages.answering.AnswerStage: the one answer stage every method shares
         if self.gen_cfg is not None and self.gen_cfg.enabled:
-            from lethe.stages.generation import AnswerGenerator, HallucinationJudge
+            from lethe.stages.answering import answer_stage_from_config
 
-            self.generator = AnswerGenerator(self._llm(self.gen_cfg.llm, "generation"),
-                                             context_docs=self.gen_cfg.context_docs, **dict(self.gen_cfg.options))
-            judge = dict(self.gen_cfg.judge or {})
-            unknown = sorted(set(judge) - {"enabled", "llm", "options"})
-            if unknown:
-                raise ValueError(f"unknown key(s) {unknown} in method.generation.judge; known: enabled, llm, options")
-            if judge.get("enabled", True):
-                self.judge = HallucinationJudge(self._llm(judge.get("llm"), "generation.judge"),
-                                                **dict(judge.get("options") or {}))
-        self._selected: set[str] | None = None  # query ids chosen for generation (None: all)
+            self.answering = answer_stage_from_config(
+                asdict(self.gen_cfg), lambda cfg, part: self._llm(cfg, "generation" + (f".{part}" if part else "")),
+                "method.generation")
         self._conflicts: list[Conflict] = []
 
     @property
     def active(self) -> bool:
-        return any(x is not None for x in (self.reranker, self.detector, self.generator))
+        return any(x is not None for x in (self.reranker, self.detector, self.answering))
 
     # -- construction helpers -------------------------------------------------------------------
     def _llm(self, cfg: Mapping[str, Any] | None, section: str, cache: bool | None = None) -> Any:
@@ -187,25 +179,19 @@ class Iteration4:
             out["llm_rerank"]["reranker"] = self.reranker.describe()
         if self.detector is not None:
             out["contradiction"]["detector"] = self.detector.describe()
-        if self.generator is not None:
-            out["generation"]["generator"] = self.generator.describe()
-        if self.judge is not None:
-            out["generation"]["judge_model"] = self.judge.describe()
+        if self.answering is not None:
+            stage = self.answering.describe()
+            out["generation"]["generator"] = stage["generator"]
+            if stage["judge_model"] is not None:
+                out["generation"]["judge_model"] = stage["judge_model"]
         out["llms"] = [llm.describe() for llm in self._llms.values()]
         return out
 
     # -- runner hooks ---------------------------------------------------------------------------
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Choose the seeded generation sample among the run's queries."""
-        if self.generator is None:
-            return
-        ids = sorted(set(query_ids))
-        n = self.gen_cfg.sample
-        if n is None or n >= len(ids):
-            self._selected = set(ids)
-        else:
-            rng = np.random.default_rng(self.gen_cfg.seed)
-            self._selected = {ids[i] for i in rng.choice(len(ids), size=int(n), replace=False)}
+        if self.answering is not None:
+            self.answering.set_queries(query_ids)
 
     def on_index(self, docs: Sequence[Doc]) -> None:
         """Detection over the whole eligible set (``check_depth: null``), once per indexed doc set."""
@@ -260,23 +246,8 @@ class Iteration4:
 
     def annotate(self, query: Query, result: SearchResult, docs_by_id: Mapping[str, Doc]) -> None:
         """Answer generation and judging for the sampled queries (outside the timed search)."""
-        if self.generator is None or (self._selected is not None and query.query_id not in self._selected):
-            return
-        contexts = [docs_by_id[d].text for d, _ in result.ranking[: self.gen_cfg.context_docs]]
-        g = self.generator.generate(query.text, contexts)
-        record_llm_failures(result.flags, infra=int(g.status in ("timeout", "error")))
-        result.timings_ms["generation"] = g.llm_ms
-        out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
-                               "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
-        if self.judge is not None and g.answer is not None:
-            j = self.judge.judge(g.answer, contexts, query.text)
-            record_llm_failures(result.flags, infra=int(j.status in ("timeout", "error")),
-                                parse=int(j.status == "parse_failure"))
-            result.timings_ms["judge"] = j.llm_ms
-            # only a model judgment counts: abstentions (not sent to the judge) and failures stay None
-            out.update(supported=j.supported if j.status == "ok" else None, p_supported=j.p_supported,
-                       judge_status=j.status)
-        result.flags["generation"] = out
+        if self.answering is not None and self.answering.wants(query.query_id):
+            self.answering.annotate(query.text, result, lambda d: docs_by_id[d].text)
 
     def close(self) -> None:
         for llm in self._llms.values():

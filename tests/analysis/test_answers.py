@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 from nltk.stem import PorterStemmer
 from rouge_score import rouge_scorer
@@ -271,3 +272,24 @@ def test_rouge_l_equals_rouge_score_with_its_stemmer_where_the_tokenizations_agr
         agree += 1
         assert rouge_l(p, g) == pytest.approx(scorer.score(ng, np_)["rougeL"].fmeasure, abs=1e-12), (p, g)
     assert agree > 600, agree   # 725 of 1,977 pairs at the time of writing
+
+
+def test_embedding_similarity_is_the_cosine_of_each_pair_by_hand():
+    from analysis.answers import embedding_similarity
+
+    vectors = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0], "d": [-1.0, 0.0]}
+    encode = lambda texts: np.array([vectors[t] for t in texts])   # noqa: E731 - a fixed, normalized "embedder"
+    # cos(a, b) = 0.6, cos(b, c) = 0.8, cos(a, d) = -1, cos(c, c) = 1
+    assert embedding_similarity(["a", "b", "a", "c"], ["b", "c", "d", "c"], encode) == pytest.approx([0.6, 0.8, -1.0, 1.0])
+    assert embedding_similarity([], [], encode) == []
+    with pytest.raises(ValueError, match="gold"):
+        embedding_similarity(["a"], [], encode)
+
+
+def test_embedding_similarity_with_minilm_ranks_a_paraphrase_above_an_unrelated_answer(embedder):
+    from analysis.answers import embedding_similarity
+
+    encode = lambda texts: embedder.encode(texts, role="query")   # noqa: E731
+    para, unrelated = embedding_similarity(["She moved to Lisbon in May.", "The printer is out of toner."],
+                                           ["In May she relocated to Lisbon."] * 2, encode)
+    assert para > 0.7 > unrelated and unrelated < 0.3

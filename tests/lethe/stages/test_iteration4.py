@@ -127,11 +127,11 @@ def test_generation_sample_is_seeded_and_annotates_outside_search(embedder, fake
     p = pipeline(embedder, generation=gen)
     ids = [f"q{i}" for i in range(6)]
     p.set_queries(ids)
-    chosen = set(p.it4._selected)
+    chosen = set(p.it4.answering._selected)
     assert len(chosen) == 2
     p2 = pipeline(embedder, generation=gen)
     p2.set_queries(list(reversed(ids)))
-    assert set(p2.it4._selected) == chosen  # same seed, same sample, whatever the order
+    assert set(p2.it4.answering._selected) == chosen  # same seed, same sample, whatever the order
     answered = []
     for qid in ids:
         q = Query(QUERY.text, (), qid, "s")

@@ -1,0 +1,105 @@
+"""Answers for a seeded sample of a run's queries, from the top passages of a ranking, optionally judged.
+
+One implementation for every method: the runner's ``answers`` section (any method, conf/answers/default.yaml)
+and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
+
+- **Sample** (:func:`sample_queries`): the run's query ids, sorted and de-duplicated; ``sample`` of them
+  drawn without replacement by ``numpy.random.default_rng(seed).choice`` (null or >= the count: all).
+- **Context**: the texts of the first ``context_docs`` docs of the final ranking, in ranking order.
+- **Answer**: ``lethe.stages.generation.AnswerGenerator``; with a judge, the answer and the same passages go
+  to ``lethe.stages.generation.HallucinationJudge``.
+- **Recorded** on the query: ``result.flags["generation"]`` = {answer, status, context_docs, prompt_tokens,
+  completion_tokens[, supported, p_supported, judge_status]} and ``result.timings_ms["generation"]`` /
+  ``["judge"]`` in ms; a generation that timed out or failed, and a judgment that did, count as LLM
+  failures of the query (``lethe.core.protocol.record_llm_failures``), a judge reply that is not yes/no as
+  a parse failure. Only a model judgment sets ``supported``; abstentions and failures leave it None.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from lethe.core.protocol import SearchResult, record_llm_failures
+from lethe.llm.base import LLMBackend
+from lethe.stages.generation import AnswerGenerator, HallucinationJudge
+
+__all__ = ["AnswerStage", "answer_stage_from_config", "sample_queries"]
+
+JUDGE_KEYS = ("enabled", "llm", "options")
+
+
+def sample_queries(query_ids: Sequence[str], n: int | None, seed: int) -> set[str]:
+    """The seeded sample of ``n`` query ids (all of them when ``n`` is None or >= their number)."""
+    ids = sorted(set(query_ids))
+    if n is None or n >= len(ids):
+        return set(ids)
+    if int(n) < 1:
+        raise ValueError(f"sample must be null or >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    return {ids[i] for i in rng.choice(len(ids), size=int(n), replace=False)}
+
+
+class AnswerStage:
+    """Generate (and judge) answers for the sampled queries (module docstring)."""
+
+    def __init__(self, generator: AnswerGenerator, judge: HallucinationJudge | None, *, context_docs: int,
+                 sample: int | None, seed: int):
+        if int(context_docs) < 1:
+            raise ValueError(f"context_docs must be >= 1, got {context_docs}")
+        self.generator, self.judge = generator, judge
+        self.context_docs, self.sample, self.seed = int(context_docs), sample, int(seed)
+        self._selected: set[str] | None = None   # None until set_queries: every query
+
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Draw the seeded sample among the run's query ids."""
+        self._selected = sample_queries(query_ids, self.sample, self.seed)
+
+    def wants(self, query_id: str | None) -> bool:
+        """Whether the query is in the sample."""
+        return self._selected is None or query_id in self._selected
+
+    def annotate(self, query_text: str, result: SearchResult, text_of: Callable[[str], str]) -> None:
+        """Answer from the top ``context_docs`` of ``result.ranking`` (``text_of(doc_id)`` gives a doc's text)
+        and record it on ``result`` (module docstring). The caller checks :meth:`wants` first."""
+        contexts = [text_of(d) for d, _ in result.ranking[: self.context_docs]]
+        g = self.generator.generate(query_text, contexts)
+        record_llm_failures(result.flags, infra=int(g.status in ("timeout", "error")))
+        result.timings_ms["generation"] = g.llm_ms
+        out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
+                               "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
+        if self.judge is not None and g.answer is not None:
+            j = self.judge.judge(g.answer, contexts, query_text)
+            record_llm_failures(result.flags, infra=int(j.status in ("timeout", "error")),
+                                parse=int(j.status == "parse_failure"))
+            result.timings_ms["judge"] = j.llm_ms
+            # only a model judgment counts: abstentions (not sent to the judge) and failures stay None
+            out.update(supported=j.supported if j.status == "ok" else None, p_supported=j.p_supported,
+                       judge_status=j.status)
+        result.flags["generation"] = out
+
+    def describe(self) -> dict[str, Any]:
+        """Sample, seed, context size, and the generator's and judge's models, prompts and decoding."""
+        return {"sample": self.sample, "seed": self.seed, "context_docs": self.context_docs,
+                "generator": self.generator.describe(),
+                "judge_model": self.judge.describe() if self.judge is not None else None}
+
+
+def answer_stage_from_config(cfg: Mapping[str, Any], llm_for: Callable[[Mapping[str, Any] | None, str], LLMBackend],
+                             section: str) -> AnswerStage:
+    """An AnswerStage from a config section {sample, seed, context_docs, options, llm, judge: {enabled, llm,
+    options}}; ``llm_for(llm_config, part)`` builds (or shares) the backend of ``part`` ("" = the generator,
+    "judge"); ``section`` names the config section in errors (e.g. ``answers`` or ``method.generation``)."""
+    generator = AnswerGenerator(llm_for(cfg.get("llm"), ""), context_docs=int(cfg["context_docs"]),
+                                **dict(cfg.get("options") or {}))
+    judge_cfg = dict(cfg.get("judge") or {})
+    unknown = sorted(set(judge_cfg) - set(JUDGE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown} in {section}.judge; known: {', '.join(JUDGE_KEYS)}")
+    judge = None
+    if judge_cfg.get("enabled", True):
+        judge = HallucinationJudge(llm_for(judge_cfg.get("llm"), "judge"),
+                                   **dict(judge_cfg.get("options") or {}))
+    return AnswerStage(generator, judge, context_docs=int(cfg["context_docs"]), sample=cfg.get("sample"),
+                       seed=int(cfg.get("seed", 0)))
