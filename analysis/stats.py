@@ -336,3 +336,33 @@ def correct_family(df: pd.DataFrame, p_col: str = "p_wilcoxon") -> pd.DataFrame:
     out["p_holm"] = adjust(p, "holm")
     out["p_bh"] = adjust(p, "bh")
     return out
+
+
+# --------------------------------------------------------------------------- proportions and power
+
+
+def proportion_ci(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
+    """Share ``k / n`` with its Wilson score interval (scipy.stats.binomtest(...).proportion_ci(method="wilson")).
+
+    Returns share, ci_low, ci_high, k, n; NaN share and interval when n == 0 (nothing was observed)."""
+    k, n = int(k), int(n)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n == 0:
+        return {"share": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "k": 0, "n": 0}
+    ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return {"share": k / n, "ci_low": float(ci.low), "ci_high": float(ci.high), "k": k, "n": n}
+
+
+def min_detectable_difference(sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference a two-sided test at level ``alpha`` detects with probability ``power`` on
+    ``n`` queries whose per-query differences have standard deviation ``sd_diff`` (normal approximation):
+    ``(z[1 - alpha/2] + z[power]) * sd_diff / sqrt(n)``. In the metric's units; NaN when n < 2."""
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
+    if n < 2 or not np.isfinite(sd_diff):
+        return float("nan")
+    z = scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
+    return float(z * sd_diff / np.sqrt(n))

@@ -77,6 +77,10 @@ class ExactTerms:
     dropped: tuple[str, ...]
     model_flag: bool
     use_boost: bool
+    importance: str | None = None   # "none" | "low" | "medium" | "high" when the reply gives keyword_importance
+
+
+IMPORTANCE_LEVELS = ("none", "low", "medium", "high")
 
 
 def normalize(text: str) -> str:
@@ -202,7 +206,8 @@ def parse_keywords(text: str, max_per_list: int = 10) -> Keywords:
 
 
 def parse_exact_terms(text: str, query: str, max_terms: int = 10) -> ExactTerms:
-    """Exact-match terms that occur in ``query``; made-up terms are dropped and reported."""
+    """Exact-match terms that occur in ``query``; made-up terms are dropped and reported. An optional
+    ``keyword_importance`` (exact_terms.v2) must be one of IMPORTANCE_LEVELS; "none" means no boost."""
     obj = extract_json(text, dict)
     if "exact_match_terms" not in obj or "use_keyword_boost" not in obj:
         raise ParseError("missing_key", "needs 'exact_match_terms' and 'use_keyword_boost'")
@@ -212,10 +217,15 @@ def parse_exact_terms(text: str, query: str, max_terms: int = 10) -> ExactTerms:
     terms = _string_list(obj["exact_match_terms"], "exact_match_terms")
     if len(terms) > max_terms:
         raise ParseError("too_many", f"{len(terms)} terms, at most {max_terms}")
+    importance = obj.get("keyword_importance")
+    if importance is not None:
+        if not isinstance(importance, str) or importance.strip().lower() not in IMPORTANCE_LEVELS:
+            raise ParseError("wrong_type", f"'keyword_importance' must be one of {IMPORTANCE_LEVELS}, got {importance!r}")
+        importance = importance.strip().lower()
     q = query.casefold()
     kept = tuple(t for t in terms if t.casefold() in q)
     dropped = tuple(t for t in terms if t.casefold() not in q)
-    return ExactTerms(kept, dropped, flag, flag and bool(kept))
+    return ExactTerms(kept, dropped, flag, flag and bool(kept) and importance != "none", importance)
 
 
 def parse_passage(text: str, max_chars: int = 2000) -> str:

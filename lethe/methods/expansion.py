@@ -59,7 +59,9 @@ terms joined by spaces); each doc scores ``(1 - weight) * cosine + weight * keyw
 match, 1 for the best), or ``"match"``: the share of the terms the doc contains (case-insensitive
 substring). Docs outside the candidates keep ``(1 - weight) * cosine`` (which orders them below
 every candidate). The default weight 0.3 is the study's recommended ``CC_ALPHA = 0.7`` semantic
-share. When the LLM detector fails the query gets no boost (``fallback_detector="none"``, the
+share. With ``importance_weights`` (``{low, medium, high}`` -> weight; the LLM detector with ``exact_terms.v2``), each
+boosted query's weight is the one of the ``keyword_importance`` the model gave ("none" = no boost; the seed's
+adaptive alpha, section 12 "Option 2"). When the LLM detector fails the query gets no boost (``fallback_detector="none"``, the
 plain query) or the heuristic's terms (``"heuristic"``); either way it is flagged.
 """
 
@@ -309,8 +311,8 @@ class KeywordBoostSearch(_ExpansionMethod):
                  add_bm25_hits: bool = True, depth: int = 100, k1: float = 1.2, b: float = 0.75,
                  fallback_detector: str = "none", timeout_s: float | None = 30.0,
                  decoding: Decoding | Mapping[str, Any] | None = None, prompts: Mapping[str, str] | None = None,
-                 max_terms: int = 10, name: str = "keyword_boost", cache_dir: str | Path | None = None,
-                 progress: bool = True) -> None:
+                 max_terms: int = 10, importance_weights: Mapping[str, float] | None = None,
+                 name: str = "keyword_boost", cache_dir: str | Path | None = None, progress: bool = True) -> None:
         if detector not in ("heuristic", "llm"):
             raise ValueError(f"detector must be 'heuristic' or 'llm', got {detector!r}")
         if keyword_score not in ("bm25", "match"):
@@ -319,6 +321,7 @@ class KeywordBoostSearch(_ExpansionMethod):
             raise ValueError(f"fallback_detector must be 'none' or 'heuristic', got {fallback_detector!r}")
         if not 0.0 <= float(weight) <= 1.0:
             raise ValueError(f"weight must be in [0, 1], got {weight}")
+        self.importance_weights = self._check_importance_weights(importance_weights, detector)
         self.name = name
         self.detector, self.weight, self.keyword_score = detector, float(weight), keyword_score
         self.add_bm25_hits, self.depth, self.k1, self.b = bool(add_bm25_hits), int(depth), float(k1), float(b)
@@ -336,6 +339,17 @@ class KeywordBoostSearch(_ExpansionMethod):
         self.texts_lower = [t.lower() for t in texts]
 
     @staticmethod
+    def _check_importance_weights(weights: Mapping[str, float] | None, detector: str) -> dict[str, float] | None:
+        if weights is None:
+            return None
+        if detector != "llm":
+            raise ValueError("importance_weights needs detector='llm' (the model rates keyword_importance)")
+        w = {str(k): float(v) for k, v in dict(weights).items()}
+        if set(w) != {"low", "medium", "high"} or not all(0.0 <= v <= 1.0 for v in w.values()):
+            raise ValueError(f"importance_weights must map low, medium and high to weights in [0, 1], got {weights}")
+        return w
+
+    @staticmethod
     def heuristic_terms(text: str) -> tuple[str, ...]:
         """``lethe.text.entities.exact_terms`` of ``text``, deduplicated case-insensitively."""
         return tuple(_dedupe([t for _, t in exact_terms(text)]))
@@ -351,7 +365,18 @@ class KeywordBoostSearch(_ExpansionMethod):
         et: ExactTerms = out.value
         flags["hallucinated_terms"] = list(et.dropped)
         flags["llm_use_keyword_boost"] = et.model_flag
+        flags["keyword_importance"] = et.importance
         return et.terms if et.use_boost else ()
+
+    def query_weight(self, flags: Mapping[str, Any]) -> float:
+        """The keyword weight of this query: ``weight``, or with ``importance_weights`` the weight of the importance
+        the model gave (a reply without one keeps ``weight`` and is flagged ``importance_missing``)."""
+        if self.importance_weights is None:
+            return self.weight
+        level = flags.get("keyword_importance")
+        if level not in self.importance_weights:
+            return self.weight
+        return self.importance_weights[level]
 
     def search(self, query: Query, k: int) -> SearchResult:
         timings, flags = self._new_query()
@@ -388,8 +413,12 @@ class KeywordBoostSearch(_ExpansionMethod):
         else:  # share of the terms found in the doc: the exact-match part of Lethe's metadata boost
             sig = QuerySignals(tuple(t.lower() for t in terms), frozenset())
             kw = _MATCH_SHARE.scores(sig, [self.texts_lower[i] for i in cand], [""] * cand.size)
-        fused = (1.0 - self.weight) * cos.astype(np.float64)
-        fused[cand] += self.weight * kw
+        weight = self.query_weight(flags)
+        if self.importance_weights is not None:
+            flags["weight"] = weight
+            flags["importance_missing"] = flags.get("keyword_importance") not in self.importance_weights
+        fused = (1.0 - weight) * cos.astype(np.float64)
+        fused[cand] += weight * kw
         idx = top_indices(fused, k)
         ranking = [(self.dense.ids[i], float(fused[i])) for i in idx]
         timings["fusion"] = _ms(t4)
@@ -399,6 +428,7 @@ class KeywordBoostSearch(_ExpansionMethod):
 
     def describe(self) -> dict[str, Any]:
         out = {"name": self.name, "method": "keyword_boost", "detector": self.detector, "weight": self.weight,
+               "importance_weights": self.importance_weights,
                "keyword_score": self.keyword_score, "add_bm25_hits": self.add_bm25_hits, "depth": self.depth,
                "fallback_detector": self.fallback_detector,
                "bm25": {"implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)", "k1": self.k1, "b": self.b},

@@ -341,3 +341,27 @@ def test_align_rejects_different_query_sets():
         align({"bm25": base, "x": dup}, "m")
     with pytest.raises(ValueError, match="no column"):
         align({"bm25": base}, "recall@50")
+
+
+def test_proportion_ci_is_wilson_by_hand():
+    from analysis.stats import proportion_ci
+
+    k, n, z = 7, 10, 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    r = proportion_ci(k, n)
+    assert r["share"] == 0.7 and r["ci_low"] == pytest.approx(centre - half, abs=1e-9)
+    assert r["ci_high"] == pytest.approx(centre + half, abs=1e-9)   # 0.3968 .. 0.8922
+    assert proportion_ci(0, 5)["ci_low"] == 0.0 and np.isnan(proportion_ci(0, 0)["share"])
+    with pytest.raises(ValueError):
+        proportion_ci(6, 5)
+
+
+def test_min_detectable_difference_by_hand():
+    from analysis.stats import min_detectable_difference
+
+    # (z_0.975 + z_0.8) * sd / sqrt(n) = (1.959964 + 0.841621) * 0.3 / sqrt(20)
+    assert min_detectable_difference(0.3, 20) == pytest.approx(2.801585 * 0.3 / np.sqrt(20), abs=1e-6)
+    assert min_detectable_difference(0.3, 80) == pytest.approx(min_detectable_difference(0.3, 20) / 2)
+    assert np.isnan(min_detectable_difference(0.3, 1))

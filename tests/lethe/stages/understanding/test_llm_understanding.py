@@ -30,7 +30,8 @@ from lethe.stages.understanding.base import QueryUnderstandingBackend, understan
 from lethe.stages.understanding.stage import BACKENDS
 from lethe.stages.understanding.rules import RuleBasedBackend
 
-PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_support", "keywords", "rerank_pointwise", "rewrite"]
+PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_pairwise", "judge_support", "keywords",
+           "rerank_pointwise", "rewrite"]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
 PINNED_SHA256 = {
     "contradiction_pairwise": "86ffc3d0d30e",
@@ -42,8 +43,10 @@ PINNED_SHA256 = {
     "rewrite": "be6e0d12160f",
     "answer": "a7db297e6400",
     "judge_support": "c10f2a55a601",
+    "judge_pairwise": "c39c011282ab",
 }
-SYSTEMS = {load_prompt(n).system: n for n in PROMPTS}
+PINNED_V2 = {"answer": "28257552b060", "exact_terms": "76e4378880dc", "keywords": "a2deec2d3047"}
+SYSTEMS = {load_prompt(n, v).system: n for n in PROMPTS for v in ("v1", "v2") if (n, v) in available_prompts()}
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]
 
 
@@ -111,10 +114,18 @@ def test_every_prompt_loads_with_a_stable_pinned_sha256():
         assert p.text == raw.decode() and not p.system.startswith("#") and "<<<" not in p.system + p.user
 
 
+def test_second_versions_are_pinned_and_keep_their_first_versions_contract():
+    assert sorted(n for n, v in available_prompts() if v == "v2") == sorted(PINNED_V2)
+    for name, pin in PINNED_V2.items():
+        v1, v2 = load_prompt(name, "v1"), load_prompt(name, "v2")
+        assert v2.sha256.startswith(pin), f"{name}.v2.txt changed: add {name}.v3.txt instead"
+        assert v2.placeholders == v1.placeholders and v2.system != v1.system
+
+
 def test_prompt_placeholders():
     got = {n: sorted(load_prompt(n).placeholders) for n in PROMPTS}
     assert got == {"answer": ["context", "query"], "contradiction_pairwise": ["earlier", "later"],
-                   "decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"],
+                   "decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"], "judge_pairwise": ["answer1", "answer2", "query"],
                    "judge_support": ["answer", "context", "query"], "keywords": ["query"],
                    "rerank_pointwise": ["passage", "query"], "rewrite": ["history", "query"]}
 
@@ -583,6 +594,40 @@ def test_keyword_boost_llm_detector(embedder, vector):
     res = m.search(q, 7)
     assert res.ranking == vector.search(q, 7).ranking and not res.flags["keyword_boost"]
     assert res.flags["llm_calls"] == 1 and res.flags["llm_fallback"] == []
+
+
+def test_parse_exact_terms_reads_an_optional_keyword_importance():
+    q = "Why does parseJWT fail?"
+    v1 = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true}', q)
+    assert v1.importance is None and v1.use_boost
+    hi = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "High"}', q)
+    assert hi.importance == "high" and hi.use_boost
+    none = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "none"}', q)
+    assert none.importance == "none" and not none.use_boost   # "none" means no boost even with a term
+    with pytest.raises(ParseError):
+        parse_exact_terms('{"exact_match_terms": [], "use_keyword_boost": false, "keyword_importance": "very"}', q)
+
+
+def test_keyword_boost_adaptive_weight_follows_the_importance(embedder, vector):
+    q = Query("What does parseJWT check?")
+    cos = dict(vector.search(q, 7).ranking)
+    weights = {"low": 0.15, "medium": 0.3, "high": 0.5}
+    for level, w in weights.items():
+        reply = '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "%s"}' % level
+        m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": reply}, detector="llm",
+                    prompts={"exact_terms": "v2"}, importance_weights=weights)
+        res = m.search(q, 7)
+        assert res.flags["keyword_importance"] == level and res.flags["weight"] == w and not res.flags["importance_missing"]
+        # the best BM25 match gets keyword score 1: (1 - w) * cosine + w
+        assert dict(res.ranking)["jwt"] == pytest.approx((1 - w) * cos["jwt"] + w, abs=1e-6)
+    m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true}'},
+                detector="llm", prompts={"exact_terms": "v2"}, importance_weights=weights)
+    res = m.search(q, 7)
+    assert res.flags["importance_missing"] and res.flags["weight"] == 0.3   # no rating: the fixed weight, flagged
+    with pytest.raises(ValueError, match="importance_weights"):
+        KeywordBoostSearch(embedder, importance_weights=weights)   # the heuristic detector rates nothing
+    with pytest.raises(ValueError, match="importance_weights"):
+        make(KeywordBoostSearch, embedder, {}, detector="llm", importance_weights={"low": 0.1})
 
 
 def test_keyword_boost_llm_failure(embedder, vector):
