@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from analysis import ce_selection as CS
 from analysis import gates as G
 from analysis import plans as P
+from analysis import seeds as SEEDS
 from analysis import formatting as F
 from analysis import views as V
 from analysis import tables as T
@@ -61,6 +62,8 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     if "family_metrics" in out:
         out["family_metrics"] = [canonical_or_other(m) for m in out["family_metrics"]]
     out.setdefault("claims", str(PROJECT_ROOT.parent / "shared" / "paper" / "claims.yaml"))
+    if out.get("seeds"):
+        out["seeds"] = str(project_path(out["seeds"]))
     return out  # type: ignore[return-value]
 
 
@@ -219,13 +222,20 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = ()) -> Path:
+def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = (),
+                 studies: Mapping[str, str] | None = None) -> Path:
     """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
-    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section."""
+    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section; ``studies`` maps a
+    finished study's name to its Markdown table (the seed sections show theirs). Runs whose label matches
+    ``study_labels`` appear only in the seed sections."""
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     tdir, fdir = out / "tables", out / "figures"
-    views = V.collect(cfg, refs)
+    all_views = V.collect(cfg, refs)
+    patterns = list(cfg.get("study_labels") or [])
+    study = lambda label: SEEDS.is_study_label(label, patterns)   # noqa: E731
+    views = V.without_labels(all_views, study)
+    main_refs = [r for r in refs if not study(r.label)]
     md = ["# Lethe harness: measured results", "",
           "Every number here was computed from the declared runs' results folders by `python -m experiments.reproduce` "
           "(`make reproduce-all`); nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
@@ -234,8 +244,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
           f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "
           "Wilcoxon signed-rank (Pratt), a paired sign-flip randomization test "
           f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
-          "over the declared family.", "", "## Setup", "", setup_section(views, refs, cfg)]
-    ov = T.overview(views, cfg, refs)
+          "over the declared family.", "", "## Setup", "", setup_section(all_views, refs, cfg)]
+    ov = T.overview(views, cfg, main_refs)
     F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
     md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
     md += ["## Sanity gates: each reranker against its first stage and a random reordering", "",
@@ -305,6 +315,12 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
                "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
                "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
                F.to_markdown(t_it4, F.FOOTNOTE_NM)]
+    if cfg.get("seeds") and Path(cfg["seeds"]).is_file():
+        spec = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {}
+        for title, body, frames in SEEDS.seed_sections(all_views, spec, cfg, studies, {r.key for r in refs}):
+            for name, frame in frames:
+                F.write_table(frame, tdir, f"table_{name}", f"{title}: {name}", footnote=SEEDS.NOTE)
+            md += [f"## {title}", "", body]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     kill_point("writing_report")
     figs = draw_all(views, t2, cfg, fdir, ta=ta)

@@ -4,7 +4,7 @@ with label metrics (Coverage@N, contradiction@k) added, and the bootstrap CIs th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -122,3 +122,19 @@ def paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Map
             "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
             "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"],
             "notes": subset_note + (t["notes"] or "")}
+
+
+def without_labels(views: Mapping[str, DatasetView], drop: Callable[[str], bool]) -> dict[str, DatasetView]:
+    """The views without the runs whose method label ``drop`` selects (finished or missing); datasets left with
+    no finished run are dropped."""
+    out = {}
+    for ds, v in views.items():
+        keep = [m for m in v.runs if not drop(m)]
+        if keep:
+            out[ds] = DatasetView(v.name, v.queries, {m: v.runs[m] for m in keep},
+                                  {m: v.per_query[m] for m in keep if m in v.per_query}, list(v.label_metrics),
+                                  {m: r for m, r in v.missing.items() if not drop(m)})
+            for attr in ("_corpus", "_contra"):
+                if hasattr(v, attr):
+                    setattr(out[ds], attr, getattr(v, attr))
+    return out

@@ -25,9 +25,10 @@ from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
+NOT_TIERS = ("tolerances", "seeds")   # the other files of conf/reference/: tolerance classes, the seed studies' claims
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
 TIER_KEYS = {"description", "report", "overrides", "difficulty", "runs", "studies"}
-STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify"}
+STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify", "runs"}
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ class Study:
     ``python -m <module> <overrides> out_dir=<results_dir>/studies/<name> cache_dir=<cache_dir>``
     (plus ``dataset_folder=<processed folder>`` when ``dataset`` names one), its outputs copied into
     the report's folder under ``publish``; ``verify`` names the JSON rows' key fields and the metrics
-    checked against the expected-scores file."""
+    checked against the expected-scores file. ``runs`` names declared runs of the same tier (name -> run key)
+    whose results folders the study reads: it gets ``run_folders={name: folder, ...}``, and runs after them."""
 
     tier: str
     name: str
@@ -85,6 +87,7 @@ class Study:
     publish: str = "tables"
     row_key: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
+    runs: tuple[tuple[str, str], ...] = ()   # (name, declared run key of this tier)
 
     @property
     def key(self) -> str:
@@ -114,7 +117,7 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
     """Read and expand ``<reference_dir>/<name>.yaml``; errors name the file and the entry."""
     path = project_path(reference_dir) / f"{name}.yaml"
     if not path.is_file():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml") if p.stem != "tolerances")
+        known = sorted(p.stem for p in path.parent.glob("*.yaml") if p.stem not in NOT_TIERS)
         raise FileNotFoundError(f"no tier '{name}': {path} does not exist; known tiers: {known} (or 'all')")
     try:
         doc = yaml.safe_load(path.read_text()) or {}
@@ -160,9 +163,16 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
         if not isinstance(st, dict) or "module" not in st or set(st) - STUDY_KEYS:
             raise ValueError(f"{where}: a study is a mapping with `module` and optional keys {sorted(STUDY_KEYS)}")
         ver = st.get("verify") or {}
+        st_runs = st.get("runs") or {}
+        if not isinstance(st_runs, dict):
+            raise ValueError(f"{where}: runs maps a name to a declared run key (<dataset>/<method label>)")
+        missing = sorted(str(k) for k in st_runs.values() if str(k) not in seen)
+        if missing:
+            raise ValueError(f"{where}: runs names run keys this tier does not declare: {missing}")
         studies.append(Study(name, str(sname), str(st["module"]), tuple(str(a) for a in _as_list(st.get("overrides"))),
                              st.get("dataset"), str(st.get("publish", "tables")),
-                             tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics")))))
+                             tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics"))),
+                             tuple((str(n), str(k)) for n, k in st_runs.items())))
     return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,
                 tuple(_as_list(doc.get("difficulty"))), tuple(studies))
 
@@ -174,7 +184,7 @@ def tier_names(tier: str) -> list[str]:
 
 def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
     """Every tier whose runs belong to ``report`` (the reference report: core, ablations, llm)."""
-    names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem != "tolerances"]
+    names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]
     return [t for t in tiers if t.report == report]

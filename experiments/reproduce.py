@@ -292,6 +292,10 @@ def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) ->
         ds_cfg = load_config([f"dataset={study.dataset}", *extra])
         folder = project_path(ds_cfg.data.processed) / study.dataset / dataset_build_key(ds_cfg)
         cmd.append(f"dataset_folder={_override_value(folder)}")
+    if study.runs:
+        declared = {r.key: r for r in load_tier(study.tier, cfg.reference_dir).runs}
+        folders = {name: resolve(declared[key], _base_overrides(cfg)).folder for name, key in study.runs}
+        cmd.append("run_folders={" + ", ".join(f"{n}: {_override_value(f)}" for n, f in folders.items()) + "}")
     return cmd
 
 
@@ -336,6 +340,18 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
     return lines
 
 
+def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
+    """The Markdown table of every finished study of the report group ``report`` (its first .md file), by name."""
+    out = {}
+    for t in report_tiers(report, cfg.reference_dir):
+        for st in t.studies:
+            folder = study_folder(st, cfg)
+            md = sorted(folder.glob("*.md")) if (folder / "DONE").is_file() else []
+            if md:
+                out[st.name] = md[0].read_text()
+    return out
+
+
 def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
     """Every declared run of the report group ``report``, located by config hash."""
     extra = _base_overrides(cfg)
@@ -364,7 +380,7 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
               + "\n".join(studies))] if studies else []
-    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs, extra)
+    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs, extra, study_tables(report, cfg))
     if refs:
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)

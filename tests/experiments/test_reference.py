@@ -12,7 +12,7 @@ from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 from experiments.reference import DeclaredRun, load_tier, report_tiers, resolve, select, tier_names
 from tests.conftest import DATA_ROOT
 
-TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem != "tolerances")
+TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in ("tolerances", "seeds"))
 CORE_DATASETS = {"lethebench", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
 CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "random_rerank", "faiss_ivf", "mmr",
                 "lethe_iter1", "lethe_iter2", "lethe_iter3"}

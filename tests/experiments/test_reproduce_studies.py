@@ -29,6 +29,9 @@ SETTINGS = {
                                          "n_threads": 2},
     "judge_agreement": {"llms": ["qwen_coder_0_5b", "qwen_coder_1_5b", "smollm2"], "items_file": "tests/data/judge_labels.jsonl",
                         "threshold": 0.5, "timeout_s": None, "n_threads": 1, "llm_cache": False},
+    "seed003_pairwise": {"judges": ["qwen_coder_1_5b"], "prompt_version": "v1", "n_threads": 2, "llm_cache": True,
+                         "labels_file": "tests/data/pairwise_labels.jsonl",
+                         "pairs": [[f"{d}_{m}", f"{d}_{m}_std", f"{d}_{m}_hyde"] for d in ("cs", "mix") for m in ("local", "hybrid")]},
 }
 
 
@@ -48,6 +51,10 @@ def test_llm_tier_studies_compose_to_the_verified_settings(tmp_path):
         assert top.out_dir == str(tmp_path / "r" / "studies" / st.name) and top.cache_dir == str(tmp_path / "c")
         if st.dataset:
             assert top.dataset_folder == str(tmp_path / "p" / "lethebench" / key)
+        for name, run_key in st.runs:   # each named run's results folder, found by config hash like the report's
+            ds, label = run_key.split("/")
+            folder = Path(top.run_folders[name])
+            assert folder.parent == tmp_path / "r" / ds / label and len(folder.name) == 12
 
 
 SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}", "dataset.params.session_turns=[20,30]"]

@@ -1,0 +1,190 @@
+"""The report's seed sections: each seed study's printed numbers ("claimed") beside the harness's measurements.
+
+The spec (``conf/reference/seeds.yaml``) lists, per seed, tables of rows; a row names a declared run on the seed's
+sample (``run``, answers on), optionally the same method on the full data (``full``, retrieval only), the seed's
+printed numbers (``claimed``) and the row it is compared with (``versus``).
+
+Per row (:func:`seed_table`): the answered questions ``n``; answer token F1, ROUGE-L (LoCoMo protocol) and the
+MiniLM answer similarity ("SBERT") as means with BCa intervals over the answered questions
+(``analysis.stats.mean_ci``); for keyword-boost rows the activation rate (share of the sample's queries whose boost
+ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and on the full data.
+
+Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
+(``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
+smallest mean difference a paired test at alpha = 0.05 detects with 80% power on that many questions, from the
+measured standard deviation of the per-question differences (``analysis.stats.min_detectable_difference``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.formatting import NM, fmt, fmt_p
+from analysis.views import DatasetView
+
+ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": "answer_similarity"}
+NOTE = ("Claimed = printed in the seed (copied, never measured here); measured = this harness, means with 95% BCa "
+        "intervals over the answered questions (n). Answers: Qwen2.5-Coder-0.5B from each ranking's top 5 passages "
+        "(conf/answers/default.yaml), scored with LoCoMo's protocol; similarity = cosine of MiniLM embeddings of answer "
+        "and gold (the seed's SBERT). Activation: share of the sample's questions whose keyword boost ran (Wilson "
+        "interval). nDCG@10 sample: on the seed-sized sample; full: the same method on every question. n/m† = declared, "
+        "not run yet.")
+
+
+def _run(views: Mapping[str, DatasetView], key: str | None) -> tuple[DatasetView | None, str | None]:
+    if not key:
+        return None, None
+    ds, label = key.split("/", 1)
+    v = views.get(ds)
+    return (v, label) if v is not None and label in v.per_query else (None, None)
+
+
+def _mean_cell(x: pd.Series, cfg: Mapping[str, Any]) -> str:
+    x = x.dropna().astype(float)
+    if x.empty:
+        return NM
+    ci = stats.mean_ci(x.to_numpy(), int(cfg["bootstrap_resamples"]), float(cfg["confidence"]), int(cfg["seed"]))
+    if np.isnan(ci["ci_low"]):
+        return fmt(ci["mean"])
+    return f"{fmt(ci['mean'])} [{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]"
+
+
+def _claim(row: Mapping[str, Any], key: str) -> str:
+    v = (row.get("claimed") or {}).get(key)
+    return "-" if v is None else f"{v:.4f}" if key != "activation" else f"{v:.0%}"
+
+
+def _activation(v: DatasetView, label: str) -> str:
+    run = v.runs[label]
+    fl = run.flags()
+    if "keyword_boost" not in fl:
+        return "-"
+    on = fl["keyword_boost"].dropna().astype(bool)
+    ci = stats.proportion_ci(int(on.sum()), int(len(on)))
+    return f"{ci['share']:.0%} ({ci['k']}/{ci['n']}) [{ci['ci_low']:.0%}, {ci['ci_high']:.0%}]"
+
+
+def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per spec row: claimed and measured answer metrics, activation, nDCG@10 on the sample and full data."""
+    rows = []
+    for r in table["rows"]:
+        v, label = _run(views, r.get("run"))
+        out: dict[str, Any] = {"row": r["row"], "run": r.get("run")}
+        if v is None:
+            out.update({"n": "n/m†"})
+            rows.append(out)
+            continue
+        pq = v.per_query[label]
+        answered = pq[pq["answer_status"] == "ok"] if "answer_status" in pq else pq.iloc[0:0]
+        out["n"] = int(answered["answer_f1"].notna().sum()) if "answer_f1" in answered else 0
+        for key, col in ANSWER_COLUMNS.items():
+            out[f"{key} claimed"] = _claim(r, key)
+            out[f"{key} measured"] = _mean_cell(answered[col], cfg) if col in answered else NM
+        if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
+            out["activation claimed"] = _claim(r, "activation")
+            out["activation measured"] = _activation(v, label)
+        out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
+        fv, flabel = _run(views, r.get("full"))
+        out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
+                               if fv is not None else ("n/m†" if r.get("full") else "-"))
+        rows.append(out)
+    return pd.DataFrame(rows).fillna("-")
+
+
+def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any],
+                     metric: str = "f1") -> pd.DataFrame:
+    """Paired answer-``metric`` differences of each row with ``versus`` against that row, with the power line."""
+    by_name = {r["row"]: r for r in table["rows"]}
+    col = ANSWER_COLUMNS[metric]
+    rows = []
+    for r in table["rows"]:
+        if not r.get("versus"):
+            continue
+        ref = by_name[r["versus"]]
+        out: dict[str, Any] = {"row": r["row"], "versus": r["versus"]}
+        claimed_a, claimed_b = (r.get("claimed") or {}).get(metric), (ref.get("claimed") or {}).get(metric)
+        out[f"seed's difference"] = f"{claimed_a - claimed_b:+.4f}" if None not in (claimed_a, claimed_b) else "-"
+        (va, la), (vb, lb) = _run(views, r.get("run")), _run(views, ref.get("run"))
+        if va is None or vb is None or col not in va.per_query[la] or col not in vb.per_query[lb]:
+            out.update({"n": "n/m†"})
+            rows.append(out)
+            continue
+        a, b = va.per_query[la][col].dropna(), vb.per_query[lb][col].dropna()
+        common = a.index.intersection(b.index)
+        out["n"] = int(len(common))
+        if len(common) < 2:
+            rows.append(out)
+            continue
+        t = stats.paired_test(a.loc[common].to_numpy(float), b.loc[common].to_numpy(float),
+                              int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"]))
+        d = a.loc[common].to_numpy(float) - b.loc[common].to_numpy(float)
+        sd = float(np.std(d, ddof=1))
+        mde = stats.min_detectable_difference(sd, len(common))
+        out.update({f"measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
+                    "p (Wilcoxon)": fmt_p(t["p_wilcoxon"]), "sd of differences": fmt(sd),
+                    "smallest detectable difference (80% power)": fmt(mde)})
+        if claimed_a is not None and claimed_b is not None:
+            gap = abs(claimed_a - claimed_b)
+            out["could n show the seed's difference?"] = ("yes" if gap >= mde else
+                                                          f"no: {gap:.4f} < {mde:.4f}")
+        rows.append(out)
+    return pd.DataFrame(rows).fillna("-")
+
+
+def power_line(cmp: pd.DataFrame) -> str:
+    """One sentence per comparison with a measured sample: what its number of questions can and cannot show."""
+    key = "smallest detectable difference (80% power)"
+    if cmp.empty or key not in cmp:
+        return ""
+    parts = [f"{r['row']} vs {r['versus']}: with n = {r['n']} paired questions a difference below {r[key]} F1 goes "
+             f"undetected more often than one time in five" for _, r in cmp.iterrows() if r.get(key, "-") != "-"]
+    return ("Power: " + "; ".join(parts) + " (paired test, alpha = 0.05, 80% power, from the measured spread of the "
+            "per-question differences).") if parts else ""
+
+
+def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Mapping[str, Any],
+                  studies: Mapping[str, str] | None = None, declared: set[str] | None = None
+                  ) -> list[tuple[str, str, list[tuple[str, pd.DataFrame]]]]:
+    """(title, Markdown, [(table name, frame)]) per seed of ``spec`` whose runs the report declares (``declared``: run
+    keys; None = every seed); ``studies`` maps a study name to its published Markdown table (seed 003's pairwise
+    judgments), or is missing it when the study has not run."""
+    from analysis.formatting import to_markdown
+
+    out = []
+    for seed, s in spec.items():
+        keys = {r.get(k) for t in s["tables"] for r in t["rows"] for k in ("run", "full")} - {None}
+        if declared is not None and not keys & declared:
+            continue
+        md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, ""]
+        frames: list[tuple[str, pd.DataFrame]] = []
+        for i, table in enumerate(s["tables"]):
+            t = seed_table(views, table, cfg)
+            md += [f"**{table['name']}** (the seed's {table['source']})", "", to_markdown(t)]
+            frames.append((f"{seed}_{i + 1}", t))
+            cmp = comparison_table(views, table, cfg)
+            if not cmp.empty:
+                md += ["Paired answer-F1 differences on the questions both rows answered:", "", to_markdown(cmp)]
+                line = power_line(cmp)
+                if line:
+                    md += [line, ""]
+                frames.append((f"{seed}_{i + 1}_paired", cmp))
+        if s.get("not_run"):
+            md += [f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
+                   "loader accepts them where present).", ""]
+        if s.get("study"):
+            table_md = (studies or {}).get(s["study"])
+            md += [f"Pairwise judgments (study `{s['study']}`):", "",
+                   table_md if table_md else f"`{s['study']}` not run (n/m†).", ""]
+        out.append((s["title"], "\n".join(md), frames))
+    return out
+
+
+def is_study_label(label: str, patterns: Sequence[str]) -> bool:
+    """Whether a method label belongs to a seed study (its runs are shown only in the seed sections)."""
+    from fnmatch import fnmatch
+
+    return any(fnmatch(label, p) for p in patterns)

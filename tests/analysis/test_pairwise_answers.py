@@ -1,0 +1,90 @@
+"""analysis/pairwise_answers.py: win rates and their intervals by hand, agreement with labels, the labelled file, and
+the study end to end on two real runs' answers (BM25 and vector on LoCoMo, answers by SmolLM2) with a scripted judge."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import pytest
+from omegaconf import OmegaConf
+
+from analysis import pairwise_answers as P
+from analysis.stats import proportion_ci
+from lethe.core.paths import PROJECT_ROOT
+from lethe.llm.base import Decoding, Message
+from lethe.stages.pairwise_judge import CRITERIA, PairJudgment
+from tests.conftest import TWO_CONVS
+from tests.support.fake_llm import FakeLLM
+
+ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
+
+
+def test_win_rates_count_outcomes_per_criterion_with_wilson_intervals():
+    w = [dict.fromkeys(CRITERIA, x) for x in ("B", "B", "B", "A", "tie", None)]
+    rows = {r["criterion"]: r for r in P.win_rates(w)}
+    r = rows["Diversity"]
+    assert (r["pairs"], r["judged"], r["b_wins"], r["a_wins"], r["ties"], r["unjudged"]) == (6, 5, 3, 1, 1, 1)
+    ci = proportion_ci(3, 5)
+    assert r["b_win_rate"] == 0.6 and (r["b_win_rate_low"], r["b_win_rate_high"]) == (ci["ci_low"], ci["ci_high"])
+    assert r["a_win_rate"] == 0.2 and r["tie_rate"] == 0.2
+    with pytest.raises(ValueError, match="unknown outcome"):
+        P.win_rates([dict.fromkeys(CRITERIA, "C")])
+
+
+def test_agreement_scores_labelled_criteria_only():
+    items = [{"label": {"Comprehensiveness": "2", "Overall Winner": "2"}}, {"label": {"Overall Winner": "1"}}]
+    js = [PairJudgment({"Comprehensiveness": "B", "Overall Winner": "tie", "Diversity": "A", "Empowerment": None}, ()),
+          PairJudgment({"Overall Winner": "B"}, ())]
+    a = P.agreement(js, items)
+    assert a == {"agree": 1, "disagree": 1, "tie": 1, "unjudged": 0, "labelled": 3, "accuracy": 1 / 3}
+
+
+def test_the_labelled_file_is_balanced_and_valid():
+    items = P.load_labels(PROJECT_ROOT / "tests/data/pairwise_labels.jsonl")
+    assert len(items) == 12 and len({it["id"] for it in items}) == 12
+    firsts = sum(it["label"]["Overall Winner"] == "1" for it in items)
+    assert firsts == 6   # the better answer stands first in half of the pairs
+    assert all(len(set(it["label"].values())) == 1 for it in items)   # one answer better on every labelled criterion
+
+
+class LongerWins(FakeLLM):
+    """A scripted judge: the longer answer wins every criterion (a pure length preference, no position preference)."""
+
+    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
+        text = messages[-1].content
+        a1 = text.split("**Answer 1:**")[1].split("**Answer 2:**")[0]
+        a2 = text.split("**Answer 2:**")[1].split("Evaluate both")[0]
+        w = "Answer 1" if len(a1) >= len(a2) else "Answer 2"
+        return json.dumps(dict.fromkeys(CRITERIA, w)), None
+
+
+def test_study_judges_two_real_runs_answers(cfg_for, tmp_path, monkeypatch):
+    from experiments.runner import run_experiment
+
+    folders = {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS))
+               for m in ("bm25", "vector")}
+    monkeypatch.setattr(P, "_judge_llm", lambda name, cfg: LongerWins())
+    cfg = OmegaConf.create({"run_folders": {k: str(v) for k, v in folders.items()}, "pairs": [["bm25_vs_vector", "bm25", "vector"]],
+                            "judges": ["scripted"], "labels_file": "tests/data/pairwise_labels.jsonl", "prompt_version": "v1",
+                            "max_answer_chars": 1500, "max_tokens": 64, "timeout_s": None, "n_threads": 1,
+                            "llm_cache": False, "cache_dir": str(tmp_path / "c"), "out_dir": str(tmp_path / "out")})
+    doc = P.study(cfg)
+    both = P.answered_pairs(folders["bm25"], folders["vector"])
+    assert doc["pairs"][0]["questions"] == len(both) >= 1   # the same seeded sample: both runs answered it
+    rows = [r for r in doc["rows"] if r["criterion"] == "Overall Winner"]
+    longer_b = sum(len(b) > len(a) for a, b in zip(both["answer_a"], both["answer_b"]))
+    equal = sum(len(b) == len(a) for a, b in zip(both["answer_a"], both["answer_b"]))
+    assert rows[0]["b_wins"] == longer_b and rows[0]["ties"] == equal   # equal length: each order picks position 1
+    judge = doc["judges"][0]
+    # a length judge agrees with a label exactly where the labelled answer is the longer one (hand count from the file)
+    items = P.load_labels(PROJECT_ROOT / "tests/data/pairwise_labels.jsonl")
+    agree = sum((len(it["answer1"]) >= len(it["answer2"])) == (v == "1") for it in items for v in it["label"].values())
+    labelled = sum(len(it["label"]) for it in items)
+    assert judge["agreement"] == {"agree": agree, "disagree": labelled - agree, "tie": 0, "unjudged": 0,
+                                  "labelled": labelled, "accuracy": agree / labelled}
+    assert agree < labelled   # the off-topic long answers catch the length preference
+    assert judge["position_bias"]["share_first"] is not None
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"pairwise_answers.json", "pairwise_answers.md",
+                                                              "judgments.jsonl", "manifest.json"}
+    assert "| scripted | bm25_vs_vector (bm25 vs vector) | Overall Winner |" in (tmp_path / "out/pairwise_answers.md").read_text()

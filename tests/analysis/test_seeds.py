@@ -1,0 +1,73 @@
+"""analysis/seeds.py on two real runs with answers (BM25 and vector on LoCoMo, SmolLM2 answers): the measured
+cells against the per-question values, the paired comparison and its power line by hand, claims copied as claims,
+and a declared run that has not run shown as n/m†."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from analysis import seeds as S
+from analysis import views as V
+from analysis.declared_runs import RunRef
+from lethebench.runs import RunFolder
+from tests.conftest import TWO_CONVS
+
+ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
+CFG = {"bootstrap_resamples": 2000, "permutation_resamples": 2000, "confidence": 0.95, "seed": 0,
+       "coverage_n": 10, "contradiction_k": 10}
+TABLE = {"name": "t", "source": "s", "rows": [
+    {"row": "semantic", "run": "locomo/vector", "full": "locomo/window", "claimed": {"f1": 0.30, "rouge_l": 0.29}},
+    {"row": "lexical", "run": "locomo/bm25", "versus": "semantic", "claimed": {"f1": 0.25}},
+]}
+
+
+@pytest.fixture(scope="module")
+def views(cfg_for):
+    from experiments.runner import run_experiment
+
+    refs = []
+    for m in ("bm25", "vector"):
+        f = run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS))
+        refs.append(RunRef("locomo", m, "test", f, RunFolder(f).dataset_folder, "sample 5"))
+    refs.append(RunRef("locomo", "window", "test", refs[0].folder.parent.parent / "window" / "000000000000",
+                       refs[0].dataset_folder, "not run"))
+    return V.collect(CFG, refs)
+
+
+def test_measured_cells_come_from_the_per_question_answers(views):
+    t = S.seed_table(views, TABLE, CFG).set_index("row")
+    pq = views["locomo"].per_query["vector"]
+    ok = pq[pq["answer_status"] == "ok"]
+    assert t.loc["semantic", "n"] == int(ok["answer_f1"].notna().sum()) >= 1
+    assert t.loc["semantic", "f1 measured"].startswith(f"{ok['answer_f1'].mean():.4f}")
+    assert t.loc["semantic", "f1 claimed"] == "0.3000" and t.loc["lexical", "rouge_l claimed"] == "-"
+    assert t.loc["semantic", "nDCG@10 sample"] == f"{pq['ndcg@10'].mean():.4f}"
+    assert t.loc["semantic", "nDCG@10 full"] == "n/m†"   # declared, not run
+    assert t.loc["lexical", "nDCG@10 full"] == "-"      # none declared
+
+
+def test_paired_difference_and_power_line_by_hand(views):
+    cmp = S.comparison_table(views, TABLE, CFG)
+    r = cmp.iloc[0]
+    a = views["locomo"].per_query["bm25"]["answer_f1"].dropna()
+    b = views["locomo"].per_query["vector"]["answer_f1"].dropna()
+    common = a.index.intersection(b.index)
+    assert r["n"] == len(common) == 3   # the same seeded answer sample in both runs
+    d = a.loc[common].to_numpy() - b.loc[common].to_numpy()
+    assert r["seed's difference"] == "-0.0500"
+    assert r["measured difference [95% CI]"].startswith(f"{d.mean():+.4f}")
+    sd = np.std(d, ddof=1)
+    if sd > 0:
+        mde = (sps.norm.ppf(0.975) + sps.norm.ppf(0.8)) * sd / np.sqrt(3)
+        assert r["smallest detectable difference (80% power)"] == f"{mde:.4f}"
+        assert r["could n show the seed's difference?"] == ("yes" if 0.05 >= mde else f"no: 0.0500 < {mde:.4f}")
+        assert "n = 3 paired questions" in S.power_line(cmp)
+
+
+def test_sections_skip_seeds_this_report_does_not_declare(views):
+    spec = {"s1": {"title": "Seed 1", "source": "x", "tables": [TABLE]}}
+    assert S.seed_sections(views, spec, CFG, declared={"locomo/bm25"})[0][0] == "Seed 1"
+    assert S.seed_sections(views, spec, CFG, declared={"techqa/vector"}) == []
+    assert S.is_study_label("vector+seed001", ["*+seed0*"]) and not S.is_study_label("vector", ["*+seed0*"])
