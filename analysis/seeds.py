@@ -30,7 +30,8 @@ ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": 
 NOTE = ("Claimed = printed in the seed (copied, never measured here); measured = this harness, means with 95% BCa "
         "intervals over the answered questions (n). Answers: Qwen2.5-Coder-0.5B from each ranking's top 5 passages "
         "(conf/answers/default.yaml), scored with LoCoMo's protocol; similarity = cosine of MiniLM embeddings of answer "
-        "and gold (the seed's SBERT). Activation: share of the sample's questions whose keyword boost ran (Wilson "
+        "and gold (the seed's SBERT); s per answer: mean wall time of a generation on this machine (a response-cache hit "
+        "takes about 0). Activation: share of the sample's questions whose keyword boost ran (Wilson "
         "interval). nDCG@10 sample: on the seed-sized sample; full: the same method on every question. n/m† = declared, "
         "not run yet.")
 
@@ -87,6 +88,8 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
             out["activation claimed"] = _claim(r, "activation")
             out["activation measured"] = _activation(v, label)
+        gen = v.runs[label].timings().reindex(answered.index).get("generation")
+        out["s per answer"] = fmt(float(gen.mean()) / 1e3, 1) if gen is not None and gen.notna().any() else NM
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
         fv, flabel = _run(views, r.get("full"))
         out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
