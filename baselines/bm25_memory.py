@@ -18,7 +18,6 @@ import regex
 from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.bm25 import BM25Index
 from lethe.retrieval.ranking import top_indices
-from lethe.text.analyzer import analyze
 
 
 def anserini_adjust_ties(scores: np.ndarray) -> np.ndarray:
@@ -45,6 +44,14 @@ def anserini_adjust_ties(scores: np.ndarray) -> np.ndarray:
     return out
 
 
+ANALYZER_STEPS = {
+    "english": "StandardTokenizer, EnglishPossessive, LowerCase, Lucene English stopwords, Porter",
+    "no_stem": "StandardTokenizer, EnglishPossessive, LowerCase, Lucene English stopwords",
+    "no_stopwords": "StandardTokenizer, EnglishPossessive, LowerCase, Porter",
+    "simple": "runs of letters and digits, lowercased",
+}
+
+
 class InMemoryBM25:
     """Method: Anserini-equivalent BM25 (k1, b) held in memory; one index per ``index()`` call.
 
@@ -59,10 +66,10 @@ class InMemoryBM25:
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, cache_dir: str | Path | None = None, progress: bool = True,
-                 anserini_scores: bool = True):
+                 anserini_scores: bool = True, analyzer: str = "english"):
         self.k1, self.b = float(k1), float(b)
         self.anserini_scores = bool(anserini_scores)
-        self._index = BM25Index(self.k1, self.b)
+        self._index = BM25Index(self.k1, self.b, analyzer)
         self._ids: list[str] = []
         self._tie_rank = np.zeros(0, dtype=np.int64)
         self._analyzed: OrderedDict[str, list[str]] = OrderedDict()
@@ -72,7 +79,7 @@ class InMemoryBM25:
     def _terms(self, text: str) -> list[str]:
         terms = self._analyzed.get(text)
         if terms is None:
-            terms = analyze(text)
+            terms = self._index.analyze(text)
             self._analyzed[text] = terms
             if len(self._analyzed) > self._analyzed_max:
                 self._analyzed.popitem(last=False)
@@ -102,7 +109,7 @@ class InMemoryBM25:
         return {"name": "bm25_memory", "implementation": "lethe.retrieval.bm25 (in-memory; Lucene 9.9.1 BM25Similarity, "
                 "Anserini 1.7.1 DefaultEnglishAnalyzer, as in pyserini 1.6.0)", "k1": self.k1, "b": self.b,
                 "anserini_scores": self.anserini_scores,
-                "analyzer": "StandardTokenizer, EnglishPossessive, LowerCase, Lucene English stopwords, Porter",
+                "analyzer": self._index.analyzer, "analyzer_steps": ANALYZER_STEPS[self._index.analyzer],
                 "unicode": f"regex {regex.__version__} + Unicode 9 corrections", "indexes_built": self.indexes_built}
 
     def close(self) -> None:

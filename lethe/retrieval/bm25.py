@@ -3,8 +3,8 @@
 ``BM25Index``: ``fit(texts)`` then ``score(query_text) -> float32 (n_docs,)``, with Lucene's float32
 arithmetic, the one-byte length norm (``SmallFloat.intToByte4``), ``docCount``/``avgdl`` over docs with
 at least one term, and Anserini's bag-of-words query (a term repeated c times is one clause with
-boost c). Terms come from ``lethe.text.analyzer.analyze``. The method wrapper with Anserini's
-ranking is ``baselines.bm25_memory.InMemoryBM25``.
+boost c). Terms come from ``lethe.text.analyzer.analyze`` (or, with ``analyzer``, one of its variants).
+The method wrapper with Anserini's ranking is ``baselines.bm25_memory.InMemoryBM25``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lethe.text.analyzer import analyze
+from lethe.text.analyzer import get_analyzer
 
 # ---------------------------------------------------------------------------------------------
 # Lucene's one-byte length norm (org.apache.lucene.util.SmallFloat)
@@ -70,13 +70,16 @@ class BM25Index:
     scores of shape (n_docs,), 0 for docs matching no query term, equal to Lucene's bit for bit.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75):
+    def __init__(self, k1: float = 1.2, b: float = 0.75, analyzer: str = "english"):
+        """``analyzer``: a name of ``lethe.text.analyzer.ANALYZERS`` (english = Anserini's, Pyserini's BM25)."""
         self.k1, self.b = float(k1), float(b)
+        self.analyzer = analyzer
+        self.analyze = get_analyzer(analyzer)
         self.fit_terms([])
 
     def fit(self, texts: Sequence[str]) -> "BM25Index":
         """Analyze and index ``texts`` (n docs, in order)."""
-        return self.fit_terms([analyze(t) for t in texts])
+        return self.fit_terms([self.analyze(t) for t in texts])
 
     def fit_terms(self, docs_terms: Sequence[Sequence[str]]) -> "BM25Index":
         """Index already analyzed docs: one list of terms per doc."""
@@ -145,4 +148,4 @@ class BM25Index:
 
     def score(self, query_text: str) -> np.ndarray:
         """float32 scores (n_docs,) of ``query_text`` for every doc (0 where no term matches)."""
-        return self.score_terms(analyze(query_text))
+        return self.score_terms(self.analyze(query_text))

@@ -5,7 +5,10 @@ and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
 
 - **Sample** (:func:`sample_queries`): the run's query ids, sorted and de-duplicated; ``sample`` of them
   drawn without replacement by ``numpy.random.default_rng(seed).choice`` (null or >= the count: all).
-- **Context**: the texts of the first ``context_docs`` docs of the final ranking, in ranking order.
+- **Context**: the texts of the first ``context_docs`` docs of the final ranking, in ranking order. With
+  ``dedup_threshold`` (seed 004 section 6), a doc whose text has ``difflib.SequenceMatcher(None, text,
+  kept).ratio() >= dedup_threshold`` with a text already kept is skipped and the next doc of the ranking takes its
+  place (at most ``DEDUP_SCAN`` times ``context_docs`` docs are looked at); the count skipped is recorded.
 - **Answer**: ``lethe.stages.generation.AnswerGenerator``; with a judge, the answer and the same passages go
   to ``lethe.stages.generation.HallucinationJudge``.
 - **Recorded** on the query: ``result.flags["generation"]`` = {answer, status, context_docs, prompt_tokens,
@@ -17,6 +20,7 @@ and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -28,6 +32,24 @@ from lethe.stages.generation import AnswerGenerator, HallucinationJudge
 __all__ = ["AnswerStage", "answer_stage_from_config", "sample_queries"]
 
 JUDGE_KEYS = ("enabled", "llm", "options")
+DEDUP_SCAN = 4   # with dedup, at most this many times context_docs docs of the ranking are looked at
+
+
+def dedup_contexts(texts: Sequence[str], n: int, threshold: float | None) -> tuple[list[str], int]:
+    """The first ``n`` texts, skipping near-duplicates of a text already kept (module docstring); and how many
+    were skipped. ``threshold`` None: the first ``n`` texts, nothing skipped."""
+    if threshold is None:
+        return list(texts[:n]), 0
+    kept: list[str] = []
+    skipped = 0
+    for t in texts[: n * DEDUP_SCAN]:
+        if len(kept) == n:
+            break
+        if any(SequenceMatcher(None, t, k).ratio() >= threshold for k in kept):
+            skipped += 1
+        else:
+            kept.append(t)
+    return kept, skipped
 
 
 def sample_queries(query_ids: Sequence[str], n: int | None, seed: int) -> set[str]:
@@ -45,11 +67,14 @@ class AnswerStage:
     """Generate (and judge) answers for the sampled queries (module docstring)."""
 
     def __init__(self, generator: AnswerGenerator, judge: HallucinationJudge | None, *, context_docs: int,
-                 sample: int | None, seed: int):
+                 sample: int | None, seed: int, dedup_threshold: float | None = None):
         if int(context_docs) < 1:
             raise ValueError(f"context_docs must be >= 1, got {context_docs}")
+        if dedup_threshold is not None and not 0.0 < float(dedup_threshold) <= 1.0:
+            raise ValueError(f"dedup_threshold must be null or in (0, 1], got {dedup_threshold}")
         self.generator, self.judge = generator, judge
         self.context_docs, self.sample, self.seed = int(context_docs), sample, int(seed)
+        self.dedup_threshold = None if dedup_threshold is None else float(dedup_threshold)
         self._selected: set[str] | None = None   # None until set_queries: every query
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
@@ -63,12 +88,16 @@ class AnswerStage:
     def annotate(self, query_text: str, result: SearchResult, text_of: Callable[[str], str]) -> None:
         """Answer from the top ``context_docs`` of ``result.ranking`` (``text_of(doc_id)`` gives a doc's text)
         and record it on ``result`` (module docstring). The caller checks :meth:`wants` first."""
-        contexts = [text_of(d) for d, _ in result.ranking[: self.context_docs]]
+        scan = self.context_docs * (DEDUP_SCAN if self.dedup_threshold is not None else 1)
+        contexts, skipped = dedup_contexts([text_of(d) for d, _ in result.ranking[:scan]], self.context_docs,
+                                           self.dedup_threshold)
         g = self.generator.generate(query_text, contexts)
         record_llm_failures(result.flags, infra=int(g.status in ("timeout", "error")))
         result.timings_ms["generation"] = g.llm_ms
         out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
                                "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
+        if self.dedup_threshold is not None:
+            out["duplicates_skipped"] = skipped
         if self.judge is not None and g.answer is not None:
             j = self.judge.judge(g.answer, contexts, query_text)
             record_llm_failures(result.flags, infra=int(j.status in ("timeout", "error")),
@@ -82,14 +111,15 @@ class AnswerStage:
     def describe(self) -> dict[str, Any]:
         """Sample, seed, context size, and the generator's and judge's models, prompts and decoding."""
         return {"sample": self.sample, "seed": self.seed, "context_docs": self.context_docs,
+                "dedup_threshold": self.dedup_threshold,
                 "generator": self.generator.describe(),
                 "judge_model": self.judge.describe() if self.judge is not None else None}
 
 
 def answer_stage_from_config(cfg: Mapping[str, Any], llm_for: Callable[[Mapping[str, Any] | None, str], LLMBackend],
                              section: str) -> AnswerStage:
-    """An AnswerStage from a config section {sample, seed, context_docs, options, llm, judge: {enabled, llm,
-    options}}; ``llm_for(llm_config, part)`` builds (or shares) the backend of ``part`` ("" = the generator,
+    """An AnswerStage from a config section {sample, seed, context_docs, dedup_threshold, options, llm, judge:
+    {enabled, llm, options}}; ``llm_for(llm_config, part)`` builds (or shares) the backend of ``part`` ("" = the generator,
     "judge"); ``section`` names the config section in errors (e.g. ``answers`` or ``method.generation``)."""
     generator = AnswerGenerator(llm_for(cfg.get("llm"), ""), context_docs=int(cfg["context_docs"]),
                                 **dict(cfg.get("options") or {}))
@@ -102,4 +132,4 @@ def answer_stage_from_config(cfg: Mapping[str, Any], llm_for: Callable[[Mapping[
         judge = HallucinationJudge(llm_for(judge_cfg.get("llm"), "judge"),
                                    **dict(judge_cfg.get("options") or {}))
     return AnswerStage(generator, judge, context_docs=int(cfg["context_docs"]), sample=cfg.get("sample"),
-                       seed=int(cfg.get("seed", 0)))
+                       seed=int(cfg.get("seed", 0)), dedup_threshold=cfg.get("dedup_threshold"))

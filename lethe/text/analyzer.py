@@ -488,3 +488,55 @@ def analyze(text: str) -> list[str]:
     except KeyError:
         terms = [_term(t) for t in toks]
     return [t for t in terms if t is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants of the analysis (seed 004's tokenization advice), for the in-memory BM25 only
+# ---------------------------------------------------------------------------------------------
+
+def _unpossessive_lower(tok: str) -> str:
+    if len(tok) >= 2 and tok[-1] in "sS" and tok[-2] in _POSSESSIVE_APOSTROPHES:
+        tok = tok[:-2]
+    return _lower(tok)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _term_no_stem(tok: str) -> str | None:
+    w = _unpossessive_lower(tok)
+    return None if w in STOPWORDS else w
+
+
+@functools.lru_cache(maxsize=200_000)
+def _term_no_stop(tok: str) -> str:
+    return porter_stem(_unpossessive_lower(tok))
+
+
+def analyze_no_stem(text: str) -> list[str]:
+    """``analyze`` without the Porter stemmer (tokenizer, possessive, lowercase, stopwords)."""
+    return [t for t in map(_term_no_stem, tokenize(text)) if t is not None]
+
+
+def analyze_no_stopwords(text: str) -> list[str]:
+    """``analyze`` without the stopword filter (tokenizer, possessive, lowercase, Porter)."""
+    return [_term_no_stop(t) for t in tokenize(text)]
+
+
+_SIMPLE = regex.compile(r"[\p{L}\p{N}]+")
+
+
+def analyze_simple(text: str) -> list[str]:
+    """Lowercased runs of letters and digits (every other character splits): no stopwords, no stemming."""
+    return [m.lower() for m in _SIMPLE.findall(text)]
+
+
+#: name -> analysis; ``english`` is Anserini's (Pyserini's BM25), the others drop one step or use a plain tokenizer.
+ANALYZERS = {"english": analyze, "no_stem": analyze_no_stem, "no_stopwords": analyze_no_stopwords,
+             "simple": analyze_simple}
+
+
+def get_analyzer(name: str):
+    """The analysis named ``name`` (:data:`ANALYZERS`); an unknown name raises ValueError listing the known ones."""
+    try:
+        return ANALYZERS[name]
+    except KeyError:
+        raise ValueError(f"unknown analyzer {name!r}; known: {sorted(ANALYZERS)}") from None

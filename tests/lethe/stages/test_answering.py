@@ -90,3 +90,22 @@ def test_from_config_shares_nothing_it_was_not_given_and_names_bad_keys():
     assert answer_stage_from_config({**cfg, "judge": {"enabled": False}}, llm_for, "answers").judge is None
     with pytest.raises(ValueError, match=r"answers\.judge"):
         answer_stage_from_config({**cfg, "judge": {"enabeld": True}}, llm_for, "answers")
+
+
+def test_dedup_skips_near_duplicates_and_fills_from_the_ranking():
+    from lethe.stages.answering import dedup_contexts
+
+    texts = ["Lena moved to Porto last spring.", "Lena moved to Porto last spring!", "She works as a nurse.",
+             "Unrelated.", "More."]
+    assert dedup_contexts(texts, 2, None) == (texts[:2], 0)
+    # difflib ratio of the first two: 2 * 31 / 64 = 0.96875 >= 0.95
+    assert dedup_contexts(texts, 2, 0.95) == ([texts[0], texts[2]], 1)
+    assert dedup_contexts(texts, 2, 0.99) == (texts[:2], 0)
+    gen_llm = Scripted([("Porto", None)])
+    stage = AnswerStage(AnswerGenerator(gen_llm), None, context_docs=2, sample=None, seed=0, dedup_threshold=0.95)
+    res = SearchResult([("a", 3.0), ("b", 2.0), ("c", 1.0)])
+    stage.annotate("q", res, {"a": texts[0], "b": texts[1], "c": texts[2]}.__getitem__)
+    assert res.flags["generation"]["duplicates_skipped"] == 1 and res.flags["generation"]["context_docs"] == 2
+    assert "[2] She works as a nurse." in gen_llm.calls[0]["messages"][-1].content
+    with pytest.raises(ValueError, match="dedup_threshold"):
+        AnswerStage(AnswerGenerator(gen_llm), None, context_docs=2, sample=None, seed=0, dedup_threshold=1.5)
