@@ -18,7 +18,11 @@ from lethebench.schema import Dataset, dataset_content_sha256
 
 
 def chunk_params(cfg: DictConfig) -> ChunkParams:
-    return ChunkParams(size=int(cfg.chunking.size_tokens), overlap=int(cfg.chunking.overlap_tokens))
+    """The ``chunking`` section, typed (lethebench.chunking.ChunkParams)."""
+    c = cfg.chunking
+    return ChunkParams(size=int(c.size_tokens), overlap=int(c.overlap_tokens), strategy=str(c.get("strategy", "tokens")),
+                       overlap_sentences=int(c.get("overlap_sentences", 1)),
+                       semantic_threshold=float(c.get("semantic_threshold", 0.5)))
 
 
 def _custom_folder(cfg: DictConfig) -> Path:

@@ -48,6 +48,14 @@ def without_placement(cfg: Any) -> Any:
     return cfg
 
 
+def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``chunking`` section as hashed: token windows (the default strategy) by their size and overlap alone, as
+    before the other strategies existed (so no run's hash moved); another strategy with every key."""
+    if chunking.get("strategy", "tokens") == "tokens":
+        return {k: chunking[k] for k in ("size_tokens", "overlap_tokens")}
+    return dict(chunking)
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
     options excluded). ``run.metrics`` enters in its canonical (ranx) spelling, so ``nDCG@10`` and
@@ -62,7 +70,7 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
         "method": without_placement(resolved["method"]),
-        "chunking": resolved["chunking"],
+        "chunking": chunking_identity(resolved["chunking"]),
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
         **extra,
     }

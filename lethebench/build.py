@@ -78,7 +78,7 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
         inputs[f] = sha256_file(p)
     blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
             "loader_version": loader_version(dataset_cfg["loader"]), "params": dict(dataset_cfg.get("params") or {}),
-            "inputs": inputs, "chunking": [chunking.size, chunking.overlap], "tokenizer_sha256": tokenizer_sha}
+            "inputs": inputs, "chunking": chunking.key(), "tokenizer_sha256": tokenizer_sha}
     if dataset_cfg.get("provenance"):  # only when given, so configs without one keep their key
         blob["provenance"] = dict(dataset_cfg["provenance"])
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
@@ -112,8 +112,9 @@ def build_dataset(
         src_to_docs = {d: [d] for d in corpus["doc_id"]}
         chunk_stats = {"prechunked": True, "note": "the loader's docs were kept as they are (not chunked again)"}
     else:
+        embed = (lambda texts: embedder.encode(texts, role="query")) if chunking.strategy == "semantic" else None
         corpus, src_to_docs, chunk_stats = chunk_corpus(
-            src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length
+            src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length, embed
         )
     # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)

@@ -1,8 +1,17 @@
-"""Token-window chunking, identical for every method (DESIGN.md "Chunking").
+"""Chunking, identical for every method (DESIGN.md "Chunking").
 
-Windows are counted in tokens of a named tokenizer (default: the embedder's), ``size`` tokens
-with ``overlap`` tokens shared between neighbours; a source of at most ``size`` tokens stays
-whole. Chunk text is the exact character span of its tokens in the source text.
+Lengths are counted in tokens of a named tokenizer (default: the embedder's); a source of at most ``size``
+tokens stays whole, whatever the strategy. Longer sources are cut by ``strategy``:
+
+- ``tokens`` (the default): windows of ``size`` tokens with ``overlap`` tokens shared between neighbours.
+- ``sentences``: the source's sentences (:func:`sentence_spans`) packed greedily into windows of at most
+  ``size`` tokens, each window after the first starting ``overlap_sentences`` sentences before the previous
+  one's end (when that still moves forward).
+- ``semantic``: sentences packed greedily, a new chunk starting where the cosine similarity of adjacent
+  sentences' embeddings falls below ``semantic_threshold`` or where ``size`` tokens would be exceeded.
+
+A single sentence longer than ``size`` tokens is cut into token windows. Chunk text is always an exact character
+span of the source text.
 
 Ids: a source kept whole keeps its ``source_id`` as ``doc_id``; a split source gives
 ``<source_id>#<i>`` (i from 0), so qrels on sources map to chunks deterministically.
@@ -11,6 +20,7 @@ Ids: a source kept whole keeps its ``source_id`` as ``doc_id``; a split source g
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -34,27 +44,79 @@ def hf_token_spans(tokenizer: Any) -> TokenSpans:
     return spans
 
 
+STRATEGIES = ("tokens", "sentences", "semantic")
+# a sentence ends at ., ! or ? (optionally followed by closing quotes/brackets) before whitespace, or at a line break
+_SENTENCE_END = re.compile(r"""[.!?]+["')\]]*(?=\s)|\n+""")
+Embed = Callable[[list[str]], np.ndarray]   # texts -> L2-normalized vectors (n, dim)
+
+
 @dataclass(frozen=True)
 class ChunkParams:
     size: int = 320
     overlap: int = 64
+    strategy: str = "tokens"
+    overlap_sentences: int = 1
+    semantic_threshold: float = 0.5
 
     def __post_init__(self) -> None:
         if self.size < 1 or not 0 <= self.overlap < self.size:
             raise ValueError(f"chunking needs size >= 1 and 0 <= overlap < size, got {self}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"chunking.strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.overlap_sentences < 0:
+            raise ValueError(f"chunking.overlap_sentences must be >= 0, got {self.overlap_sentences}")
+        if not -1.0 <= self.semantic_threshold <= 1.0:
+            raise ValueError(f"chunking.semantic_threshold must be in [-1, 1], got {self.semantic_threshold}")
+
+    def key(self) -> list[Any]:
+        """What identifies the chunking in a build key: [size, overlap] for token windows (the key every build had
+        before the other strategies), else the strategy and its own parameters."""
+        if self.strategy == "tokens":
+            return [self.size, self.overlap]
+        if self.strategy == "sentences":
+            return ["sentences", self.size, self.overlap_sentences]
+        return ["semantic", self.size, self.semantic_threshold]
 
 
-def chunk_text(text: str, spans: TokenSpans, params: ChunkParams) -> list[tuple[str, int]]:
-    """Split ``text`` into windows; returns [(chunk_text, n_tokens)]."""
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character spans of the sentences of ``text`` (module docstring), whitespace trimmed."""
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append((start, m.end()))
+        start = m.end()
+    out.append((start, len(text)))
+    spans = []
+    for a, b in out:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            spans.append((a, b))
+    return spans
+
+
+def chunk_text(text: str, spans: TokenSpans, params: ChunkParams, embed: Embed | None = None) -> list[tuple[str, int]]:
+    """Split ``text`` by ``params.strategy`` (module docstring); returns [(chunk_text, n_tokens)]. ``embed`` is
+    needed by the semantic strategy."""
     toks = spans(text)
     n = len(toks)
     if n <= params.size:
         return [(text, n)]
+    if params.strategy != "tokens":
+        return _sentence_chunks(text, spans, params, embed)
+    return _windows(text, toks, params.size, params.overlap)
+
+
+def _windows(text: str, toks: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[str, int]]:
+    n = len(toks)
+    if n <= size:
+        return [(text[toks[0][0]:toks[-1][1]] if toks else text, n)]
     out = []
-    step = params.size - params.overlap
+    step = size - overlap
     start = 0
     while True:
-        end = min(start + params.size, n)
+        end = min(start + size, n)
         out.append((text[toks[start][0] : toks[end - 1][1]], end - start))
         if end == n:
             break
@@ -62,8 +124,42 @@ def chunk_text(text: str, spans: TokenSpans, params: ChunkParams) -> list[tuple[
     return out
 
 
+def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: Embed | None) -> list[tuple[str, int]]:
+    """The sentences and semantic strategies (module docstring)."""
+    sents = sentence_spans(text)
+    counts = [len(spans(text[a:b])) for a, b in sents]
+    breaks = set()
+    if params.strategy == "semantic":
+        if embed is None:
+            raise ValueError("chunking.strategy=semantic needs sentence embeddings (an embedder)")
+        if len(sents) > 1:
+            vecs = np.asarray(embed([text[a:b] for a, b in sents]), dtype=np.float64)
+            sims = np.einsum("ij,ij->i", vecs[:-1], vecs[1:])
+            breaks = {i + 1 for i in np.flatnonzero(sims < params.semantic_threshold)}
+    out: list[tuple[str, int]] = []
+    i = 0
+    while i < len(sents):
+        if counts[i] > params.size:   # one sentence longer than a chunk: token windows of it
+            a, b = sents[i]
+            toks = [(x + a, y + a) for x, y in spans(text[a:b])]
+            out += _windows(text, toks, params.size, params.overlap)
+            i += 1
+            continue
+        j, total = i, 0
+        while j < len(sents) and total + counts[j] <= params.size and (j == i or j not in breaks):
+            total += counts[j]
+            j += 1
+        out.append((text[sents[i][0]:sents[j - 1][1]], total))
+        if j >= len(sents):
+            break
+        back = params.overlap_sentences if params.strategy == "sentences" else 0
+        i = max(j - back, i + 1)
+    return out
+
+
 def chunk_corpus(
-    sources: pd.DataFrame, spans: TokenSpans, params: ChunkParams, max_seq_length: int | None = None
+    sources: pd.DataFrame, spans: TokenSpans, params: ChunkParams, max_seq_length: int | None = None,
+    embed: Embed | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, Any]]:
     """Chunk a source-level corpus (corpus columns, ``doc_id == source_id``).
 
@@ -76,7 +172,7 @@ def chunk_corpus(
     src_to_docs: dict[str, list[str]] = {}
     ordered = sources.sort_values(["scope_id", "position"], kind="stable")
     for r in ordered.to_dict("records"):
-        pieces = chunk_text(r["text"], spans, params)
+        pieces = chunk_text(r["text"], spans, params, embed)
         ids = [r["source_id"]] if len(pieces) == 1 else [f"{r['source_id']}#{i}" for i in range(len(pieces))]
         src_to_docs[r["source_id"]] = ids
         for i, (doc_id, (text, ntok)) in enumerate(zip(ids, pieces)):
@@ -89,8 +185,11 @@ def chunk_corpus(
     corpus["position"] = corpus["position"].astype("int64")
     arr = np.asarray(lengths)
     stats = {
+        **({"strategy": params.strategy} if params.strategy != "tokens" else {}),
         "size_tokens": params.size,
         "overlap_tokens": params.overlap,
+        **({"overlap_sentences": params.overlap_sentences} if params.strategy == "sentences" else {}),
+        **({"semantic_threshold": params.semantic_threshold} if params.strategy == "semantic" else {}),
         "sources": int(len(sources)),
         "chunks": int(len(corpus)),
         "sources_split": int(sum(len(v) > 1 for v in src_to_docs.values())),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -58,3 +59,60 @@ def test_real_tokenizer_and_ids(embedder):
     assert stats["embedder_max_seq_length"] == 256
     assert stats["share_longer_than_embedder_max"] > 0
     assert map_qrels({"q": {"s:1": 2}}, src_to_docs) == {"q": {d: 2 for d in src_to_docs["s:1"]}}
+
+
+# --- sentence and semantic strategies (seed 004), on hand-built text with one "token" per word -----------------------
+
+TEXT = "One two three. Four five. Six seven eight nine. Ten."   # sentences of 3, 2, 4, 1 words
+
+
+def test_sentence_spans_and_windows_by_hand():
+    from lethebench.chunking import sentence_spans
+
+    assert [TEXT[a:b] for a, b in sentence_spans(TEXT)] == ["One two three.", "Four five.", "Six seven eight nine.", "Ten."]
+    p = ChunkParams(size=6, overlap=1, strategy="sentences", overlap_sentences=1)
+    # pack to <= 6 words: [3+2] (adding 4 would make 9); next starts one sentence back: [2+4]; then [4+1]
+    assert chunk_text(TEXT, ws_spans, p) == [("One two three. Four five.", 5), ("Four five. Six seven eight nine.", 6),
+                                          ("Six seven eight nine. Ten.", 5)]
+    no_overlap = ChunkParams(size=6, overlap=1, strategy="sentences", overlap_sentences=0)
+    assert [t for t, _ in chunk_text(TEXT, ws_spans, no_overlap)] == ["One two three. Four five.", "Six seven eight nine. Ten."]
+
+
+def test_semantic_cuts_where_adjacent_sentences_differ():
+    vec = {"One two three.": [1, 0], "Four five.": [1, 0], "Six seven eight nine.": [0, 1], "Ten.": [0, 1]}
+    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)   # noqa: E731
+    p = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_threshold=0.5)
+    # similarities 1, 0, 1: one cut, between sentence 2 and 3; sizes 5 and 5 fit in 8
+    assert chunk_text(TEXT, ws_spans, p, embed) == [("One two three. Four five.", 5), ("Six seven eight nine. Ten.", 5)]
+    tight = ChunkParams(size=4, overlap=1, strategy="semantic", semantic_threshold=0.5)
+    assert [t for t, _ in chunk_text(TEXT, ws_spans, tight, embed)] == ["One two three.", "Four five.",
+                                                                     "Six seven eight nine.", "Ten."]
+    with pytest.raises(ValueError, match="embedder"):
+        chunk_text(TEXT, ws_spans, p)
+
+
+def test_a_sentence_longer_than_a_chunk_is_cut_into_token_windows():
+    long = "a b c d e f g. h i."
+    p = ChunkParams(size=4, overlap=1, strategy="sentences", overlap_sentences=0)
+    assert chunk_text(long, ws_spans, p) == [("a b c d", 4), ("d e f g.", 4), ("h i.", 2)]
+
+
+def test_strategy_key_keeps_token_window_keys():
+    assert ChunkParams(320, 64).key() == [320, 64]   # the build key every dataset had before the strategies
+    assert ChunkParams(320, 64, strategy="sentences", overlap_sentences=2).key() == ["sentences", 320, 2]
+    assert ChunkParams(320, 64, strategy="semantic", semantic_threshold=0.4).key() == ["semantic", 320, 0.4]
+    with pytest.raises(ValueError, match="strategy"):
+        ChunkParams(strategy="paragraphs")
+
+
+def test_strategy_enters_the_build_key_and_run_hash_only_when_not_token_windows():
+    from experiments.config import load_config, to_dict
+    from experiments.datasets import dataset_build_key
+    from experiments.run_identity import config_hash, hashed_config
+    from tests.conftest import DATA_ROOT
+
+    base = [f"data.root={DATA_ROOT}", "dataset=locomo"]
+    default, sent = load_config(base), load_config([*base, "chunking.strategy=sentences"])
+    assert dataset_build_key(default) != dataset_build_key(sent)
+    assert hashed_config(to_dict(default), "k")["chunking"] == {"size_tokens": 320, "overlap_tokens": 64}
+    assert config_hash(hashed_config(to_dict(sent), "k")) != config_hash(hashed_config(to_dict(default), "k"))
