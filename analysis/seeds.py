@@ -9,6 +9,11 @@ MiniLM answer similarity ("SBERT") as means with BCa intervals over the answered
 (``analysis.stats.mean_ci``); for keyword-boost rows the activation rate (share of the sample's queries whose boost
 ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and on the full data.
 
+Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per
+row the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against
+its ``versus`` row the paired nDCG@10 difference (BCa interval, Wilcoxon p) and its size relative to the reference
+mean, beside the seed's claimed improvement.
+
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
 (``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
 smallest mean difference a paired test at alpha = 0.05 detects with 80% power on that many questions, from the
@@ -98,6 +103,45 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
     return pd.DataFrame(rows).fillna("-")
 
 
+def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> dict[str, Any] | None:
+    common = a.dropna().index.intersection(b.dropna().index)
+    if len(common) < 2:
+        return None
+    return stats.paired_test(a.loc[common].to_numpy(float), b.loc[common].to_numpy(float),
+                             int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"]))
+
+
+def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """``kind: retrieval`` tables (module docstring)."""
+    by_name = {r["row"]: r for r in table["rows"]}
+    rows = []
+    for r in table["rows"]:
+        v, label = _run(views, r.get("run"))
+        out: dict[str, Any] = {"row": r["row"], "run": r.get("run")}
+        if v is None:
+            out["n"] = "n/m†"
+            rows.append(out)
+            continue
+        pq = v.per_query[label]
+        out["n"] = int(pq["ndcg@10"].notna().sum())
+        out["nDCG@10"] = _mean_cell(pq["ndcg@10"], cfg)
+        out["R@50"] = _mean_cell(pq["recall@50"], cfg) if "recall@50" in pq else NM
+        out["docs"] = (v.runs[label].manifest["dataset"].get("card_counts") or {}).get("docs", NM)
+        if r.get("versus"):
+            vb, lb = _run(views, by_name[r["versus"]].get("run"))
+            t = _paired(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg) if vb is not None else None
+            if t is None:
+                out["vs reference: nDCG@10 difference [95% CI]"] = "n/m†"
+            else:
+                out["vs reference: nDCG@10 difference [95% CI]"] = (
+                    f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})")
+                out["relative"] = f"{t['mean_diff'] / t['mean_b']:+.1%}" if t["mean_b"] else "-"
+                out["p (Wilcoxon)"] = fmt_p(t["p_wilcoxon"])
+        out["claimed improvement"] = (r.get("claimed") or {}).get("improvement", "-")
+        rows.append(out)
+    return pd.DataFrame(rows).fillna("-")
+
+
 def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any],
                      metric: str = "f1") -> pd.DataFrame:
     """Paired answer-``metric`` differences of each row with ``versus`` against that row, with the power line."""
@@ -110,7 +154,8 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
         ref = by_name[r["versus"]]
         out: dict[str, Any] = {"row": r["row"], "versus": r["versus"]}
         claimed_a, claimed_b = (r.get("claimed") or {}).get(metric), (ref.get("claimed") or {}).get(metric)
-        out[f"seed's difference"] = f"{claimed_a - claimed_b:+.4f}" if None not in (claimed_a, claimed_b) else "-"
+        out["seed's difference"] = (f"{claimed_a - claimed_b:+.4f}" if None not in (claimed_a, claimed_b)
+                                    else (r.get("claimed") or {}).get("improvement", "-"))
         (va, la), (vb, lb) = _run(views, r.get("run")), _run(views, ref.get("run"))
         if va is None or vb is None or col not in va.per_query[la] or col not in vb.per_query[lb]:
             out.update({"n": "n/m†"})
@@ -165,6 +210,11 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
         md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, ""]
         frames: list[tuple[str, pd.DataFrame]] = []
         for i, table in enumerate(s["tables"]):
+            if table.get("kind") == "retrieval":
+                t = retrieval_table(views, table, cfg)
+                md += [f"**{table['name']}** (the seed's {table['source']})", "", to_markdown(t)]
+                frames.append((f"{seed}_{i + 1}", t))
+                continue
             t = seed_table(views, table, cfg)
             md += [f"**{table['name']}** (the seed's {table['source']})", "", to_markdown(t)]
             frames.append((f"{seed}_{i + 1}", t))
@@ -175,6 +225,8 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
                 if line:
                     md += [line, ""]
                 frames.append((f"{seed}_{i + 1}_paired", cmp))
+        if s.get("not_run_note"):
+            md += [str(s["not_run_note"]), ""]
         if s.get("not_run"):
             md += [f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
                    "loader accepts them where present).", ""]

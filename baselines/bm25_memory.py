@@ -49,6 +49,7 @@ ANALYZER_STEPS = {
     "no_stem": "StandardTokenizer, EnglishPossessive, LowerCase, Lucene English stopwords",
     "no_stopwords": "StandardTokenizer, EnglishPossessive, LowerCase, Porter",
     "simple": "runs of letters and digits, lowercased",
+    "whitespace": "lowercased, split on whitespace (punctuation stays on words)",
 }
 
 

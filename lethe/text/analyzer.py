@@ -529,9 +529,14 @@ def analyze_simple(text: str) -> list[str]:
     return [m.lower() for m in _SIMPLE.findall(text)]
 
 
+def analyze_whitespace(text: str) -> list[str]:
+    """``text.lower().split()``: the whitespace tokenization seed 004 starts from (punctuation stays on words)."""
+    return text.lower().split()
+
+
 #: name -> analysis; ``english`` is Anserini's (Pyserini's BM25), the others drop one step or use a plain tokenizer.
 ANALYZERS = {"english": analyze, "no_stem": analyze_no_stem, "no_stopwords": analyze_no_stopwords,
-             "simple": analyze_simple}
+             "simple": analyze_simple, "whitespace": analyze_whitespace}
 
 
 def get_analyzer(name: str):

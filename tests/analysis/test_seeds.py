@@ -73,3 +73,20 @@ def test_sections_skip_seeds_this_report_does_not_declare(views):
     assert S.seed_sections(views, spec, CFG, declared={"locomo/bm25"})[0][0] == "Seed 1"
     assert S.seed_sections(views, spec, CFG, declared={"techqa/vector"}) == []
     assert S.is_study_label("vector+seed001", ["*+seed0*"]) and not S.is_study_label("vector", ["*+seed0*"])
+
+
+def test_retrieval_table_pairs_ndcg_on_common_queries(views):
+    table = {"name": "r", "source": "s", "kind": "retrieval", "rows": [
+        {"row": "lexical", "run": "locomo/bm25"},
+        {"row": "dense", "run": "locomo/vector", "versus": "lexical", "claimed": {"improvement": "10-15%"}},
+        {"row": "absent", "run": "locomo/window", "versus": "lexical"}]}
+    t = S.retrieval_table(views, table, CFG).set_index("row")
+    a, b = views["locomo"].per_query["vector"]["ndcg@10"], views["locomo"].per_query["bm25"]["ndcg@10"]
+    common = a.dropna().index.intersection(b.dropna().index)
+    d = (a.loc[common] - b.loc[common]).mean()
+    cell = t.loc["dense", "vs reference: nDCG@10 difference [95% CI]"]
+    assert cell.startswith(f"{d:+.4f}") and cell.endswith(f"(n={len(common)})")
+    assert t.loc["dense", "relative"] == f"{d / b.loc[common].mean():+.1%}"
+    assert t.loc["dense", "claimed improvement"] == "10-15%" and t.loc["lexical", "claimed improvement"] == "-"
+    assert t.loc["dense", "docs"] == views["locomo"].runs["vector"].manifest["dataset"]["card_counts"]["docs"]
+    assert t.loc["absent", "n"] == "n/m†"

@@ -23,7 +23,10 @@ def test_each_variant_by_hand():
                                                   "v2.1", "is", "in", "the", "config"]
     assert get_analyzer("simple")(TEXT) == ["the", "runners", "shoes", "weren", "t", "running", "lena", "s", "api",
                                             "key", "v2", "1", "is", "in", "the", "config"]
-    assert get_analyzer("english") is analyze and sorted(ANALYZERS) == ["english", "no_stem", "no_stopwords", "simple"]
+    assert get_analyzer("whitespace")(TEXT) == ["the", "runners'", "shoes", "weren't", "running;", "lena's", "api-key",
+                                                "v2.1", "is", "in", "the", "config."]
+    assert get_analyzer("english") is analyze
+    assert sorted(ANALYZERS) == ["english", "no_stem", "no_stopwords", "simple", "whitespace"]
     with pytest.raises(ValueError, match="known"):
         get_analyzer("porter2")
 
