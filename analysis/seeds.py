@@ -204,8 +204,16 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
 
     out = []
     for seed, s in spec.items():
-        keys = {r.get(k) for t in s["tables"] for r in t["rows"] for k in ("run", "full")} - {None}
+        tables = s.get("tables") or [{"rows": s.get("rows") or []}]
+        keys = {r.get(k) for t in tables for r in t["rows"] for k in ("run", "full")} - {None}
         if declared is not None and not keys & declared:
+            continue
+        if s.get("kind") == "agent":
+            tables_ = agent_tables(views, s, cfg)
+            md = [f"Seed: `{s['source']}`. " + str(s.get("note", "")), ""]
+            for title, frame in tables_:
+                md += [f"**{title}**", "", to_markdown(frame) if not frame.empty else "No finished runs yet (n/m†).", ""]
+            out.append((s["title"], "\n".join(md), [(f"{seed}_{i + 1}", f) for i, (_, f) in enumerate(tables_)]))
             continue
         md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, ""]
         frames: list[tuple[str, pd.DataFrame]] = []
@@ -243,3 +251,106 @@ def is_study_label(label: str, patterns: Sequence[str]) -> bool:
     from fnmatch import fnmatch
 
     return any(fnmatch(label, p) for p in patterns)
+
+
+# --------------------------------------------------------------------------- seed 002: agent-context metrics
+
+AGENT_METRICS = {   # claim key -> (column, how it is measured)
+    "tool_result_recall": "tool-result recall@10",
+    "action_consistency": "action-pair recall@10",
+    "entity_coverage": "coverage@10",
+    "tool_diversity": "tool diversity@20",
+}
+UNDEFINED = "not defined (no label supports it)"
+
+
+def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:
+    """Per query of one run: the agent metrics of analysis.agent_metrics (NaN where a metric is undefined)."""
+    from analysis import agent_metrics as A
+
+    run = v.runs[label]
+    folder = run.dataset_folder
+    corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "scope_id", "position", "kind", "entities"])
+    evaluated = v.queries[v.queries["query_id"].isin(v.per_query[label].index)]
+    qrels = {q: r for q, r in run.qrels.items() if q in set(evaluated["query_id"])}
+    cols = {"tool-result recall@10": A.tool_result_recall(run.run, qrels, corpus, 10),
+            "action-pair recall@10": A.action_pair_recall(run.run, qrels, evaluated, 10),
+            "tool diversity@20": A.tool_diversity(run.run, evaluated, corpus, 20)}
+    out = pd.DataFrame(cols).reindex(evaluated["query_id"])
+    if "coverage@10" in v.per_query[label]:
+        out["coverage@10"] = v.per_query[label]["coverage@10"]
+    return out
+
+
+def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Mapping[str, Any]
+                 ) -> list[tuple[str, pd.DataFrame]]:
+    """Seed 002's three tables (claimed beside measured) and the paired tests of each Lethe row against the best
+    baseline row per metric (Holm and BH over that family)."""
+    rows = s["rows"]
+    scores: dict[str, pd.DataFrame] = {}
+    for r in rows:
+        v, label = _run(views, r["run"])
+        if v is not None:
+            scores[r["row"]] = agent_scores(v, label)
+    t1, t2, t3 = [], [], []
+    for r in rows:
+        c = r.get("claimed") or {}
+        sc = scores.get(r["row"])
+        cell = (lambda col: _mean_cell(sc[col], cfg) + f" (n={int(sc[col].notna().sum())})"
+                if sc is not None and col in sc and sc[col].notna().any() else ("n/m†" if sc is None else NM))
+        claim = lambda key: "-" if c.get(key) is None else f"{c[key]:g}"   # noqa: E731
+        t1.append({"method (seed)": r["row"], "run": r["run"], "tool-result recall@10 claimed": claim("tool_result_recall"),
+                   "tool-result recall@10 measured": cell("tool-result recall@10"),
+                   "planning coherence claimed": claim("planning_coherence"), "planning coherence measured": UNDEFINED,
+                   "action consistency claimed": claim("action_consistency"),
+                   "action-pair recall@10 measured": cell("action-pair recall@10")})
+        t3.append({"method (seed)": r["row"], "run": r["run"], "entity coverage@10 claimed": claim("entity_coverage"),
+                   "entity coverage@10 measured": cell("coverage@10"), "tool diversity@20 claimed": claim("tool_diversity"),
+                   "tool diversity@20 measured": cell("tool diversity@20"),
+                   "planning pattern coverage claimed": claim("planning_pattern_coverage"),
+                   "planning pattern coverage measured": UNDEFINED})
+        v, label = _run(views, r["run"])
+        if v is None:
+            t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"), "P95 ms measured": "n/m†"})
+            continue
+        from analysis.agent_metrics import peak_memory_mb
+
+        run = v.runs[label]
+        lat = run.metrics.get("latency_ms") or {}
+        mark = "" if run.manifest.get("timing_valid", True) else " ‡"
+        mem = peak_memory_mb(run.manifest)
+        t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"),
+                   "P95 ms measured": f"{lat['p95']:.1f}{mark}" if lat.get("p95") is not None else NM,
+                   "memory MB claimed": claim("memory_mb"), "peak memory MB measured": "-" if mem is None else f"{mem:g}",
+                   "QPS claimed": claim("qps"),
+                   "QPS measured": f"{run.metrics['qps']:.1f}{mark}" if run.metrics.get("qps") else NM})
+    tests = []
+    lethe = [r["row"] for r in rows if r.get("lethe") and r["row"] in scores]
+    base = [r["row"] for r in rows if not r.get("lethe") and r["row"] in scores]
+    for col in AGENT_METRICS.values():
+        have = [b for b in base if col in scores[b] and scores[b][col].notna().any()]
+        if not have:
+            continue
+        best = max(have, key=lambda b: scores[b][col].mean())
+        for m in lethe:
+            if col not in scores[m]:
+                continue
+            t = _paired(scores[m][col], scores[best][col], cfg)
+            if t is not None:
+                tests.append({"metric": col, "method": m, "best baseline": best, "n": t["n"],
+                              "difference": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+                              "p_wilcoxon": t["p_wilcoxon"]})
+    tt = pd.DataFrame(tests)
+    if not tt.empty:
+        tt["p_holm"] = stats.adjust(tt["p_wilcoxon"].to_numpy(), "holm")
+        tt["p_bh"] = stats.adjust(tt["p_wilcoxon"].to_numpy(), "bh")
+        for c in ("difference", "ci_low", "ci_high"):
+            tt[c] = tt[c].map(fmt)
+        for c in ("p_wilcoxon", "p_holm", "p_bh"):
+            tt[c] = tt[c].map(fmt_p)
+    return [("Table 1: agent quality (claimed beside measured, 95% BCa intervals, n queries)", pd.DataFrame(t1)),
+            ("Table 2: efficiency on this machine (warm P95 per query, peak RSS the run added, queries per second; "
+             "‡ = measured while other work ran)", pd.DataFrame(t2)),
+            ("Table 3: agent coverage", pd.DataFrame(t3)),
+            ("Paired tests of the Lethe iterations against the best baseline per metric (Holm and BH over this family)", tt)]
+

@@ -35,8 +35,8 @@ from lethe.core.paths import project_path
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.launchers import launch_info
 from lethe.core.threads import set_threads, thread_settings
-from lethebench.provenance import (cpu_snapshot, git_info, hardware, load_average, other_cpu_cores, package_versions,
-                                   peak_rss_mb, timing_valid)
+from lethebench.provenance import (cpu_snapshot, end_memory_window, git_info, hardware, load_average, other_cpu_cores,
+                                   package_versions, peak_rss_mb, start_memory_window, timing_valid)
 from experiments.run_identity import RunIdentity, config_hash, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
@@ -413,6 +413,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     if threads is not None:
         set_threads(threads)
     rss_start, load_start, cpu_start = peak_rss_mb(), load_average(), cpu_snapshot()
+    memory = start_memory_window()
     queries, counts = select_queries(ds, plan.selection)
     t0 = time.perf_counter()
     method = instantiate(plan.method_params, cache_dir=plan.cache_dir, progress=plan.settings.progress, _convert_="all")
@@ -454,6 +455,8 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         "index_build_seconds": round(searched.index_seconds, 3),
         "index_calls": searched.index_calls,
         "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
+        # this run's own peak (VmHWM reset at its start) and how far it rose above the memory held at the start (MiB)
+        "memory_mb": end_memory_window(memory),
         "load_average": {"at_start": load_start, "at_end": load_end, "cores": os.cpu_count(),
                          "note": "latencies measured while load exceeds the cores are inflated by contention"},
         "other_cpu_cores": other_cores,   # mean cores other processes kept busy during the run

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import os
+from pathlib import Path
 import platform
 import resource
 import subprocess
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from lethe.core.paths import PROJECT_ROOT
 
@@ -65,6 +66,39 @@ def hardware() -> dict[str, Any]:
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB (includes an in-process JVM)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _status_mb(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)   # kB
+    except OSError:
+        return None
+    return None
+
+
+def start_memory_window() -> dict[str, Any]:
+    """Begin measuring one run's memory: the resident memory now (MiB) and, on Linux, the process's peak-RSS
+    counter (VmHWM) reset to it (``echo 5 > /proc/self/clear_refs``), so :func:`end_memory_window` reads the peak
+    of this run alone even after earlier runs in the same process peaked higher."""
+    rss = _status_mb("VmRSS")
+    reset = False
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        reset = True
+    except OSError:
+        pass
+    return {"rss_at_start": rss, "peak_reset": reset}
+
+
+def end_memory_window(window: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's peak resident memory (VmHWM since the reset, MiB) and how much it rose above the start
+    (``run_added``); None where the platform cannot tell (no /proc, or the reset was refused)."""
+    peak = _status_mb("VmHWM") if window.get("peak_reset") else None
+    start = window.get("rss_at_start")
+    return {"rss_at_start": start, "run_peak": peak,
+            "run_added": round(peak - start, 1) if peak is not None and start is not None else None}
 
 
 def load_average() -> list[float] | None:

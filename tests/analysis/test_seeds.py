@@ -90,3 +90,30 @@ def test_retrieval_table_pairs_ndcg_on_common_queries(views):
     assert t.loc["dense", "claimed improvement"] == "10-15%" and t.loc["lexical", "claimed improvement"] == "-"
     assert t.loc["dense", "docs"] == views["locomo"].runs["vector"].manifest["dataset"]["card_counts"]["docs"]
     assert t.loc["absent", "n"] == "n/m†"
+
+
+SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}", "dataset.params.session_turns=[20,30]"]
+
+
+def test_agent_tables_on_a_small_real_lethebench(cfg_for):
+    from analysis import agent_metrics as A
+    from experiments.runner import run_experiment
+
+    refs = []
+    for m in ("bm25", "lethe_iter1"):
+        f = run_experiment(cfg_for(f"method={m}", *SMALL_LB))
+        refs.append(RunRef("lethebench", m, "test", f, RunFolder(f).dataset_folder, "small"))
+    views = V.collect(CFG, refs)
+    spec = {"rows": [{"row": "BM25-only", "run": "lethebench/bm25", "claimed": {"tool_result_recall": 0.098}},
+                     {"row": "LETHE", "run": "lethebench/lethe_iter1", "lethe": True}]}
+    t1, t2, t3, tests = (df for _, df in S.agent_tables(views, spec, CFG))
+    run = views["lethebench"].runs["bm25"]
+    import pandas as pd
+
+    corpus = pd.read_parquet(run.dataset_folder / "corpus.parquet")
+    want = A.tool_result_recall(run.run, run.qrels, corpus, 10)
+    cell = t1.set_index("method (seed)").loc["BM25-only", "tool-result recall@10 measured"]
+    assert cell.startswith(f"{want.mean():.4f}") and cell.endswith(f"(n={len(want)})")
+    assert t1.loc[0, "tool-result recall@10 claimed"] == "0.098" and t1.loc[0, "planning coherence measured"] == S.UNDEFINED
+    assert set(tests["method"]) == {"LETHE"} and set(tests["best baseline"]) == {"BM25-only"}
+    assert t2.loc[0, "peak memory MB measured"] != "-"   # measured per run by the runner
