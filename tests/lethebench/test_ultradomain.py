@@ -314,3 +314,20 @@ def test_mix_build_is_byte_deterministic(tmp_path, embedder):
     files = sorted(p.name for p in a.iterdir())
     assert files == sorted(p.name for p in b.iterdir()) and "qrels.trec" in files
     assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+
+
+def test_seed_003_domains_load_where_present_and_name_the_missing_file(tmp_path):
+    """agriculture and legal are not in ../shared/data: their configs compose, a build without the file names it,
+    and with a file of that name the loader takes the domain from it."""
+    from experiments.config import load_config
+    from experiments.datasets import dataset_build_key
+
+    for d in ("agriculture", "legal"):
+        cfg = load_config([f"dataset=ultradomain_{d}", f"data.root={tmp_path}"])
+        with pytest.raises(FileNotFoundError, match=f"ultradomain/{d}.jsonl"):
+            dataset_build_key(cfg)
+        (tmp_path / "ultradomain").mkdir(exist_ok=True)
+        _write(tmp_path / "ultradomain" / f"{d}.jsonl", [_row(i, f"Crop rotation text {i}. " * 5, "rotation") for i in range(2)])
+        src = load_ultradomain(tmp_path / "ultradomain" / f"{d}.jsonl")
+        assert set(src.sources["scope_id"]) == {d} and len(src.queries) == 2
+        assert len(dataset_build_key(cfg)) == 16
