@@ -162,14 +162,17 @@ def walk_eligible(queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
 def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> dict[str, Any]:
     """Per-query answer columns from a method's ``generation`` flag, scored against the gold answer
     with LoCoMo's protocol (analysis.answers.score_answer; ``category`` is a LoCoMo category name for
-    LoCoMo, else None: plain token F1); {} when no answer was generated."""
+    LoCoMo, else None: plain token F1); LoCoMo's adversarial questions, which have no gold answer, score 1 when the
+    answer abstains, else 0; {} when no answer was generated."""
     if not gen:
         return {}
     rec: dict[str, Any] = {"answer": gen.get("answer"), "answer_status": gen.get("status"),
                            "answer_supported": gen.get("supported"), "answer_judge_status": gen.get("judge_status"),
                            "answer_f1": None, "answer_rouge_l": None, "answer_em": None}
-    if gen.get("answer") is not None and isinstance(gold, str) and gold.strip():
-        s = score_answer(gen["answer"], gold, category if isinstance(category, str) else None)
+    category = category if isinstance(category, str) else None
+    # LoCoMo's adversarial questions have no gold answer: they are scored by whether the answer abstains
+    if gen.get("answer") is not None and ((isinstance(gold, str) and gold.strip()) or category == "adversarial"):
+        s = score_answer(gen["answer"], gold if isinstance(gold, str) else None, category)
         rec.update(answer_f1=s["f1"], answer_rouge_l=s["rouge_l"], answer_em=s["em"])
     return rec
 

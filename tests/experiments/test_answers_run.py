@@ -61,3 +61,13 @@ def test_answers_config_errors_name_the_key(cfg_for):
         validate_run_config(to_dict(cfg_for("method=bm25", "answers.enabled=true", "answers.sample=0")))
     with pytest.raises(ConfigError, match="answers.context_docs"):
         validate_run_config(to_dict(cfg_for("method=bm25", "answers.enabled=true", "answers.context_docs=0")))
+
+
+def test_answer_record_scores_locomo_adversarial_questions_by_abstention():
+    from experiments.runner import answer_record
+
+    gen = {"answer": "Not mentioned in the conversation.", "status": "ok"}
+    assert answer_record(gen, None, "adversarial")["answer_f1"] == 1.0   # no gold: the abstention rule decides
+    assert answer_record({**gen, "answer": "Paris"}, None, "adversarial")["answer_f1"] == 0.0
+    assert answer_record({**gen, "answer": "Paris"}, None, None)["answer_f1"] is None   # elsewhere: no gold, no score
+    assert answer_record({**gen, "answer": "Paris"}, "Paris", "single-hop")["answer_f1"] == 1.0
