@@ -105,3 +105,23 @@ def test_notebook_executes_headless(e2e_runs, work, tmp_path):
     api = nb.cells[6].get("outputs", [])
     shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in api)
     assert "nDCG@10" in shown and "vector" in shown and "window" in shown   # the API's table, against bm25
+
+
+def test_seed_runs_appear_only_in_their_seed_section(report_cfg, refs, cfg_for, tmp_path):
+    """A declared run labelled as a seed study's (``*+seed0*``) is left out of the overview, Table 1 and the
+    families, and shown in its seed section (seed 001 names locomo/vector+seed001)."""
+    from experiments.runner import run_experiment
+    from lethebench.runs import RunFolder
+    from tests.conftest import TWO_CONVS
+
+    f = run_experiment(cfg_for("method=vector", "++method.variant=seed001", f"dataset.scopes={TWO_CONVS}"))
+    seed_ref = RunRef("locomo", "vector+seed001", "test", f, RunFolder(f).dataset_folder, "seed")
+    cfg = {**report_cfg, "out_dir": str(tmp_path)}
+    report = build_report(cfg, refs + [seed_ref]).read_text()
+    main = report.split("## Seed 001")[0]
+    assert "vector+seed001" not in (tmp_path / "tables" / "overview_ndcg10.csv").read_text()
+    assert "vector+seed001" not in (tmp_path / "tables" / "table1_locomo.md").read_text()
+    assert "| locomo | vector+seed001 | test |" in main   # the setup table lists every declared run
+    seed = report.split("## Seed 001")[1].split("\n## ")[0]
+    assert "| Baseline (semantic only) | locomo/vector+seed001 |" in seed and "0.3059" in seed   # claimed beside
+    assert "## Seed 002" not in report   # no declared run of seed 002 here
