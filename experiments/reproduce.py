@@ -380,7 +380,8 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
               + "\n".join(studies))] if studies else []
-    path = build_report(load_cfg([f"out_dir={out_dir}"], base=cfg.analysis), refs, extra, study_tables(report, cfg))
+    seeds = [] if report in (cfg.get("seed_sections") or []) else ["seeds=null"]   # seed sections: listed groups only
+    path = build_report(load_cfg([f"out_dir={out_dir}", *seeds], base=cfg.analysis), refs, extra, study_tables(report, cfg))
     if refs:
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
@@ -497,7 +498,7 @@ def reproduce(cfg: DictConfig) -> int:
 
 
 OWN_KEYS = ("tier", "action", "select", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
-            "analysis", "verify_metrics", "answer_metrics")
+            "seed_sections", "analysis", "verify_metrics", "answer_metrics")
 
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:
