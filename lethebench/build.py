@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from lethe.retrieval.embedder import Embedder
 from lethebench.card import count_by, lexical_overlap, provenance_entries
-from lethe.core.hashing import sha256_file
+from lethe.core.hashing import sha256_file_cached
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
 
@@ -75,7 +75,7 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
                 f"dataset '{dataset_cfg['name']}': input file not found: {p}. Set data.root (or the "
                 f"LETHE_DATA_ROOT environment variable) to the folder holding '{f}'; see ../shared/data/README.md."
             )
-        inputs[f] = sha256_file(p)
+        inputs[f] = sha256_file_cached(p)   # stat-keyed: resolving many declared runs hashes each input once
     blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
             "loader_version": loader_version(dataset_cfg["loader"]), "params": dict(dataset_cfg.get("params") or {}),
             "inputs": inputs, "chunking": chunking.key(), "tokenizer_sha256": tokenizer_sha}
