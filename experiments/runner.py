@@ -41,6 +41,7 @@ from experiments.run_identity import RunIdentity, config_hash, run_identity
 from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
+from lethe.llm.pool import LLMPool
 from lethe.stages.answering import AnswerStage, answer_stage_from_config
 from lethe.core.faults import kill_point
 from lethe.core.hashing import sha256_file
@@ -177,24 +178,15 @@ def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> di
     return rec
 
 
-def build_answer_stage(plan: RunPlan) -> tuple[AnswerStage | None, list[Any]]:
-    """The run's ``answers`` stage (None when off) and the LLM backends it built (one per distinct config)."""
+def build_answer_stage(plan: RunPlan) -> tuple[AnswerStage | None, LLMPool | None]:
+    """The run's ``answers`` stage (None when off) and the pool of LLM backends it built (one per distinct config)."""
     cfg = plan.config.get("answers") or {}
     if not cfg.get("enabled"):
-        return None, []
-    from lethe.llm.backends import make_llm
-
-    llms: dict[str, Any] = {}
-
-    def llm_for(llm_cfg: Mapping[str, Any] | None, part: str) -> Any:
-        if not llm_cfg:
-            raise ConfigError(f"answers.{part + '.' if part else ''}llm is required (an LLM config, conf/llm/*.yaml)")
-        key = repr(sorted(dict(llm_cfg).items()))
-        if key not in llms:
-            llms[key] = make_llm(dict(llm_cfg), plan.cache_dir)
-        return llms[key]
-
-    return answer_stage_from_config(cfg, llm_for, "answers"), list(llms.values())
+        return None, None
+    pool = LLMPool(plan.cache_dir)
+    stage = answer_stage_from_config(cfg, lambda llm_cfg, part: pool.get(llm_cfg, f"answers.{part + '.' if part else ''}llm"),
+                                     "answers")
+    return stage, pool
 
 
 def add_answer_similarity(per_query: pd.DataFrame, ds: Dataset, plan: RunPlan) -> pd.DataFrame:
@@ -423,15 +415,15 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     init_s = time.perf_counter() - t0
     docs_by_scope = group_docs(ds)
     bind_method(method, plan, docs_by_scope, list(queries["query_id"]))
-    answering, answer_llms = build_answer_stage(plan)
+    answering, answer_pool = build_answer_stage(plan)
     if answering is not None:
         answering.set_queries(list(queries["query_id"]))
     try:
         searched = search_queries(method, plan, ds, queries, docs_by_scope, answering)
     finally:
         method.close()
-        for llm in answer_llms:
-            llm.close()
+        if answer_pool is not None:
+            answer_pool.close()
     per_query = add_answer_similarity(pd.DataFrame(searched.records), ds, plan)
     check_error_share(per_query, plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
@@ -446,7 +438,8 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
                     "content_sha256": ds.content_sha256,
                     "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
         "method": method.describe(),
-        "answers": {**answering.describe(), "llms": [llm.describe() for llm in answer_llms]} if answering else None,
+        "answers": ({**answering.describe(), "llms": [llm.describe() for llm in answer_pool.backends()]}
+                    if answering is not None and answer_pool is not None else None),
         "git": git_info(),
         "packages": package_versions(),
         "hardware": hardware(),

@@ -17,8 +17,8 @@ Iteration 4 = iteration 3's ranking, then (each a config switch of ``LethePipeli
 3. ``generation`` (:class:`GenerationConfig`, optional; on for the paper experiment): for a seeded
    sample of ``sample`` queries of the run (``seed``; the runner passes the run's query ids through
    ``set_queries``), generate an answer from the top ``context_docs`` docs of the final ranking
-   (``lethe.stages.answering.AnswerStage``, shared with every method's ``answers``: ``AnswerGenerator``) and, with ``judge.enabled``, ask a pinned judge prompt
-   whether the answer is supported by those same docs (``lethe.stages.generation.HallucinationJudge``).
+   (``lethe.stages.answering.AnswerStage``, the stage every method's ``answers`` uses) and, with
+   ``judge.enabled``, ask a pinned judge prompt whether the answer is supported by those same docs (``lethe.stages.generation.HallucinationJudge``).
    Generation and judging happen in :meth:`Iteration4.annotate`, which the runner calls *after* the
    timed search: the query's ``latency_ms`` is retrieval (through reranking and contradiction
    handling) and the stages ``generation`` and ``judge`` are timed on their own.
@@ -31,12 +31,12 @@ measured, not replayed.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from lethe.llm.pool import LLMPool
 from lethe.stages.contradiction.rules import Conflict, demote
 from lethe.core.protocol import Doc, Query, SearchResult, record_llm_failures
 
@@ -105,7 +105,7 @@ class Iteration4:
         """Each section is a built config (``_target_`` in the method YAML) or None (stage off)."""
         self.rr_cfg, self.ct_cfg, self.gen_cfg = llm_rerank, contradiction, generation
         self.cache_dir = cache_dir
-        self._llms: dict[str, Any] = {}
+        self._llms = LLMPool(cache_dir)
         self.reranker = self.detector = None
         if self.rr_cfg is not None and self.rr_cfg.enabled:
             from lethe.stages.rerank import BudgetedReranker
@@ -139,17 +139,10 @@ class Iteration4:
 
     # -- construction helpers -------------------------------------------------------------------
     def _llm(self, cfg: Mapping[str, Any] | None, section: str, cache: bool | None = None) -> Any:
-        from lethe.llm.backends import make_llm
-
-        if not cfg:
-            raise ValueError(f"method.{section}.llm is required (an LLM config, e.g. ${{llm}})")
-        c = dict(cfg)
-        if cache is not None:
+        c = dict(cfg) if cfg else None
+        if c is not None and cache is not None:
             c["cache"] = cache
-        key = json.dumps(c, sort_keys=True, default=str)
-        if key not in self._llms:
-            self._llms[key] = make_llm(c, self.cache_dir)
-        return self._llms[key]
+        return self._llms.get(c, f"method.{section}.llm")
 
     @staticmethod
     def _fallback(model_cfg: Mapping[str, Any] | None) -> Callable[[str, list[str]], Sequence[float]] | None:
@@ -184,7 +177,7 @@ class Iteration4:
             out["generation"]["generator"] = stage["generator"]
             if stage["judge_model"] is not None:
                 out["generation"]["judge_model"] = stage["judge_model"]
-        out["llms"] = [llm.describe() for llm in self._llms.values()]
+        out["llms"] = [llm.describe() for llm in self._llms.backends()]
         return out
 
     # -- runner hooks ---------------------------------------------------------------------------
@@ -250,5 +243,4 @@ class Iteration4:
             self.answering.annotate(query.text, result, lambda d: docs_by_id[d].text)
 
     def close(self) -> None:
-        for llm in self._llms.values():
-            llm.close()
+        self._llms.close()
