@@ -45,3 +45,14 @@ class FakeLLM:
 
     def close(self) -> None:
         pass
+
+
+class ScriptedLLM(FakeLLM):
+    """Replies from a list, in call order (each item as :meth:`FakeLLM.reply` allows)."""
+
+    def __init__(self, replies: Sequence[Any]):
+        super().__init__()
+        self.replies = list(replies)
+
+    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
+        return self.replies[k]

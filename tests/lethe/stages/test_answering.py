@@ -3,28 +3,17 @@ it counts LLM failures, and its config errors, on fake LLM backends."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
 from lethe.core.protocol import SearchResult
-from lethe.llm.base import Decoding, LLMTimeout, Message
+from lethe.llm.base import LLMTimeout
 from lethe.stages.answering import AnswerStage, answer_stage_from_config, sample_queries
 from lethe.stages.generation import AnswerGenerator, HallucinationJudge
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import ScriptedLLM as Scripted
 
 TEXTS = {"d1": "Lena moved to Porto last spring.", "d2": "She works as a nurse.", "d3": "Unrelated."}
-
-
-class Scripted(FakeLLM):
-    """Replies from a list, in call order."""
-
-    def __init__(self, replies: Sequence[Any]):
-        super().__init__()
-        self.replies = list(replies)
-
-    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
-        return self.replies[k]
 
 
 def test_sample_is_seeded_order_free_and_all_when_large():

@@ -4,15 +4,13 @@ position bias on scripted fake replies; one real judgment in both orders with Sm
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
-
 import pytest
 
 from lethe.core.paths import PROJECT_ROOT
-from lethe.llm.base import Decoding, LLMTimeout, Message
+from lethe.llm.base import LLMTimeout
 from lethe.llm.parsing import ParseError
 from lethe.stages.pairwise_judge import CRITERIA, PairwiseJudge, parse_verdicts, position_bias
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import ScriptedLLM as Scripted
 
 Q = "How do farmers protect soil fertility?"
 A = "Crop rotation."
@@ -22,15 +20,6 @@ B = "Crop rotation, cover crops, composting and reduced tillage, each explained.
 def reply(c: str, d: str, e: str, o: str) -> tuple[str, None]:
     return json.dumps({"Comprehensiveness": f"Answer {c}", "Diversity": f"Answer {d}", "Empowerment": f"Answer {e}",
                        "Overall Winner": f"Answer {o}"}), None
-
-
-class Scripted(FakeLLM):
-    def __init__(self, replies: Sequence[Any]):
-        super().__init__()
-        self.replies = list(replies)
-
-    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
-        return self.replies[k]
 
 
 def test_both_orders_are_asked_with_the_answers_swapped():
