@@ -22,6 +22,8 @@ measured standard deviation of the per-question differences (``analysis.stats.mi
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -103,12 +105,14 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
     return pd.DataFrame(rows).fillna("-")
 
 
-def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> dict[str, Any] | None:
+def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tuple[dict[str, Any] | None, np.ndarray]:
+    """``analysis.stats.paired_test`` of ``a`` against ``b`` on the queries both scored (None under 2 queries), and
+    the per-query differences a - b on those queries."""
     common = a.dropna().index.intersection(b.dropna().index)
+    xa, xb = a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)
     if len(common) < 2:
-        return None
-    return stats.paired_test(a.loc[common].to_numpy(float), b.loc[common].to_numpy(float),
-                             int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"]))
+        return None, xa - xb
+    return stats.paired_test(xa, xb, int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"])), xa - xb
 
 
 def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -129,7 +133,7 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
         out["docs"] = (v.runs[label].manifest["dataset"].get("card_counts") or {}).get("docs", NM)
         if r.get("versus"):
             vb, lb = _run(views, by_name[r["versus"]].get("run"))
-            t = _paired(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg) if vb is not None else None
+            t = _paired(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg)[0] if vb is not None else None
             if t is None:
                 out["vs reference: nDCG@10 difference [95% CI]"] = "n/m†"
             else:
@@ -161,18 +165,14 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
             out.update({"n": "n/m†"})
             rows.append(out)
             continue
-        a, b = va.per_query[la][col].dropna(), vb.per_query[lb][col].dropna()
-        common = a.index.intersection(b.index)
-        out["n"] = int(len(common))
-        if len(common) < 2:
+        t, d = _paired(va.per_query[la][col], vb.per_query[lb][col], cfg)
+        out["n"] = int(len(d))
+        if t is None:
             rows.append(out)
             continue
-        t = stats.paired_test(a.loc[common].to_numpy(float), b.loc[common].to_numpy(float),
-                              int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"]))
-        d = a.loc[common].to_numpy(float) - b.loc[common].to_numpy(float)
         sd = float(np.std(d, ddof=1))
-        mde = stats.min_detectable_difference(sd, len(common))
-        out.update({f"measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
+        mde = stats.min_detectable_difference(sd, len(d))
+        out.update({"measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
                     "p (Wilcoxon)": fmt_p(t["p_wilcoxon"]), "sd of differences": fmt(sd),
                     "smallest detectable difference (80% power)": fmt(mde)})
         if claimed_a is not None and claimed_b is not None:
@@ -264,13 +264,19 @@ AGENT_METRICS = {   # claim key -> (column, how it is measured)
 UNDEFINED = "not defined (no label supports it)"
 
 
+@lru_cache(maxsize=4)
+def _agent_corpus(folder: Path) -> pd.DataFrame:
+    """The labels the agent metrics read from a processed dataset's corpus (read once per dataset, not per run)."""
+    return pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "scope_id", "position", "kind", "entities"])
+
+
 def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:
     """Per query of one run: the agent metrics of analysis.agent_metrics (NaN where a metric is undefined)."""
     from analysis import agent_metrics as A
 
     run = v.runs[label]
     folder = run.dataset_folder
-    corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "scope_id", "position", "kind", "entities"])
+    corpus = _agent_corpus(folder)
     evaluated = v.queries[v.queries["query_id"].isin(v.per_query[label].index)]
     qrels = {q: r for q, r in run.qrels.items() if q in set(evaluated["query_id"])}
     cols = {"tool-result recall@10": A.tool_result_recall(run.run, qrels, corpus, 10),
@@ -286,6 +292,8 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
                  ) -> list[tuple[str, pd.DataFrame]]:
     """Seed 002's three tables (claimed beside measured) and the paired tests of each Lethe row against the best
     baseline row per metric (Holm and BH over that family)."""
+    from analysis.agent_metrics import peak_memory_mb
+
     rows = s["rows"]
     scores: dict[str, pd.DataFrame] = {}
     for r in rows:
@@ -313,8 +321,6 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
         if v is None:
             t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"), "P95 ms measured": "n/m†"})
             continue
-        from analysis.agent_metrics import peak_memory_mb
-
         run = v.runs[label]
         lat = run.metrics.get("latency_ms") or {}
         mark = "" if run.manifest.get("timing_valid", True) else " ‡"
@@ -335,7 +341,7 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
         for m in lethe:
             if col not in scores[m]:
                 continue
-            t = _paired(scores[m][col], scores[best][col], cfg)
+            t = _paired(scores[m][col], scores[best][col], cfg)[0]
             if t is not None:
                 tests.append({"metric": col, "method": m, "best baseline": best, "n": t["n"],
                               "difference": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
