@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from analysis.studies import command_line, write_manifest
-from lethe.core.paths import CONF_DIR, project_path
+from analysis.studies import command_line, study_llm, write_manifest
+from lethe.core.paths import project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethe.core.protocol import Doc
 from lethebench.schema import read_dataset
@@ -340,15 +340,10 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
         rows.append(table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded)))
     if "llm" in backends:
         from lethe.stages.contradiction.detectors import make_detector
-        from lethe.llm.backends import make_llm
         from lethe.llm.base import Decoding, Message
 
         for name in [str(n) for n in cfg.llms]:
-            llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
-            llm_cfg.n_threads = int(cfg.n_threads)
-            if not cfg.llm_cache:
-                llm_cfg.cache = False
-            llm = make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
+            llm = study_llm(name, cfg)
             try:
                 t_load = time.perf_counter()
                 llm.chat([Message("user", "hi")], Decoding(max_tokens=1))  # load the model outside the timing

@@ -55,9 +55,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import hydra
 from omegaconf import DictConfig
 
-from analysis.studies import command_line, write_manifest
+from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.paths import PROJECT_ROOT, project_path
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
@@ -193,17 +193,10 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
 
 
 def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
     from lethe.stages.generation import HallucinationJudge
-    from lethe.llm.backends import make_llm
 
-    llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
-    llm_cfg.n_threads = int(cfg.n_threads)
-    if not cfg.llm_cache:
-        llm_cfg.cache = False
     t0 = time.perf_counter()
-    llm = make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
+    llm = study_llm(name, cfg)
     try:
         judge = HallucinationJudge(llm, threshold=float(cfg.threshold),
                                    timeout_s=None if cfg.timeout_s is None else float(cfg.timeout_s))

@@ -25,16 +25,15 @@ from typing import Any, Mapping, Sequence
 
 import hydra
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from analysis.stats import proportion_ci
-from analysis.studies import command_line, write_manifest
+from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import PROJECT_ROOT, project_path
+from lethe.core.paths import project_path
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.runs import RunFolder
 
-CONF_DIR = PROJECT_ROOT / "conf"
 OUTCOMES = ("A", "B", "tie", None)
 
 
@@ -104,16 +103,6 @@ def answered_pairs(folder_a: Path, folder_b: Path) -> pd.DataFrame:
     return both.reset_index()
 
 
-def _judge_llm(name: str, cfg: DictConfig):
-    from lethe.llm.backends import make_llm
-
-    llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
-    llm_cfg.n_threads = int(cfg.n_threads)
-    if not cfg.llm_cache:
-        llm_cfg.cache = False
-    return make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
-
-
 def _record(judge: str, pair: str, qid: str, j: PairJudgment) -> dict[str, Any]:
     return {"judge": judge, "pair": pair, "query_id": qid, "winners": j.winners,
             "orders": [{"first": o.first, "status": o.status, "verdicts": o.verdicts, "llm_ms": round(o.llm_ms, 1),
@@ -137,7 +126,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, judges_doc, records = [], [], []
     for jname in [str(x) for x in cfg.judges]:
-        llm = _judge_llm(jname, cfg)
+        llm = study_llm(jname, cfg)
         try:
             judge = PairwiseJudge(llm, prompt_version=str(cfg.prompt_version), max_answer_chars=int(cfg.max_answer_chars),
                                   max_tokens=int(cfg.max_tokens), timeout_s=cfg.timeout_s)

@@ -38,3 +38,16 @@ def write_manifest(out_dir: str | Path, cfg: DictConfig, command: str | None, st
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return path
+
+
+def study_llm(name: str, cfg: DictConfig) -> Any:
+    """The backend of ``conf/llm/<name>.yaml`` as a study runs it: ``cfg.n_threads`` llama.cpp threads, the response
+    cache only with ``cfg.llm_cache``, GGUF files and cache under ``cfg.cache_dir``."""
+    from lethe.core.paths import CONF_DIR, project_path
+    from lethe.llm.backends import make_llm
+
+    llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
+    llm_cfg.n_threads = int(cfg.n_threads)
+    if not cfg.llm_cache:
+        llm_cfg.cache = False
+    return make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))

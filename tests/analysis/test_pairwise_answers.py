@@ -64,7 +64,7 @@ def test_study_judges_two_real_runs_answers(cfg_for, tmp_path, monkeypatch):
 
     folders = {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS))
                for m in ("bm25", "vector")}
-    monkeypatch.setattr(P, "_judge_llm", lambda name, cfg: LongerWins())
+    monkeypatch.setattr(P, "study_llm", lambda name, cfg: LongerWins())
     cfg = OmegaConf.create({"run_folders": {k: str(v) for k, v in folders.items()}, "pairs": [["bm25_vs_vector", "bm25", "vector"]],
                             "judges": ["scripted"], "labels_file": "tests/data/pairwise_labels.jsonl", "prompt_version": "v1",
                             "max_answer_chars": 1500, "max_tokens": 64, "timeout_s": None, "n_threads": 1,
