@@ -21,12 +21,18 @@ Rules (``BudgetedReranker.rerank``):
   is spent and the loop stops. Other ``LLMError`` s are counted in ``errors`` (candidate unjudged,
   the loop goes on). With ``predictive_stop=True`` (off by default) the loop also stops before a
   call when the remaining budget is below the call's *predicted* duration, so a call that would most
-  likely time out is not started (``predicted_stops`` = 1). The prediction is
-  ``cost characters * q`` where ``q`` is the ``predict_quantile`` (default 0.9) of the
-  milliseconds-per-cost-character of the last 64 non-cached calls of this reranker (across
-  queries; a call that timed out counts with its elapsed time, a lower bound of its true cost, so
-  a backend too slow to ever finish a call inside the budget is still measured); before any such call, the mean duration of this query's completed calls; before
-  that, none (the call starts). **Probe**: a skipped first call yields no new measurement, so an
+  likely time out is not started (``predicted_stops`` = 1). The prediction comes from the last 64
+  non-cached calls of this reranker (across queries), each a pair (cost characters, milliseconds); a
+  call that timed out counts with its elapsed time, a lower bound of its true cost, so a backend too
+  slow to ever finish a call inside the budget is still measured. A call costs a fixed overhead
+  (chat template, one decoded token, logprobs) plus a time per evaluated character, so once two
+  different costs were measured the prediction is the least-squares line ``a + b * cost`` (``a, b >=
+  0``) plus the ``predict_quantile`` (default 0.9) of its residuals (at least 0); with one cost only,
+  the ``predict_quantile`` of the measured milliseconds per cost character times the cost. (A
+  per-character rate alone fails on a near-empty cost: a prompt identical to the previous one, as
+  after the runner's warm-up search of the same query, costs 1 character but a whole call's overhead,
+  and made every later call look hundreds of times too slow.) Before any measured call, the mean
+  duration of this query's completed calls; before that, none (the call starts). **Probe**: a skipped first call yields no new measurement, so an
   estimate made while the machine was busy could stop every later query; therefore, after
   ``probe_every`` consecutive queries whose first call was predicted not to fit, the next query's
   first call starts anyway (``probes`` = 1; its timeout still applies). This matters for
@@ -185,7 +191,7 @@ class BudgetedReranker:
         if not 0.0 < predict_quantile <= 1.0:
             raise ValueError(f"predict_quantile must be in (0, 1], got {predict_quantile}")
         self.predict_quantile = float(predict_quantile)
-        self._ms_per_char: deque[float] = deque(maxlen=64)  # completed non-cached calls, across queries
+        self._measured: deque[tuple[int, float]] = deque(maxlen=64)  # (cost chars, ms) of non-cached calls, across queries
         if probe_every < 1:
             raise ValueError(f"probe_every must be >= 1, got {probe_every}")
         self.probe_every = int(probe_every)
@@ -212,12 +218,25 @@ class BudgetedReranker:
 
     def predict_s(self, messages: Sequence[Any], durations: Sequence[float] = ()) -> float | None:
         """Predicted duration (s) of one call with ``messages`` (module docstring), None if unknown."""
-        if self._ms_per_char:
-            rate = float(np.quantile(np.fromiter(self._ms_per_char, dtype=np.float64), self.predict_quantile))
-            return rate * self.cost_chars(messages) / 1000.0
+        if self._measured:
+            return self.predict_ms(self.cost_chars(messages)) / 1000.0
         if durations:
             return sum(durations) / len(durations)
         return None
+
+    def predict_ms(self, cost: int) -> float:
+        """Predicted duration (ms) of a call of ``cost`` characters from the measured calls (module docstring)."""
+        c = np.array([x for x, _ in self._measured], dtype=np.float64)
+        d = np.array([y for _, y in self._measured], dtype=np.float64)
+        q = self.predict_quantile
+        if np.ptp(c) == 0:
+            return float(np.quantile(d / c, q)) * cost
+        b, a = np.polyfit(c, d, 1)
+        if b < 0:   # durations fall with cost: no usable slope, a constant
+            a, b = float(d.mean()), 0.0
+        elif a < 0:  # no usable overhead: a line through the origin
+            a, b = 0.0, float(c @ d / (c @ c))
+        return a + b * cost + max(0.0, float(np.quantile(d - (a + b * c), q)))
 
     def passage(self, text: str) -> str:
         """The passage as sent: whitespace-collapsed, cut to ``max_passage_chars``, then to
@@ -271,7 +290,7 @@ class BudgetedReranker:
             except LLMTimeout:
                 timeouts += 1
                 t_last = time.perf_counter()
-                self._ms_per_char.append((t_last - now) * 1000.0 / cost)  # a lower bound
+                self._measured.append((cost, (t_last - now) * 1000.0))  # a lower bound
                 break  # the budget is spent
             except LLMError:
                 errors += 1
@@ -280,7 +299,7 @@ class BudgetedReranker:
             t_last = time.perf_counter()
             durations.append(t_last - now)
             if not resp.cached:
-                self._ms_per_char.append((t_last - now) * 1000.0 / cost)
+                self._measured.append((cost, (t_last - now) * 1000.0))
             p = p_yes_from_response(resp)
             if p is None:
                 parse_failures += 1

@@ -371,3 +371,53 @@ def test_timeouts_feed_the_estimate_so_a_too_slow_backend_stops_being_called():
         res = rr.rerank(Q, cands(3))
         assert (res.timeouts, res.predicted_stops, len(llm.calls)) == (0, 1, 1)
     assert rr.rerank(Q, cands(3)).probes == 1 and len(llm.calls) == 2
+
+
+class PrefixCostLLM(FakeLLM):
+    """Costs like in-process llama.cpp with prefix reuse: a fixed overhead per call plus a time per prompt
+    character after the prefix shared with the previous prompt (what the backend holds, also after a
+    cancelled call); the model's first call also pays ``cold_s`` (weights paged in)."""
+
+    name = "prefix-cost"
+    reuse_prompt_cache = True
+
+    def __init__(self, overhead_s: float = 0.09, per_char_s: float = 0.0017, cold_s: float = 1.5):
+        super().__init__()
+        self.overhead_s, self.per_char_s, self.cold_s = overhead_s, per_char_s, cold_s
+        self.held = ""
+
+    def delay(self, messages: Sequence[Message]) -> float:
+        text = "".join(m.content for m in messages)
+        shared = next((i for i, (a, b) in enumerate(zip(text, self.held)) if a != b), min(len(text), len(self.held)))
+        cold = self.cold_s if len(self.calls) <= 1 else 0.0
+        self.held = text
+        return cold + self.overhead_s + self.per_char_s * (len(text) - shared)
+
+    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
+        return ("yes", None)
+
+
+def test_predictive_stop_is_not_starved_by_a_repeated_prompt(virtual_time):
+    """The runner's discarded warm-up search has a cold first call that times out; the first timed query is the
+    same query, so its first prompt repeats the one the backend holds and costs 1 character but a whole call's
+    overhead. Judged per character, that call made every later call look hundreds of times too slow, and
+    reranking stopped for good (0.4% of candidates judged in a real iteration-4 run). With the fitted overhead
+    every query judges what fits its budget, and nothing times out."""
+    rng = np.random.default_rng(0)
+    docs = [(f"d{i}", " ".join(["word"] * int(rng.integers(20, 70))), 10.0 - i) for i in range(10)]
+    llm = PrefixCostLLM()
+    rr = BudgetedReranker(llm, budget_ms=1200, top_n=10, predictive_stop=True)
+    queries = [f"Who changed the retry policy of service {i}, and when?" for i in range(40)]
+    warm = rr.rerank(queries[0], docs)
+    assert (warm.judged, warm.timeouts) == (0, 1)
+    for q in queries:
+        # the most calls that fit: the fake's own costs from what it holds now, summed up to the budget
+        oracle, held, spent = PrefixCostLLM(cold_s=0.0), llm.held, 0.0
+        oracle.held = held
+        for _, text, _ in docs:
+            spent += oracle.delay(rr.prompt.render(query=q, passage=rr.passage(text)))
+            if spent > 1.2:
+                break
+            oracle.calls.append(None)
+        res = rr.rerank(q, docs)
+        assert res.timeouts == 0 and len(oracle.calls) - 1 <= res.judged <= len(oracle.calls), (q, res.judged)
