@@ -222,12 +222,11 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = (),
-                 studies: Mapping[str, str] | None = None) -> Path:
+def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = ()) -> Path:
     """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
-    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section; ``studies`` maps a
-    finished study's name to its Markdown table (the seed sections show theirs). Runs whose label matches
-    ``study_labels`` appear only in the seed sections."""
+    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section. Runs whose label matches
+    ``study_labels`` are left out (the seed studies' report, analysis/seed_report.py, shows them); ``seeds_report``,
+    when set, names that report in a pointer section."""
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     tdir, fdir = out / "tables", out / "figures"
@@ -315,12 +314,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
                "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
                "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
                F.to_markdown(t_it4, F.FOOTNOTE_NM)]
-    if cfg.get("seeds") and Path(cfg["seeds"]).is_file():
-        spec = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {}
-        for title, body, frames in SEEDS.seed_sections(all_views, spec, cfg, studies, {r.key for r in refs}):
-            for name, frame in frames:
-                F.write_table(frame, tdir, f"table_{name}", f"{title}: {name}", footnote=SEEDS.NOTE)
-            md += [f"## {title}", "", body]
+    if cfg.get("seeds_report"):
+        md += ["## Seed studies", "", f"The seed studies, claimed beside measured, are in `{cfg['seeds_report']}`.", ""]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     kill_point("writing_report")
     figs = draw_all(views, t2, cfg, fdir, ta=ta)

@@ -194,6 +194,15 @@ def power_line(cmp: pd.DataFrame) -> str:
             "per-question differences).") if parts else ""
 
 
+def run_keys(spec: Mapping[str, Any]) -> set[str]:
+    """Every run key (``<dataset>/<method label>``) the seeds of ``spec`` name in a row's ``run`` or ``full``."""
+    out: set[str] = set()
+    for s in spec.values():
+        for t in s.get("tables") or [{"rows": s.get("rows") or []}]:
+            out |= {r.get(k) for r in t["rows"] for k in ("run", "full")} - {None}
+    return out
+
+
 def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Mapping[str, Any],
                   studies: Mapping[str, str] | None = None, declared: set[str] | None = None
                   ) -> list[tuple[str, str, list[tuple[str, pd.DataFrame]]]]:
@@ -204,9 +213,7 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
 
     out = []
     for seed, s in spec.items():
-        tables = s.get("tables") or [{"rows": s.get("rows") or []}]
-        keys = {r.get(k) for t in tables for r in t["rows"] for k in ("run", "full")} - {None}
-        if declared is not None and not keys & declared:
+        if declared is not None and not run_keys({seed: s}) & declared:
             continue
         if s.get("kind") == "agent":
             tables_ = agent_tables(views, s, cfg)

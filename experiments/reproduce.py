@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -39,6 +40,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from analysis import expected as E
 from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.report import build_report, load_cfg
+from analysis.seed_report import build_seed_report
+from analysis.seeds import run_keys as seed_run_keys
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
 from experiments.config import load_config, to_dict
@@ -367,21 +370,51 @@ class ReportRefused(RuntimeError):
     """The report would be written from no finished run (it would replace the committed one with empty tables)."""
 
 
-def write_report(report: str, cfg: DictConfig) -> Path:
-    """The report of group ``report`` (reference or smoke) from exactly its declared runs."""
-    refs = refs_for(report, cfg)
-    out_dir = project_path(str(cfg.out_dir[report]))
+SEEDS_GROUP, SEEDS_FROM = "seeds", "reference"   # the seed studies' report, from runs of the reference group
+
+
+def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
+    """The report groups of ``tiers`` in order, the seed studies' report after the group it draws from."""
+    groups = list(dict.fromkeys(t.report for t in tiers))
+    if SEEDS_FROM in groups and SEEDS_GROUP in cfg.out_dir:
+        groups.insert(groups.index(SEEDS_FROM) + 1, SEEDS_GROUP)
+    return groups
+
+
+def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path) -> None:
     if not any(RunFolder(r.folder).is_done for r in refs):
         where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
         raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
                             f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is.")
+
+
+def write_seed_report(cfg: DictConfig) -> Path:
+    """The seed studies' report (analysis/seed_report.py) from the declared runs its seeds name."""
+    out_dir = project_path(str(cfg.out_dir[SEEDS_GROUP]))
+    settings = load_cfg([f"out_dir={out_dir}"], base=cfg.analysis)
+    named = seed_run_keys(yaml.safe_load(Path(settings["seeds"]).read_text()) or {})
+    refs = [r for r in refs_for(SEEDS_FROM, cfg) if r.key in named]
+    _refuse_unless_finished(SEEDS_GROUP, refs, out_dir)
+    return build_seed_report(settings, refs, study_tables(SEEDS_FROM, cfg))
+
+
+def write_report(report: str, cfg: DictConfig) -> Path:
+    """The report of group ``report`` (reference, smoke or seeds) from exactly its declared runs."""
+    if report == SEEDS_GROUP:
+        return write_seed_report(cfg)
+    refs = refs_for(report, cfg)
+    out_dir = project_path(str(cfg.out_dir[report]))
+    _refuse_unless_finished(report, refs, out_dir)
     write_cards(report, cfg)
     studies = publish_studies(report, cfg, out_dir)
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
               + "\n".join(studies))] if studies else []
-    seeds = [] if report in (cfg.get("seed_sections") or []) else ["seeds=null"]   # seed sections: listed groups only
-    path = build_report(load_cfg([f"out_dir={out_dir}", *seeds], base=cfg.analysis), refs, extra, study_tables(report, cfg))
+    pointer = []
+    if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir:
+        rel = os.path.relpath(project_path(str(cfg.out_dir[SEEDS_GROUP])) / "report.md", out_dir)
+        pointer = [f"seeds_report={rel}"]
+    path = build_report(load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra)
     if refs:
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
@@ -479,7 +512,7 @@ def reproduce(cfg: DictConfig) -> int:
             code = 1
         tiers = resolve_tiers(cfg)   # done flags after running
     if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
-        for report in dict.fromkeys(t.report for t, _ in tiers):
+        for report in report_groups([t for t, _ in tiers], cfg):
             try:
                 write_report(report, cfg)
             except ReportRefused as exc:
@@ -498,7 +531,7 @@ def reproduce(cfg: DictConfig) -> int:
 
 
 OWN_KEYS = ("tier", "action", "select", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
-            "seed_sections", "analysis", "verify_metrics", "answer_metrics")
+            "analysis", "verify_metrics", "answer_metrics")
 
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:

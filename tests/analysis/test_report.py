@@ -107,21 +107,28 @@ def test_notebook_executes_headless(e2e_runs, work, tmp_path):
     assert "nDCG@10" in shown and "vector" in shown and "window" in shown   # the API's table, against bm25
 
 
-def test_seed_runs_appear_only_in_their_seed_section(report_cfg, refs, cfg_for, tmp_path):
-    """A declared run labelled as a seed study's (``*+seed0*``) is left out of the overview, Table 1 and the
-    families, and shown in its seed section (seed 001 names locomo/vector+seed001)."""
+def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_path):
+    """A declared run labelled as a seed study's (``*+seed0*``) is left out of the reference report's overview,
+    Table 1 and families (its setup table still lists it, and a section points to the seed report), and the seed
+    report shows it in its seed's section, claims beside, with only the runs the seeds name (seed 001 names
+    locomo/vector+seed001 and locomo/vector)."""
+    from analysis.seed_report import build_seed_report
     from experiments.runner import run_experiment
     from lethebench.runs import RunFolder
     from tests.conftest import TWO_CONVS
 
     f = run_experiment(cfg_for("method=vector", "++method.variant=seed001", f"dataset.scopes={TWO_CONVS}"))
     seed_ref = RunRef("locomo", "vector+seed001", "test", f, RunFolder(f).dataset_folder, "seed")
-    cfg = {**report_cfg, "out_dir": str(tmp_path)}
-    report = build_report(cfg, refs + [seed_ref]).read_text()
-    main = report.split("## Seed 001")[0]
-    assert "vector+seed001" not in (tmp_path / "tables" / "overview_ndcg10.csv").read_text()
-    assert "vector+seed001" not in (tmp_path / "tables" / "table1_locomo.md").read_text()
-    assert "| locomo | vector+seed001 | test |" in main   # the setup table lists every declared run
-    seed = report.split("## Seed 001")[1].split("\n## ")[0]
-    assert "| Baseline (semantic only) | locomo/vector+seed001 |" in seed and "0.3059" in seed   # claimed beside
-    assert "## Seed 002" not in report   # no declared run of seed 002 here
+    main_dir, seeds_dir = tmp_path / "main", tmp_path / "seeds"
+    report = build_report({**report_cfg, "out_dir": str(main_dir), "seeds_report": "seeds/report.md"},
+                          refs + [seed_ref]).read_text()
+    assert "vector+seed001" not in (main_dir / "tables" / "overview_ndcg10.csv").read_text()
+    assert "vector+seed001" not in (main_dir / "tables" / "table1_locomo.md").read_text()
+    assert "| locomo | vector+seed001 | test |" in report   # the setup table lists every declared run
+    assert "## Seed 001" not in report and "`seeds/report.md`" in report
+    seeds = build_seed_report({**report_cfg, "out_dir": str(seeds_dir)}, refs + [seed_ref]).read_text()
+    section = seeds.split("## Seed 001")[1].split("\n## ")[0]
+    assert "| Baseline (semantic only) | locomo/vector+seed001 |" in section and "0.3059" in section   # claimed beside
+    assert "## Seed 002" not in seeds   # no declared run of seed 002 here
+    assert "| locomo | vector+seed001 | test |" in seeds and "| locomo | window |" not in seeds   # named runs only
+    assert (seeds_dir / "tables" / "table_seed001_1.md").is_file()
