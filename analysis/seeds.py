@@ -1,4 +1,4 @@
-"""The report's seed sections: each seed study's printed numbers ("claimed") beside the harness's measurements.
+"""The seed studies' report sections (analysis/seed_report.py): each seed study's printed numbers ("claimed") beside the harness's measurements.
 
 The spec (``conf/reference/seeds.yaml``) lists, per seed, tables of rows; a row names a declared run on the seed's
 sample (``run``, answers on), optionally the same method on the full data (``full``, retrieval only), the seed's
@@ -12,7 +12,8 @@ ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and o
 Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per
 row the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against
 its ``versus`` row the paired nDCG@10 difference (BCa interval, Wilcoxon p) and its size relative to the reference
-mean, beside the seed's claimed improvement.
+mean, beside the seed's claimed improvement; also the median tokens per doc unit (the processed dataset's card) and
+the index build time (the run's manifest; this machine's, never verified).
 
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
 (``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
@@ -22,6 +23,7 @@ measured standard deviation of the per-question differences (``analysis.stats.mi
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -115,6 +117,14 @@ def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tuple[dict[st
     return stats.paired_test(xa, xb, int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"])), xa - xb
 
 
+def _chunk_tokens_p50(folder: Path) -> Any:
+    """Median tokens per doc unit of a processed dataset (its card's ``chunking.tokens_p50``), NM if unrecorded."""
+    card = folder / "card.json"
+    if not card.is_file():
+        return NM
+    return (json.loads(card.read_text()).get("chunking") or {}).get("tokens_p50", NM)
+
+
 def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
     """``kind: retrieval`` tables (module docstring)."""
     by_name = {r["row"]: r for r in table["rows"]}
@@ -130,7 +140,11 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
         out["n"] = int(pq["ndcg@10"].notna().sum())
         out["nDCG@10"] = _mean_cell(pq["ndcg@10"], cfg)
         out["R@50"] = _mean_cell(pq["recall@50"], cfg) if "recall@50" in pq else NM
-        out["docs"] = (v.runs[label].manifest["dataset"].get("card_counts") or {}).get("docs", NM)
+        run = v.runs[label]
+        out["docs"] = (run.manifest["dataset"].get("card_counts") or {}).get("docs", NM)
+        out["doc tokens p50"] = _chunk_tokens_p50(run.dataset_folder)
+        secs = run.manifest.get("index_build_seconds")
+        out["index s (this machine)"] = f"{secs:.1f}" if isinstance(secs, (int, float)) else NM
         if r.get("versus"):
             vb, lb = _run(views, by_name[r["versus"]].get("run"))
             t = _paired(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg)[0] if vb is not None else None

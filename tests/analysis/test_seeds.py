@@ -4,6 +4,8 @@ and a declared run that has not run shown as n/m†."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -88,7 +90,11 @@ def test_retrieval_table_pairs_ndcg_on_common_queries(views):
     assert cell.startswith(f"{d:+.4f}") and cell.endswith(f"(n={len(common)})")
     assert t.loc["dense", "relative"] == f"{d / b.loc[common].mean():+.1%}"
     assert t.loc["dense", "claimed improvement"] == "10-15%" and t.loc["lexical", "claimed improvement"] == "-"
-    assert t.loc["dense", "docs"] == views["locomo"].runs["vector"].manifest["dataset"]["card_counts"]["docs"]
+    run = views["locomo"].runs["vector"]
+    assert t.loc["dense", "docs"] == run.manifest["dataset"]["card_counts"]["docs"]
+    card = json.loads((run.dataset_folder / "card.json").read_text())
+    assert t.loc["dense", "doc tokens p50"] == card["chunking"]["tokens_p50"]
+    assert t.loc["dense", "index s (this machine)"] == f"{run.manifest['index_build_seconds']:.1f}"
     assert t.loc["absent", "n"] == "n/m†"
 
 
