@@ -435,7 +435,9 @@ def verify_metrics(cfg: DictConfig) -> list[str]:
 
 
 def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tuple[bool, str]:
-    """(passed, markdown table) of ``tier``'s runs against its expected-scores file."""
+    """(passed, markdown table) of ``tier``'s runs against its expected-scores file; the table is written to
+    ``<out_dir>/verification/<tier>.md`` only for the whole tier (a ``select`` prints it, and leaves the committed
+    table of every run alone)."""
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)
     df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
@@ -447,8 +449,8 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
         df = pd.concat([df, E.compare(items, expected)], ignore_index=True)
     text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
                                  if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
-    out = project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md"
-    atomic_write_text(out, text)
+    if not cfg.select:
+        atomic_write_text(project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
     return E.passed(df), text
 
 

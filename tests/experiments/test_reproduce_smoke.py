@@ -68,6 +68,7 @@ def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys)
     assert len(fails) == 1 and "| FAIL |" in fails[0] and "config changed" in fails[0]
     assert "| locomo/bm25 | evaluated | 302 | 302 | 0 | 0 | OK |" in printed  # same queries, other scores
     assert "1 run, 4 values: 1 OK, 0 OKish, 3 FAIL, 0 MISSING" in printed
+    assert not (tmp_path / "out" / "verification").exists()   # a selection is printed; the tier's table is left alone
 
 
 def test_undeclared_runs_change_nothing_in_the_report(smoke):
