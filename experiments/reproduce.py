@@ -4,6 +4,7 @@
     python -m experiments.reproduce tier=all                 # core, ablations, llm (make reproduce-all)
     python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
     python -m experiments.reproduce action=report            # the report only (from finished runs)
+    python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
     python -m experiments.reproduce action=verify tier=all   # the verification table only
     python -m experiments.reproduce tier=core action=write_expected   # expected scores from finished runs
     python -m experiments.reproduce tier=core select=[locomo/bm25] overrides=[method.k1=0.9]
@@ -378,6 +379,12 @@ def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
     groups = list(dict.fromkeys(t.report for t in tiers))
     if SEEDS_FROM in groups and SEEDS_GROUP in cfg.out_dir:
         groups.insert(groups.index(SEEDS_FROM) + 1, SEEDS_GROUP)
+    only = cfg.get("reports")
+    if only:
+        unknown = sorted(set(only) - set(groups))
+        if unknown:
+            raise SystemExit(f"reports={list(only)}: {unknown} is not a report of tier={cfg.tier} (its reports: {groups})")
+        groups = [g for g in groups if g in only]
     return groups
 
 
@@ -532,7 +539,7 @@ def reproduce(cfg: DictConfig) -> int:
     return code
 
 
-OWN_KEYS = ("tier", "action", "select", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
+OWN_KEYS = ("tier", "action", "select", "reports", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
             "analysis", "verify_metrics", "answer_metrics")
 
 

@@ -3,6 +3,7 @@ and the seed studies' report right after the reference report it draws its runs 
 
 from __future__ import annotations
 
+import pytest
 from omegaconf import open_dict
 
 from experiments import reproduce as R
@@ -14,6 +15,12 @@ def test_the_seed_report_follows_the_reference_report():
     core, llm, smoke = (load_tier(n) for n in ("core", "llm", "smoke"))
     assert R.report_groups([core, llm, smoke], cfg) == ["reference", "seeds", "smoke"]
     assert R.report_groups([smoke], cfg) == ["smoke"]
+    with open_dict(cfg):
+        cfg.reports = ["seeds"]
+    assert R.report_groups([core, llm], cfg) == ["seeds"]
+    with pytest.raises(SystemExit, match="not a report"):
+        R.report_groups([smoke], cfg)
+    cfg.reports = None
     with open_dict(cfg):
         del cfg.out_dir["seeds"]
     assert R.report_groups([core], cfg) == ["reference"]
