@@ -154,17 +154,18 @@ def _read_json(path: Path | None) -> dict[str, Any]:
 
 
 def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
-    """Prepare and run what is missing of ``tier`` (prerequisites, runs, studies, in that order);
-    return the names of the jobs that failed."""
+    """Prepare and run what is missing of ``tier`` (prerequisites, runs, studies, in that order), and with
+    ``run.overwrite=true`` its finished runs again; return the names of the jobs that failed."""
     from experiments.runner import run_job
 
     exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
-    pending = [r for r in runs if not r.done]
+    redo = {r.key for r in runs if r.done and r.cfg.run.get("overwrite")}   # run.overwrite=true: made again
+    pending = [r for r in runs if not r.done or r.key in redo]
     threads = cfg.prepare.threads
     steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
     studies = list(tier.studies) if not cfg.select else []
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
-    jobs = steps + [Step(r.key, r.done, lambda c=r.cfg: run_job(c)) for r in runs] \
+    jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda c=r.cfg: run_job(c)) for r in runs] \
         + [Step(st.key, study_done(st, cfg), lambda st=st: run_study(st, cfg)) for st in studies]
     print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
           f"{sum(not s.done for s in steps)} prerequisites to build, {len(studies)} studies ==", flush=True)

@@ -71,6 +71,17 @@ def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys)
     assert not (tmp_path / "out" / "verification").exists()   # a selection is printed; the tier's table is left alone
 
 
+def test_overwrite_makes_a_finished_run_again(smoke, tmp_path, capsys):
+    """reproduce skips finished runs, except with run.overwrite=true (in a copy of the results: the redone run's
+    latencies differ, and the other tests compare the smoke report)."""
+    shutil.copytree(smoke["base"] / "results", tmp_path / "results")
+    paths = [*smoke["paths"], f"results_dir={tmp_path / 'results'}", f"out_dir.smoke={tmp_path / 'out'}"]
+    assert R.reproduce(R.load(["tier=smoke", "action=run", "select=[locomo/bm25]", *paths])) == 0
+    assert "locomo/bm25: skipped" in capsys.readouterr().out
+    assert R.reproduce(R.load(["tier=smoke", "action=run", "select=[locomo/bm25]", "run.overwrite=true", *paths])) == 0
+    assert "locomo/bm25: done" in capsys.readouterr().out
+
+
 def test_undeclared_runs_change_nothing_in_the_report(smoke):
     before = _snapshot(smoke["out"])
     assert "report.md" in before and "tables/overview_ndcg10.md" in before and "figures/fig1.png" in before
