@@ -78,6 +78,16 @@ def _activation(v: DatasetView, label: str) -> str:
     return f"{ci['share']:.0%} ({ci['k']}/{ci['n']}) [{ci['ci_low']:.0%}, {ci['ci_high']:.0%}]"
 
 
+def _duplicates_skipped(v: DatasetView, label: str, index: pd.Index) -> str | None:
+    """With context deduplication on: how many of the answered questions had a near-duplicate doc skipped (flag
+    ``generation.duplicates_skipped``); None when the run does not deduplicate."""
+    gen = v.runs[label].flag("generation")
+    if "duplicates_skipped" not in gen:
+        return None
+    counts = gen["duplicates_skipped"].reindex(index)
+    return f"{int((counts.fillna(0) > 0).sum())}/{len(index)}"
+
+
 def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
     """One row per spec row: claimed and measured answer metrics, activation, nDCG@10 on the sample and full data."""
     rows = []
@@ -97,6 +107,9 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
             out["activation claimed"] = _claim(r, "activation")
             out["activation measured"] = _activation(v, label)
+        skipped = _duplicates_skipped(v, label, answered.index)
+        if skipped is not None:
+            out["answers with a duplicate skipped"] = skipped
         gen = v.runs[label].timings().reindex(answered.index).get("generation")
         out["s per answer"] = fmt(float(gen.mean()) / 1e3, 1) if gen is not None and gen.notna().any() else NM
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
@@ -202,8 +215,11 @@ def power_line(cmp: pd.DataFrame) -> str:
     key = "smallest detectable difference (80% power)"
     if cmp.empty or key not in cmp:
         return ""
-    parts = [f"{r['row']} vs {r['versus']}: with n = {r['n']} paired questions a difference below {r[key]} F1 goes "
-             f"undetected more often than one time in five" for _, r in cmp.iterrows() if r.get(key, "-") != "-"]
+    parts = [f"{r['row']} vs {r['versus']}: " + (
+        f"identical F1 on all {r['n']} paired questions (no spread to size a test from)"
+        if r.get("sd of differences") == fmt(0.0) else
+        f"with n = {r['n']} paired questions a difference below {r[key]} F1 goes undetected more often than one "
+        "time in five") for _, r in cmp.iterrows() if r.get(key, "-") != "-"]
     return ("Power: " + "; ".join(parts) + " (paired test, alpha = 0.05, 80% power, from the measured spread of the "
             "per-question differences).") if parts else ""
 
