@@ -21,14 +21,19 @@ from analysis.report import setup_section
 from lethe.core.atomic import atomic_write_text
 
 
+def named_refs(cfg: Mapping[str, Any], refs: list[RunRef]) -> list[RunRef]:
+    """The runs of ``refs`` that the seeds of ``cfg["seeds"]`` name."""
+    named = SEEDS.run_keys(yaml.safe_load(Path(cfg["seeds"]).read_text()) or {})
+    return [r for r in refs if r.key in named]
+
+
 def build_seed_report(cfg: Mapping[str, Any], refs: list[RunRef], studies: Mapping[str, str] | None = None) -> Path:
     """Write ``<out_dir>``/report.md and ``<out_dir>``/tables from the declared runs ``refs`` (those the seeds name;
     the others are ignored); ``studies`` maps a finished study's name to its Markdown table."""
     t0 = time.perf_counter()
     out = Path(cfg["out_dir"])
     spec = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {}
-    named = SEEDS.run_keys(spec)
-    refs = [r for r in refs if r.key in named]
+    refs = named_refs(cfg, refs)
     views = V.collect(cfg, refs)
     md = ["# Lethe harness: the seed studies, claimed and measured", "",
           "Every measured number here was computed from the declared runs' results folders by "

@@ -41,8 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from analysis import expected as E
 from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.report import build_report, load_cfg
-from analysis.seed_report import build_seed_report
-from analysis.seeds import run_keys as seed_run_keys
+from analysis.seed_report import build_seed_report, named_refs
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
 from experiments.config import load_config, to_dict
@@ -400,8 +399,7 @@ def write_seed_report(cfg: DictConfig) -> Path:
     """The seed studies' report (analysis/seed_report.py) from the declared runs its seeds name."""
     out_dir = project_path(str(cfg.out_dir[SEEDS_GROUP]))
     settings = load_cfg([f"out_dir={out_dir}"], base=cfg.analysis)
-    named = seed_run_keys(yaml.safe_load(Path(settings["seeds"]).read_text()) or {})
-    refs = [r for r in refs_for(SEEDS_FROM, cfg) if r.key in named]
+    refs = named_refs(settings, refs_for(SEEDS_FROM, cfg))
     _refuse_unless_finished(SEEDS_GROUP, refs, out_dir)
     return build_seed_report(settings, refs, study_tables(SEEDS_FROM, cfg))
 

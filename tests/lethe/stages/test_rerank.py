@@ -14,7 +14,8 @@ import pytest
 
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, Message
 from lethe.llm.prompts import load_prompt
-from lethe.stages.rerank import DECODING, BudgetedReranker, RerankResult, p_yes_from_response, parse_yes_no
+from lethe.stages.rerank import (DECODING, BudgetedReranker, RerankResult, _common_prefix, _prompt_text,
+                                 p_yes_from_response, parse_yes_no)
 from lethe.core.paths import PROJECT_ROOT
 from tests.support.fake_llm import FakeLLM
 
@@ -387,8 +388,8 @@ class PrefixCostLLM(FakeLLM):
         self.held = ""
 
     def delay(self, messages: Sequence[Message]) -> float:
-        text = "".join(m.content for m in messages)
-        shared = next((i for i, (a, b) in enumerate(zip(text, self.held)) if a != b), min(len(text), len(self.held)))
+        text = _prompt_text(messages)
+        shared = _common_prefix(text, self.held)
         cold = self.cold_s if len(self.calls) <= 1 else 0.0
         self.held = text
         return cold + self.overhead_s + self.per_char_s * (len(text) - shared)
