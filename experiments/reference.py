@@ -190,15 +190,35 @@ def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> l
     return [t for t in tiers if t.report == report]
 
 
+def _matches(key: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
 def select(runs: Iterable[DeclaredRun], patterns: Sequence[str] | None) -> list[DeclaredRun]:
     """Runs whose key matches any fnmatch pattern (all when ``patterns`` is empty); an unmatched pattern is an error."""
-    runs = list(runs)
+    return select_with_studies(runs, (), patterns)[0]
+
+
+def selected_studies(studies: Iterable[Study], patterns: Sequence[str] | None) -> list[Study]:
+    """The studies whose key (``study/<name>``) matches any fnmatch pattern; all when ``patterns`` is empty."""
+    return [st for st in studies if not patterns or _matches(st.key, patterns)]
+
+
+def select_with_studies(runs: Iterable[DeclaredRun], studies: Iterable[Study],
+                        patterns: Sequence[str] | None) -> tuple[list[DeclaredRun], list[Study]]:
+    """What ``select`` names: the runs and studies whose keys match any fnmatch pattern, plus the runs those
+    studies read (a study runs after them); everything when ``patterns`` is empty. A pattern that matches
+    neither a run nor a study is an error."""
+    runs, studies = list(runs), list(studies)
     if not patterns:
-        return runs
-    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(r.key, p) for r in runs)]
+        return runs, studies
+    unmatched = [p for p in patterns if not any(_matches(x.key, [p]) for x in [*runs, *studies])]
     if unmatched:
-        raise ValueError(f"select: {unmatched} match no declared run; keys look like {runs[0].key if runs else '?'}")
-    return [r for r in runs if any(fnmatch.fnmatchcase(r.key, p) for p in patterns)]
+        raise ValueError(f"select: {unmatched} match no declared run{' or study' if studies else ''}; keys look like "
+                         f"{runs[0].key if runs else '?'}{' or ' + studies[0].key if studies else ''}")
+    picked = selected_studies(studies, patterns)
+    read = {(key, st.tier) for st in picked for _, key in st.runs}
+    return [r for r in runs if (r.key, r.tier) in read or _matches(r.key, patterns)], picked
 
 
 @dataclass

@@ -49,7 +49,8 @@ from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
-from experiments.reference import ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select, tier_names
+from experiments.reference import (ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select_with_studies,
+                                   selected_studies, tier_names)
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
@@ -104,7 +105,8 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     tiers = [load_tier(n, cfg.reference_dir) for n in tier_names(str(cfg.tier))]
     patterns = list(cfg.select) if cfg.select else []
     every = [r for t in tiers for r in t.runs]
-    chosen = {r.key + "@" + r.tier for r in select(every, patterns)}
+    runs, _ = select_with_studies(every, [st for t in tiers for st in t.studies], patterns)
+    chosen = {r.key + "@" + r.tier for r in runs}
     extra = _base_overrides(cfg)
     return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
 
@@ -162,7 +164,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     pending = [r for r in runs if not r.done or r.key in redo]
     threads = cfg.prepare.threads
     steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
-    studies = list(tier.studies) if not cfg.select else []
+    studies = selected_studies(tier.studies, cfg.select)
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
     jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda c=r.cfg: run_job(c)) for r in runs] \
         + [Step(st.key, study_done(st, cfg), lambda st=st: run_study(st, cfg)) for st in studies]
@@ -448,7 +450,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
     expected = E.read_expected(path)
     df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
                   verify_metrics(cfg), list(cfg.answer_metrics))
-    studies = [] if cfg.select else list(tier.studies)
+    studies = selected_studies(tier.studies, cfg.select)
     if studies:
         items = [(st.key, E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
                   None) for st in studies]
@@ -478,7 +480,7 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
         entries[r.key] = E.expected_record(r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics))
-    for st in ([] if cfg.select else tier.studies):
+    for st in selected_studies(tier.studies, cfg.select):
         if not study_done(st, cfg):
             raise SystemExit(f"tier {tier.name}: study {st.name} is not finished; run the tier first")
         tol = E.tolerance_for(st.module.rsplit(".", 1)[-1], rules)

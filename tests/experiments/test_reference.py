@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
-from experiments.reference import DeclaredRun, load_tier, report_tiers, resolve, select, tier_names
+from experiments.reference import (DeclaredRun, load_tier, report_tiers, resolve, select, select_with_studies,
+                                   selected_studies, tier_names)
 from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in ("tolerances", "seeds"))
@@ -152,6 +153,19 @@ def test_select():
         select(runs, ["locomo/bm25", "locomo/bm26"])
     with pytest.raises(ValueError, match="match no declared run"):
         select(runs, ["LOCOMO/bm25"])   # case-sensitive
+
+
+def test_select_names_a_study_and_brings_the_runs_it_reads():
+    tier = load_tier("llm")
+    runs, studies = select_with_studies(tier.runs, tier.studies, ["study/seed003_pairwise", "locomo/vector+seed001"])
+    assert [st.name for st in studies] == ["seed003_pairwise"]
+    read = {key for _, key in studies[0].runs}
+    assert len(read) == 8 and {r.key for r in runs} == read | {"locomo/vector+seed001"}
+    assert select_with_studies(tier.runs, tier.studies, ["locomo/vector+seed001"])[1] == []   # no study unless named
+    assert select_with_studies(tier.runs, tier.studies, None) == (list(tier.runs), list(tier.studies))
+    assert selected_studies(tier.studies, None) == list(tier.studies)
+    with pytest.raises(ValueError, match=r"\['study/seed003'\] match no declared run or study"):
+        select_with_studies(tier.runs, tier.studies, ["study/seed003"])
 
 
 @pytest.fixture

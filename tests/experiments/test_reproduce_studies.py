@@ -66,6 +66,7 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     lb = prepare_dataset(load_config(overrides_for(work, *SMALL_LB)))
     ref = tmp_path / "reference"
     ref.mkdir()
+    (ref / "tolerances.yaml").write_text((PROJECT_ROOT / "conf" / "reference" / "tolerances.yaml").read_text())
     (ref / "mini.yaml").write_text(yaml.safe_dump({
         "description": "one study", "report": "smoke", "runs": [],
         "studies": {"rules_only": {"module": "analysis.contradiction_detection",
@@ -73,11 +74,15 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
                                                  f"hydra.run.dir={tmp_path / 'hydra'}"],
                                    "verify": {"row_key": ["backend", "model", "scopes"], "metrics": ["tp", "fp", "fn"]}}}}))
     cfg = R.load(["tier=mini", f"reference_dir={ref}", f"out_dir.smoke={tmp_path / 'out'}",
-                  *overrides_for(work)])
+                  f"expected_dir={tmp_path / 'expected'}", "select=[study/rules_only]", *overrides_for(work)])
     st = load_tier("mini", ref).studies[0]
     assert not R.study_done(st, cfg)
-    folder = R.run_study(st, cfg)
+    [(tier, runs)] = R.resolve_tiers(cfg)   # `select` names the study alone
+    assert runs == [] and R.run_tier(tier, runs, cfg) == []
+    folder = R.study_folder(st, cfg)
     assert folder == Path(work["results"]) / "studies" / "rules_only" and R.study_done(st, cfg)
+    R.write_expected_tier(tier, runs, cfg)
+    assert list(E.read_expected(tmp_path / "expected" / "mini.yaml")["runs"]) == ["study/rules_only"]
     names = {p.name for p in folder.iterdir()}
     assert names == {"contradiction_detection.md", "contradiction_detection.json", "manifest.json", "command.txt",
                      "seconds.txt", "DONE"}
