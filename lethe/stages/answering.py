@@ -12,10 +12,11 @@ and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
 - **Answer**: ``lethe.stages.generation.AnswerGenerator``; with a judge, the answer and the same passages go
   to ``lethe.stages.generation.HallucinationJudge``.
 - **Recorded** on the query: ``result.flags["generation"]`` = {answer, status, context_docs, prompt_tokens,
-  completion_tokens[, supported, p_supported, judge_status]} and ``result.timings_ms["generation"]`` /
-  ``["judge"]`` in ms; a generation that timed out or failed, and a judgment that did, count as LLM
-  failures of the query (``lethe.core.protocol.record_llm_failures``), a judge reply that is not yes/no as
-  a parse failure. Only a model judgment sets ``supported``; abstentions and failures leave it None.
+  completion_tokens, cached (a response-cache hit), model_ms (the backend's own generation time in ms, excluding
+  model loading; for a cache hit, the original generation's)[, supported, p_supported, judge_status]} and
+  ``result.timings_ms["generation"]`` / ``["judge"]`` (wall clock, ms; about 0 for a cache hit); a generation
+  that timed out or failed, and a judgment that did, count as LLM failures of the query
+  (``lethe.core.protocol.record_llm_failures``), a judge reply that is not yes/no as a parse failure. Only a model judgment sets ``supported``; abstentions and failures leave it None.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class AnswerStage:
         record_llm_failures(result.flags, infra=int(g.status in ("timeout", "error")))
         result.timings_ms["generation"] = g.llm_ms
         out: dict[str, Any] = {"answer": g.answer, "status": g.status, "context_docs": len(contexts),
-                               "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}
+                               "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
+                               "cached": g.cached, "model_ms": None if g.model_ms is None else round(g.model_ms, 1)}
         if self.dedup_threshold is not None:
             out["duplicates_skipped"] = skipped
         if self.judge is not None and g.answer is not None:
