@@ -498,6 +498,8 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     plan = prepare_steps(runs)
     recorded = dict(old.get("prepare_seconds") or {})   # only the current prerequisites: renamed ones drop out
     prep = {s.name: measured.get(s.name, recorded.get(s.name)) for s in plan if s.name in measured or s.name in recorded}
+    if cfg.select:   # part of the tier: the other runs' prerequisites keep their recorded times
+        prep = {**recorded, **prep}
     E.write_expected(path, tier.name, entries, classes, prep)
     print(f"written: {path} ({len(runs)} runs)")
     return path

@@ -81,8 +81,10 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     assert runs == [] and R.run_tier(tier, runs, cfg) == []
     folder = R.study_folder(st, cfg)
     assert folder == Path(work["results"]) / "studies" / "rules_only" and R.study_done(st, cfg)
-    R.write_expected_tier(tier, runs, cfg)
-    assert list(E.read_expected(tmp_path / "expected" / "mini.yaml")["runs"]) == ["study/rules_only"]
+    E.write_expected(tmp_path / "expected" / "mini.yaml", "mini", {}, {}, {"data other 0123": 5.0})
+    R.write_expected_tier(tier, runs, cfg)   # a selection updates its entries and keeps the rest
+    written = E.read_expected(tmp_path / "expected" / "mini.yaml")
+    assert list(written["runs"]) == ["study/rules_only"] and written["prepare_seconds"] == {"data other 0123": 5.0}
     names = {p.name for p in folder.iterdir()}
     assert names == {"contradiction_detection.md", "contradiction_detection.json", "manifest.json", "command.txt",
                      "seconds.txt", "DONE"}
