@@ -42,6 +42,19 @@ def test_tool_diversity_by_hand():
     assert A.tool_diversity(RUN, QUERIES, CORPUS, k=2)["q1"] == 0.5
 
 
+def test_agent_entity_coverage_by_hand():
+    from analysis.labels import coverage_at_n
+
+    corpus = CORPUS.assign(text=["GET /v1 on API-GW failed: E101", "the gateway again", "billing ok",
+                                 "search X9 timeout", "note", "late-svc up"])
+    queries = QUERIES.assign(meta=[{"gold_entities": ["api-gw", "E101", "X9"]}, {"gold_entities": ["search"]}, {}])
+    got = coverage_at_n(RUN, queries, corpus, n=2)
+    # q1: top 2 = t2, t4 -> none of its 3 entities; q2: top 2 = t4, t3 -> "search" (case-insensitive); q3: no gold
+    assert got.to_dict() == {"q1": 0.0, "q2": 1.0}
+    # q1 at n=10: t2, t4, t1, t0 -> api-gw and E101 (in t0), not X9: 2/3
+    assert coverage_at_n(RUN, queries, corpus, n=10)["q1"] == pytest.approx(2 / 3)
+
+
 def test_peak_memory_is_the_runs_own_rise_and_a_real_run_records_it(tmp_path):
     from lethebench.provenance import end_memory_window, start_memory_window
 
