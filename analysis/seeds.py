@@ -17,7 +17,7 @@ the index build time (the run's manifest; this machine's, never verified).
 
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
 (``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
-smallest mean difference a paired test at alpha = 0.05 detects with 80% power on that many questions, from the
+smallest mean difference a paired t-test at alpha = 0.05 detects with 80% power on that many questions, from the
 measured standard deviation of the per-question differences (``analysis.stats.min_detectable_difference``).
 """
 
@@ -229,7 +229,7 @@ def power_line(cmp: pd.DataFrame) -> str:
         if r.get("sd of differences") == fmt(0.0) else
         f"with n = {r['n']} paired questions a difference below {r[key]} F1 goes undetected more often than one "
         "time in five") for _, r in cmp.iterrows() if r.get(key, "-") != "-"]
-    return ("Power: " + "; ".join(parts) + " (paired test, alpha = 0.05, 80% power, from the measured spread of the "
+    return ("Power: " + "; ".join(parts) + " (paired t-test, alpha = 0.05, 80% power, from the measured spread of the "
             "per-question differences).") if parts else ""
 
 

@@ -358,11 +358,12 @@ def proportion_ci(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
 
 def min_detectable_difference(sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest mean paired difference a two-sided test at level ``alpha`` detects with probability ``power`` on
-    ``n`` queries whose per-query differences have standard deviation ``sd_diff`` (normal approximation):
-    ``(z[1 - alpha/2] + z[power]) * sd_diff / sqrt(n)``. In the metric's units; NaN when n < 2."""
+    ``n`` queries whose per-query differences have standard deviation ``sd_diff`` (paired t-test, the usual
+    approximation): ``(t[1 - alpha/2; n-1] + t[power; n-1]) * sd_diff / sqrt(n)``; Student's t rather than the
+    normal, which understates it at small n (by 5% at n = 20). In the metric's units; NaN when n < 2."""
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
     if n < 2 or not np.isfinite(sd_diff):
         return float("nan")
-    z = scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
-    return float(z * sd_diff / np.sqrt(n))
+    t = scipy_stats.t.ppf(1 - alpha / 2, n - 1) + scipy_stats.t.ppf(power, n - 1)
+    return float(t * sd_diff / np.sqrt(n))

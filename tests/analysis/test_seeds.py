@@ -65,7 +65,7 @@ def test_paired_difference_and_power_line_by_hand(views):
     assert r["measured difference [95% CI]"].startswith(f"{d.mean():+.4f}")
     sd = np.std(d, ddof=1)
     if sd > 0:
-        mde = (sps.norm.ppf(0.975) + sps.norm.ppf(0.8)) * sd / np.sqrt(3)
+        mde = (sps.t.ppf(0.975, 2) + sps.t.ppf(0.8, 2)) * sd / np.sqrt(3)
         assert r["smallest detectable difference (80% power)"] == f"{mde:.4f}"
         assert r["could n show the seed's difference?"] == ("yes" if 0.05 >= mde else f"no: 0.0500 < {mde:.4f}")
         assert "n = 3 paired questions" in S.power_line(cmp)

@@ -361,7 +361,9 @@ def test_proportion_ci_is_wilson_by_hand():
 def test_min_detectable_difference_by_hand():
     from analysis.stats import min_detectable_difference
 
-    # (z_0.975 + z_0.8) * sd / sqrt(n) = (1.959964 + 0.841621) * 0.3 / sqrt(20)
-    assert min_detectable_difference(0.3, 20) == pytest.approx(2.801585 * 0.3 / np.sqrt(20), abs=1e-6)
-    assert min_detectable_difference(0.3, 80) == pytest.approx(min_detectable_difference(0.3, 20) / 2)
+    # (t_0.975;19 + t_0.8;19) * sd / sqrt(n) = (2.093024 + 0.860951) * 0.3 / sqrt(20)
+    assert min_detectable_difference(0.3, 20) == pytest.approx(2.953975 * 0.3 / np.sqrt(20), abs=1e-6)
+    assert min_detectable_difference(0.3, 80) == pytest.approx(2.836645 * 0.3 / np.sqrt(80), abs=1e-6)
+    # large n: the normal's (z_0.975 + z_0.8) = 2.801585
+    assert min_detectable_difference(0.3, 10**6) == pytest.approx(2.801585 * 0.3 / 1e3, rel=1e-5)
     assert np.isnan(min_detectable_difference(0.3, 1))
