@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.formatting import NM, fmt, fmt_p
+from analysis.formatting import NM, fmt, fmt_p, llm_failure_cell
 from analysis.views import DatasetView
 
 ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": "answer_similarity"}
@@ -41,7 +41,9 @@ NOTE = ("Claimed = printed in the seed (copied, never measured here); measured =
         "(conf/answers/default.yaml), scored with LoCoMo's protocol; similarity = cosine of MiniLM embeddings of answer "
         "and gold (the seed's SBERT); s per answer: mean time of a generation on this machine, as llama.cpp timed it "
         "(model loading excluded; an answer replayed from the response cache counts its original generation's time, "
-        "so a replay states the same cost). Activation: share of the sample's questions whose keyword boost ran (Wilson "
+        "so a replay states the same cost). LLM no answer / fallback: shares of the run's LLM-using questions whose "
+        "call got no answer / whose unparseable reply a fallback replaced (degraded past "
+        "run.max_parse_fallback_share). Activation: share of the sample's questions whose keyword boost ran (Wilson "
         "interval). nDCG@10 sample: on the seed-sized sample; full: the same method on every question. n/m† = declared, "
         "not run yet.")
 
@@ -121,6 +123,8 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if skipped is not None:
             out["answers with a duplicate skipped"] = skipped
         out["s per answer"] = _seconds_per_answer(v, label, answered.index)
+        if (v.runs[label].metrics.get("llm") or {}).get("queries"):   # LLM calls: answers or the method's own
+            out["LLM no answer / fallback"] = llm_failure_cell(v.runs[label].metrics)
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
         fv, flabel = _run(views, r.get("full"))
         out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"

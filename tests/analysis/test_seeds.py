@@ -49,6 +49,8 @@ def test_measured_cells_come_from_the_per_question_answers(views):
     gen = views["locomo"].runs["vector"].flag("generation").loc[ok.index]
     assert (gen["model_ms"] > 0).all() and set(gen["cached"]) <= {True, False}
     assert t.loc["semantic", "s per answer"] == f"{gen['model_ms'].mean() / 1e3:.1f}"
+    llm = views["locomo"].runs["vector"].metrics["llm"]   # the answers' calls: 3 questions, none failed
+    assert llm["queries"] == 3 and t.loc["semantic", "LLM no answer / fallback"] == "0.0% / 0.0%"
     assert t.loc["semantic", "nDCG@10 full"] == "n/m†"   # declared, not run
     assert t.loc["lexical", "nDCG@10 full"] == "-"      # none declared
 
