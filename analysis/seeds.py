@@ -81,22 +81,19 @@ def _activation(v: DatasetView, label: str) -> str:
     return f"{ci['share']:.0%} ({ci['k']}/{ci['n']}) [{ci['ci_low']:.0%}, {ci['ci_high']:.0%}]"
 
 
-def _duplicates_skipped(v: DatasetView, label: str, index: pd.Index) -> str | None:
-    """With context deduplication on: how many of the answered questions had a near-duplicate doc skipped (flag
-    ``generation.duplicates_skipped``); None when the run does not deduplicate."""
-    gen = v.runs[label].flag("generation")
+def _duplicates_skipped(gen: pd.DataFrame) -> str | None:
+    """With context deduplication on: how many of the answered questions (the rows of ``gen``, their
+    ``generation`` flag) had a near-duplicate doc skipped; None when the run does not deduplicate."""
     if "duplicates_skipped" not in gen:
         return None
-    counts = gen["duplicates_skipped"].reindex(index)
-    return f"{int((counts.fillna(0) > 0).sum())}/{len(index)}"
+    return f"{int((gen['duplicates_skipped'].fillna(0) > 0).sum())}/{len(gen)}"
 
 
-def _seconds_per_answer(v: DatasetView, label: str, index: pd.Index) -> str:
-    """Mean generation time per answered question in s, from the backend's own time (flag ``generation.model_ms``;
-    for a response-cache hit, the original generation's), so that a replay from the cache states the same cost;
-    n/m for a run made before the flag was recorded."""
-    gen = v.runs[label].flag("generation")
-    ms = gen["model_ms"].reindex(index) if "model_ms" in gen else None
+def _seconds_per_answer(gen: pd.DataFrame) -> str:
+    """Mean generation time per answered question (the rows of ``gen``, their ``generation`` flag) in s, from
+    the backend's own time (``model_ms``; for a response-cache hit, the original generation's), so that a replay
+    from the cache states the same cost; n/m for a run made before it was recorded."""
+    ms = gen.get("model_ms")
     return fmt(float(ms.mean()) / 1e3, 1) if ms is not None and ms.notna().any() else NM
 
 
@@ -119,10 +116,11 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
             out["activation claimed"] = _claim(r, "activation")
             out["activation measured"] = _activation(v, label)
-        skipped = _duplicates_skipped(v, label, answered.index)
+        gen = v.runs[label].flag("generation").reindex(answered.index)   # parsed once: both cells read it
+        skipped = _duplicates_skipped(gen)
         if skipped is not None:
             out["answers with a duplicate skipped"] = skipped
-        out["s per answer"] = _seconds_per_answer(v, label, answered.index)
+        out["s per answer"] = _seconds_per_answer(gen)
         if (v.runs[label].metrics.get("llm") or {}).get("queries"):   # LLM calls: answers or the method's own
             out["LLM no answer / fallback"] = llm_failure_cell(v.runs[label].metrics)
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM

@@ -16,7 +16,8 @@ and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
   model loading; for a cache hit, the original generation's)[, supported, p_supported, judge_status]} and
   ``result.timings_ms["generation"]`` / ``["judge"]`` (wall clock, ms; about 0 for a cache hit); a generation
   that timed out or failed, and a judgment that did, count as LLM failures of the query
-  (``lethe.core.protocol.record_llm_failures``), a judge reply that is not yes/no as a parse failure. Only a model judgment sets ``supported``; abstentions and failures leave it None.
+  (``lethe.core.protocol.record_llm_failures``), a judge reply that is not yes/no as a parse failure. Only a
+  model judgment sets ``supported``; abstentions and failures leave it None.
 """
 
 from __future__ import annotations
