@@ -57,7 +57,10 @@ library reports ``AMX_INT8 = 1`` and leaves them on otherwise; ``True``/``False`
 :class:`OpenAICompatibleBackend` POSTs ``{base_url}/v1/chat/completions`` with ``requests``
 (model, messages, max_tokens, temperature, top_p, seed, stop, ``logprobs: true``, and
 ``repeat_penalty: 1.0``, which llama.cpp servers read and others ignore, so that a server decodes
-like the in-process backend: llama_cpp.server would otherwise apply 1.1), streamed by
+like the in-process backend: llama_cpp.server would otherwise apply 1.1; with a
+``Decoding.json_schema``, ``response_format``: ``{"type": "json_object", "schema": ...}`` as llama.cpp
+servers and llama_cpp.server read it, or OpenAI's ``{"type": "json_schema", ...}`` with
+``schema_format="json_schema"``), streamed by
 default (``stream=True``): the client then sees every token, enforces the wall-clock deadline between
 them, and on timeout closes the connection, which makes llama.cpp-style servers stop generating
 (a non-streamed request would keep the server busy until it finishes). Socket reads are bounded by
@@ -351,7 +354,9 @@ class LlamaCppBackend(_CachedChat):
         try:
             out = llm.create_chat_completion(
                 messages=msgs, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
-                max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True)
+                max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True,
+                response_format=(None if decoding.json_schema is None else
+                                 {"type": "json_object", "schema": json.loads(decoding.json_schema)}))
         except _DeadlinePassed:
             if not self.reuse_prompt_cache:
                 llm.reset()  # (with prefix reuse the evaluated chunks stay valid for the next call)
@@ -433,9 +438,12 @@ class OpenAICompatibleBackend(_CachedChat):
     def __init__(self, base_url: str, model: str = "local", api_key_env: str | None = None,
                  cache_dir: str | os.PathLike | None = None, model_sha256: str | None = None, *,
                  name: str | None = None, stream: bool = True, timeout_s: float | None = None,
-                 connect_timeout_s: float = 10.0):
+                 connect_timeout_s: float = 10.0, schema_format: str = "json_object"):
         import requests
 
+        if schema_format not in ("json_object", "json_schema"):
+            raise ValueError(f"schema_format must be 'json_object' or 'json_schema', got {schema_format!r}")
+        self.schema_format = schema_format
         self.base_url = str(base_url).rstrip("/")
         self.model = model
         self.model_sha256 = model_sha256
@@ -477,6 +485,11 @@ class OpenAICompatibleBackend(_CachedChat):
                                 "repeat_penalty": 1.0}  # llama.cpp servers: no penalty (llama_cpp.server's default is 1.1)
         if decoding.stop:
             body["stop"] = list(decoding.stop)
+        if decoding.json_schema is not None:  # never optional: a server that refuses it fails the call
+            schema = json.loads(decoding.json_schema)
+            body["response_format"] = ({"type": "json_object", "schema": schema} if self.schema_format == "json_object"
+                                       else {"type": "json_schema",
+                                             "json_schema": {"name": "output", "schema": schema, "strict": True}})
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         for f in self._dropped:
@@ -611,7 +624,8 @@ class OpenAICompatibleBackend(_CachedChat):
         """Name, kind, base_url, model, model sha256 (if known), cache stats, for manifests."""
         return {"name": self.name, "kind": self.kind, "base_url": self.base_url, "model": self.model,
                 "model_sha256": self.model_sha256, "stream": self.stream, "timeout_s": self.timeout_s,
-                "dropped_fields": sorted(self._dropped), "model_calls": self.model_calls,
+                "dropped_fields": sorted(self._dropped), "schema_format": self.schema_format,
+                "model_calls": self.model_calls,
                 "api_key_env": self.api_key_env,
                 "cache": self.cache.stats() if self.cache is not None else None}
 
@@ -692,5 +706,6 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
                                        api_key_env=c.get("api_key_env") or None, cache_dir=resp_cache, model_sha256=sha,
                                        name=c.get("name"), stream=bool(c.get("stream", True)),
                                        timeout_s=c.get("timeout_s"),
-                                       connect_timeout_s=c.get("connect_timeout_s") or 10.0)
+                                       connect_timeout_s=c.get("connect_timeout_s") or 10.0,
+                                       schema_format=c.get("schema_format") or "json_object")
     raise ValueError(f"unknown llm kind {kind!r}; known kinds: {', '.join(KINDS)}")

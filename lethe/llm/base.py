@@ -29,17 +29,24 @@ class Message:
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding parameters; part of the response-cache key."""
+    """Decoding parameters; part of the response-cache key.
+
+    ``json_schema``: a JSON Schema (as JSON text) the output must follow, enforced while decoding
+    (llama.cpp turns it into a grammar; HTTP servers get it as ``response_format``). ``as_dict``
+    leaves it out when None, so unconstrained requests keep the keys they always had."""
 
     max_tokens: int = 128
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
     stop: tuple[str, ...] = ()
+    json_schema: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
+        if self.json_schema is None:
+            del d["json_schema"]
         return d
 
 

@@ -25,6 +25,9 @@ Parsers and their checks:
 - ``parse_keywords(text)``: ``{"high_level_keywords": [str], "low_level_keywords": [str]}``; both
   keys required, items stripped, empty strings dropped, duplicates dropped, at most ``max_per_list``
   each (``too_many``), not both empty (``empty``).
+  ``keywords_schema(max_per_list)`` is the same contract as a JSON Schema (both lists required, at
+  most ``max_per_list`` strings each), for decoding under it (``Decoding.json_schema``); the parser
+  still checks every output, constrained or not.
 - ``parse_exact_terms(text, query)``: ``{"exact_match_terms": [str], "use_keyword_boost": bool}``;
   a term is kept only if it literally occurs in the query (case-insensitive substring); the others
   are *hallucinated*: dropped and returned in ``ExactTerms.dropped`` so callers count them. The
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 __all__ = ["ParseError", "Keywords", "ExactTerms", "extract_json", "parse_rewrite", "parse_subqueries",
-           "parse_keywords", "parse_exact_terms", "parse_passage", "normalize"]
+           "parse_keywords", "keywords_schema", "parse_exact_terms", "parse_passage", "normalize"]
 
 _OPEN = {"{": "}", "[": "]"}
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -203,6 +206,14 @@ def parse_keywords(text: str, max_per_list: int = 10) -> Keywords:
     if not high and not low:
         raise ParseError("empty", "no keyword")
     return Keywords(tuple(high), tuple(low))
+
+
+def keywords_schema(max_per_list: int = 10) -> str:
+    """``parse_keywords``' contract as a JSON Schema, JSON text with sorted keys (a cache-key part)."""
+    lst = {"type": "array", "items": {"type": "string"}, "maxItems": int(max_per_list)}
+    schema = {"type": "object", "properties": {"high_level_keywords": lst, "low_level_keywords": lst},
+              "required": ["high_level_keywords", "low_level_keywords"]}
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def parse_exact_terms(text: str, query: str, max_terms: int = 10) -> ExactTerms:

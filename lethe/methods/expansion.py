@@ -45,7 +45,10 @@ keywords of the configured ``levels`` (low first, then high, LightRAG's "local" 
 (``hyde.v1``) is a third list. Each text ranks the docs by cosine (top ``depth``); the lists of
 the plain query, the keywords and the answer are fused by RRF (``fusion="rrf"``, constant
 ``rrf_k``) or by the mean of their cosines over all docs (``fusion="mean"``). A failed part is left
-out (flagged); with only the plain query left, the ranking is plain vector search.
+out (flagged); with only the plain query left, the ranking is plain vector search. With
+``constrained`` (the default) the keywords are decoded under ``keywords_schema(max_keywords)``:
+small models otherwise repeat a list until ``max_tokens`` cuts the JSON (a parse failure); the
+parser checks the output either way. The hypothetical answer is never constrained.
 
 ``KeywordBoostSearch`` (adaptive exact-match boost, ``../shared/seeds/001`` sections 5-6): the
 exact-match terms of the query are detected by ``detector="heuristic"``
@@ -68,6 +71,7 @@ plain query) or the heuristic's terms (``"heuristic"``); either way it is flagge
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -81,7 +85,8 @@ from lethe.text.entities import exact_terms
 from lethe.retrieval.fusion import rrf
 from lethe.retrieval.ranking import top_indices, top_k
 from lethe.llm.base import Decoding, LLMBackend
-from lethe.llm.parsing import ExactTerms, Keywords, normalize, parse_exact_terms, parse_keywords, parse_passage
+from lethe.llm.parsing import (ExactTerms, Keywords, keywords_schema, normalize, parse_exact_terms, parse_keywords,
+                                parse_passage)
 from lethe.llm.prompts import load_prompt
 from lethe.stages.understanding.llm import CallStats, Outcome, as_decoding, ask, build_llm
 from lethe.core.protocol import Doc, Query, SearchResult, count_fallback_causes, record_llm_failures
@@ -135,11 +140,12 @@ class _ExpansionMethod:
         return {s: 0.0 for s in _STAGES}, {"llm_calls": 0, "llm_cached": 0, "llm_fallback": []}
 
     def _ask(self, component: str, parse: Callable[[str], Any], timings: dict[str, float], flags: dict[str, Any],
-             **values: Any) -> Outcome:
-        """One LLM round trip for ``component``; its time, cache use and any failure go to the query."""
+             decoding: Decoding | None = None, **values: Any) -> Outcome:
+        """One LLM round trip for ``component`` (``decoding``: default ``self.decoding``); its time, cache use
+        and any failure go to the query."""
         assert self.llm is not None
-        out = ask(self.llm, self.prompts[component], parse, self.decoding, self.timeout_s, self.stats[component],
-                  **values)
+        out = ask(self.llm, self.prompts[component], parse, decoding or self.decoding, self.timeout_s,
+                  self.stats[component], **values)
         timings["llm"] += out.latency_ms
         flags["llm_calls"] += 1
         flags["llm_cached"] += int(out.cached)
@@ -224,8 +230,8 @@ class KeywordSearch(_ExpansionMethod):
                  with_answer: bool = False, levels: Sequence[str] = ("low", "high"), fusion: str = "rrf",
                  rrf_k: int = 60, depth: int = 100, answer_role: str = "doc", timeout_s: float | None = 30.0,
                  decoding: Decoding | Mapping[str, Any] | None = None, prompts: Mapping[str, str] | None = None,
-                 max_keywords: int = 10, max_answer_chars: int = 2000, name: str = "keywords",
-                 cache_dir: str | Path | None = None, progress: bool = True) -> None:
+                 max_keywords: int = 10, max_answer_chars: int = 2000, constrained: bool = True,
+                 name: str = "keywords", cache_dir: str | Path | None = None, progress: bool = True) -> None:
         levels = tuple(levels)
         if not levels or any(lv not in ("low", "high") for lv in levels) or len(set(levels)) != len(levels):
             raise ValueError(f"levels must be a non-empty subset of ['low', 'high'], got {list(levels)}")
@@ -239,6 +245,9 @@ class KeywordSearch(_ExpansionMethod):
         self.max_keywords, self.max_answer_chars = int(max_keywords), int(max_answer_chars)
         comps = ("keywords", "hyde") if self.with_answer else ("keywords",)
         super().__init__(embedder, llm, comps, timeout_s, decoding, prompts, cache_dir, progress)
+        self.constrained = bool(constrained)
+        self.keyword_decoding = (replace(self.decoding, json_schema=keywords_schema(self.max_keywords))
+                                 if self.constrained else self.decoding)
 
     def keyword_text(self, kw: Keywords) -> str:
         """The configured levels' keywords, low before high, joined by ", " (duplicates dropped)."""
@@ -247,7 +256,8 @@ class KeywordSearch(_ExpansionMethod):
 
     def search(self, query: Query, k: int) -> SearchResult:
         timings, flags = self._new_query()
-        kw = self._ask("keywords", lambda t: parse_keywords(t, self.max_keywords), timings, flags, query=query.text)
+        kw = self._ask("keywords", lambda t: parse_keywords(t, self.max_keywords), timings, flags,
+                       self.keyword_decoding, query=query.text)
         ans = (self._ask("hyde", lambda t: parse_passage(t, self.max_answer_chars), timings, flags, query=query.text)
                if self.with_answer else None)
         texts: list[tuple[str, str, str]] = [("query", query.text, "query")]
@@ -288,7 +298,9 @@ class KeywordSearch(_ExpansionMethod):
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "method": "keywords", "with_answer": self.with_answer, "levels": list(self.levels),
                 "fusion": self.fusion, "rrf_k": self.rrf_k, "depth": self.depth, "answer_role": self.answer_role,
-                "max_keywords": self.max_keywords, **self._describe_llm(), "embedder": self.embedder.stats()}
+                "max_keywords": self.max_keywords, "constrained": self.constrained,
+                "keyword_decoding": self.keyword_decoding.as_dict(), **self._describe_llm(),
+                "embedder": self.embedder.stats()}
 
 
 def _dedupe(words: Sequence[str]) -> list[str]:

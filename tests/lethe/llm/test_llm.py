@@ -9,6 +9,7 @@ lethe/llm/backends.py). Everything runs on one thread; the whole file takes well
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import os
 import socket
@@ -25,12 +26,16 @@ from lethe.llm.backends import (KINDS, LlamaCppBackend, OpenAICompatibleBackend,
                                 make_llm)
 from lethe.llm.base import Decoding, LLMError, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, response_key
+from lethe.llm.parsing import keywords_schema
+from lethe.llm.prompts import load_prompt
 from lethe.core.gguf import GGUFChecksumError, GGUFNotFoundError, file_sha256, resolve_gguf
 from lethe.core.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
 ASK = [Message("user", "What is the capital of France? Answer in one word.")]
 LONG = [Message("user", "Write a long story about a cat who travels the world.")]  # >= 120 tokens (asserted)
+KEYWORDS = load_prompt("keywords", "v1").render(query="Why does the ingest-worker on port 5672 crash after the upgrade "
+                                                      "to v2.3.1, and which queues and hosts does it touch?")
 
 
 class _Exploding:
@@ -168,6 +173,18 @@ def test_inprocess_timeout_interrupts_prompt_evaluation(llm):
         LlamaCppBackend(llm.model, interrupt_tokens=0)
 
 
+@pytest.mark.slow
+def test_inprocess_json_schema_constrains_the_output(llm):
+    """Decoding under keywords_schema(2): valid JSON with both lists of at most 2 strings, whatever the model
+    would have written freely."""
+    free = llm.chat(KEYWORDS, Decoding(max_tokens=120))
+    r = llm.chat(KEYWORDS, Decoding(max_tokens=120, json_schema=keywords_schema(2)))
+    obj = json.loads(r.text)
+    assert set(obj) == {"high_level_keywords", "low_level_keywords"}, r.text
+    assert all(isinstance(v, list) and len(v) <= 2 and all(isinstance(x, str) for x in v) for v in obj.values())
+    assert r.text != free.text and r.finish_reason == "stop"
+
+
 # ----------------------------------------------------------------------------- OpenAI-compatible server
 
 
@@ -189,6 +206,17 @@ def test_server_chat_cache_and_errors(server, model, llm, tmp_path):
         OpenAICompatibleBackend(server + "/nope").chat(ASK, Decoding(max_tokens=4), timeout_s=10)
     with pytest.raises(LLMError, match="cannot reach"):
         OpenAICompatibleBackend(f"http://127.0.0.1:{_free_port()}").chat(ASK, timeout_s=5)
+
+
+@pytest.mark.slow
+def test_server_json_schema_decodes_like_the_inprocess_backend(server, llm):
+    constrained = Decoding(max_tokens=120, json_schema=keywords_schema(2))
+    r = OpenAICompatibleBackend(server).chat(KEYWORDS, constrained, timeout_s=120)
+    assert r.text == llm.chat(KEYWORDS, constrained).text and len(json.loads(r.text)["low_level_keywords"]) <= 2
+    with pytest.raises(LLMError, match="json_object"):  # llama_cpp.server refuses OpenAI's form: loud, never unconstrained
+        OpenAICompatibleBackend(server, schema_format="json_schema").chat(KEYWORDS, constrained, timeout_s=120)
+    with pytest.raises(ValueError, match="schema_format"):
+        OpenAICompatibleBackend(server, schema_format="grammar")
 
 
 @pytest.mark.slow
@@ -331,9 +359,11 @@ def test_response_cache_key_and_entries(tmp_path):
                 response_key("m" * 64, ASK[1:], Decoding(), "llamacpp"),
                 response_key("m" * 64, ASK, Decoding(seed=1), "llamacpp"),
                 response_key("m" * 64, ASK, Decoding(stop=("\n",)), "llamacpp"),
+                response_key("m" * 64, ASK, Decoding(json_schema=keywords_schema(7)), "llamacpp"),
                 response_key("m" * 64, ASK, Decoding(), "openai_compatible"),
                 response_key("m" * 64, ASK, Decoding(), "llamacpp", {"chat_format": "chatml"})]
     assert len({base, *variants}) == len(variants) + 1
+    assert "json_schema" not in Decoding().as_dict()  # unconstrained requests keep the keys they had before the field
     c = ResponseCache(tmp_path)
     assert c.get(base) is None
     from lethe.llm.base import LLMResponse

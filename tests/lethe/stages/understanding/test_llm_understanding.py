@@ -8,6 +8,7 @@ doc set with the project's real embedder.
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 import types
 from typing import Any, Callable, Mapping, Sequence
@@ -21,8 +22,8 @@ from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearc
 from lethe.retrieval.fusion import rrf
 from lethe.retrieval.ranking import top_k
 from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
-from lethe.llm.parsing import (ExactTerms, Keywords, ParseError, extract_json, parse_exact_terms, parse_keywords,
-                               parse_passage, parse_rewrite, parse_subqueries)
+from lethe.llm.parsing import (ExactTerms, Keywords, ParseError, extract_json, keywords_schema, parse_exact_terms,
+                               parse_keywords, parse_passage, parse_rewrite, parse_subqueries)
 from lethe.llm.prompts import PROMPT_DIR, _split, available_prompts, load_prompt
 from lethe.stages.understanding.llm import LLMQueryUnderstanding
 from lethe.core.protocol import Doc, Query
@@ -538,6 +539,18 @@ def test_keyword_search_with_answer_and_partial_failure(embedder):
     res = m.search(Query("Why does the worker crash at startup?"), 3)
     assert res.flags["fused_lists"] == ["query", "answer"] and res.flags["llm_fallback"] == ["keywords:parse"]
     assert res.flags["llm_failure_detail"] == {"keywords": "missing_key"} and res.ranking[0][0] == "broker"
+
+
+def test_keyword_search_decodes_only_the_keywords_under_their_schema(embedder):
+    m, llm = make(KeywordSearch, embedder, {"keywords": KW, "hyde": DOCS[3].text}, with_answer=True, max_keywords=4)
+    m.search(Query("Why does the worker crash at startup?"), 3)
+    (_, _, kw_dec, _), (_, _, hyde_dec, _) = llm.calls
+    assert kw_dec == Decoding(max_tokens=160, json_schema=keywords_schema(4)) and hyde_dec == Decoding(max_tokens=160)
+    assert json.loads(kw_dec.json_schema)["properties"]["low_level_keywords"]["maxItems"] == 4
+    assert m.describe()["keyword_decoding"]["json_schema"] == keywords_schema(4)
+    free, llm = make(KeywordSearch, embedder, {"keywords": KW}, constrained=False)
+    free.search(Query("Why does the worker crash at startup?"), 3)
+    assert llm.calls[0][2] == Decoding(max_tokens=160) and "json_schema" not in free.describe()["keyword_decoding"]
 
 
 def test_keyword_search_total_failure_is_vector_search(embedder, vector):
