@@ -12,8 +12,9 @@ ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and o
 Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per
 row the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against
 its ``versus`` row the paired nDCG@10 difference (BCa interval, Wilcoxon p) and its size relative to the reference
-mean, beside the seed's claimed improvement; also the median tokens per doc unit (the processed dataset's card) and
-the index build time (the run's manifest; this machine's, never verified).
+mean, beside the seed's claimed improvement; also the median tokens per doc unit (the processed dataset's card),
+the index build time (the run's manifest; this machine's, never verified) and, for runs with LLM calls, their
+failure and fallback shares.
 
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
 (``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
@@ -179,6 +180,8 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
                     f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})")
                 out["relative"] = f"{t['mean_diff'] / t['mean_b']:+.1%}" if t["mean_b"] else "-"
                 out["p (Wilcoxon)"] = fmt_p(t["p_wilcoxon"])
+        if (run.metrics.get("llm") or {}).get("queries"):
+            out["LLM no answer / fallback"] = llm_failure_cell(run.metrics)
         out["claimed improvement"] = (r.get("claimed") or {}).get("improvement", "-")
         rows.append(out)
     return pd.DataFrame(rows).fillna("-")

@@ -93,6 +93,8 @@ def test_retrieval_table_pairs_ndcg_on_common_queries(views):
     assert cell.startswith(f"{d:+.4f}") and cell.endswith(f"(n={len(common)})")
     assert t.loc["dense", "relative"] == f"{d / b.loc[common].mean():+.1%}"
     assert t.loc["dense", "claimed improvement"] == "10-15%" and t.loc["lexical", "claimed improvement"] == "-"
+    llm = views["locomo"].runs["vector"].metrics["llm"]   # runs with LLM calls state their failure shares here too
+    assert llm["queries"] == 3 and t.loc["dense", "LLM no answer / fallback"] == "0.0% / 0.0%"
     run = views["locomo"].runs["vector"]
     assert t.loc["dense", "docs"] == run.manifest["dataset"]["card_counts"]["docs"]
     card = json.loads((run.dataset_folder / "card.json").read_text())
