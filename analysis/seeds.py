@@ -98,6 +98,13 @@ def _seconds_per_answer(gen: pd.DataFrame) -> str:
     return fmt(float(ms.mean()) / 1e3, 1) if ms is not None and ms.notna().any() else NM
 
 
+def _add_llm_failures(out: dict[str, Any], metrics: Mapping[str, Any]) -> None:
+    """The "LLM no answer / fallback" cell, for a run that made LLM calls (answers or the method's own) only, so
+    that tables of runs without any have no such column."""
+    if (metrics.get("llm") or {}).get("queries"):
+        out["LLM no answer / fallback"] = llm_failure_cell(metrics)
+
+
 def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
     """One row per spec row: claimed and measured answer metrics, activation, nDCG@10 on the sample and full data."""
     rows = []
@@ -122,8 +129,7 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if skipped is not None:
             out["answers with a duplicate skipped"] = skipped
         out["s per answer"] = _seconds_per_answer(gen)
-        if (v.runs[label].metrics.get("llm") or {}).get("queries"):   # LLM calls: answers or the method's own
-            out["LLM no answer / fallback"] = llm_failure_cell(v.runs[label].metrics)
+        _add_llm_failures(out, v.runs[label].metrics)
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
         fv, flabel = _run(views, r.get("full"))
         out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
@@ -180,8 +186,7 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
                     f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})")
                 out["relative"] = f"{t['mean_diff'] / t['mean_b']:+.1%}" if t["mean_b"] else "-"
                 out["p (Wilcoxon)"] = fmt_p(t["p_wilcoxon"])
-        if (run.metrics.get("llm") or {}).get("queries"):
-            out["LLM no answer / fallback"] = llm_failure_cell(run.metrics)
+        _add_llm_failures(out, run.metrics)
         out["claimed improvement"] = (r.get("claimed") or {}).get("improvement", "-")
         rows.append(out)
     return pd.DataFrame(rows).fillna("-")

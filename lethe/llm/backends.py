@@ -355,8 +355,7 @@ class LlamaCppBackend(_CachedChat):
             out = llm.create_chat_completion(
                 messages=msgs, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
                 max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True,
-                response_format=(None if decoding.json_schema is None else
-                                 {"type": "json_object", "schema": json.loads(decoding.json_schema)}))
+                response_format=None if decoding.json_schema is None else _json_object_format(decoding.json_schema))
         except _DeadlinePassed:
             if not self.reuse_prompt_cache:
                 llm.reset()  # (with prefix reuse the evaluated chunks stay valid for the next call)
@@ -486,10 +485,9 @@ class OpenAICompatibleBackend(_CachedChat):
         if decoding.stop:
             body["stop"] = list(decoding.stop)
         if decoding.json_schema is not None:  # never optional: a server that refuses it fails the call
-            schema = json.loads(decoding.json_schema)
-            body["response_format"] = ({"type": "json_object", "schema": schema} if self.schema_format == "json_object"
-                                       else {"type": "json_schema",
-                                             "json_schema": {"name": "output", "schema": schema, "strict": True}})
+            body["response_format"] = (_json_object_format(decoding.json_schema) if self.schema_format == "json_object"
+                                       else {"type": "json_schema", "json_schema": {
+                                           "name": "output", "schema": json.loads(decoding.json_schema), "strict": True}})
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         for f in self._dropped:
@@ -632,6 +630,11 @@ class OpenAICompatibleBackend(_CachedChat):
     def close(self) -> None:
         """Close the HTTP session."""
         self._session.close()
+
+
+def _json_object_format(json_schema: str) -> dict[str, Any]:
+    """``response_format`` for a ``Decoding.json_schema`` as llama.cpp (in process or served) reads it."""
+    return {"type": "json_object", "schema": json.loads(json_schema)}
 
 
 def _excerpt(r: Any, n: int = 500) -> str:
