@@ -12,7 +12,9 @@ criterion, the judge's winner under the same rule against the label (agree / dis
 = agree / (agree + disagree + tie)).
 
 Writes pairwise_answers.json (rows and agreement), pairwise_answers.md, judgments.jsonl (every call's reply) and
-manifest.json to ``out_dir``.
+manifest.json to ``out_dir``. A judge that leaves more than ``max_unjudged_share`` of the per-criterion outcomes of
+any pair set (the labelled items or one pair of runs) unjudged fails the study after writing judgments.jsonl, so its
+replies can be read; no tables are written (the replies are cached: a rerun replays them).
 """
 
 from __future__ import annotations
@@ -69,6 +71,25 @@ def agreement(judgments: Sequence[PairJudgment], items: Sequence[Mapping[str, An
     return {**counts, "labelled": sum(counts.values()), "accuracy": counts["agree"] / scored if scored else None}
 
 
+def unjudged_shares(sets: Mapping[str, Sequence[PairJudgment]]) -> dict[str, float]:
+    """Per pair set: the share of its per-criterion outcomes left unjudged (0.0 for an empty set)."""
+    out = {}
+    for name, got in sets.items():
+        cells = [w for j in got for w in j.winners.values()]
+        out[name] = sum(w is None for w in cells) / len(cells) if cells else 0.0
+    return out
+
+
+def check_unjudged(judge: str, shares: Mapping[str, float], max_share: float) -> None:
+    """Raise SystemExit naming every pair set whose unjudged share exceeds ``max_share``."""
+    over = {k: v for k, v in shares.items() if v > max_share}
+    if over:
+        listed = ", ".join(f"{k} {100 * v:.0f}%" for k, v in over.items())
+        raise SystemExit(f"judge {judge}: unjudged share above max_unjudged_share={max_share:g} for {listed}; the "
+                         "replies are in judgments.jsonl (failed calls, unparsed replies or criteria named by neither "
+                         "answer)")
+
+
 def load_labels(path: Path) -> list[dict[str, Any]]:
     """The hand-labelled pairs: JSONL rows {id, query, answer1, answer2, label: {criterion: "1"|"2"}, note}."""
     items = []
@@ -119,6 +140,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
             raise SystemExit(f"pairs entry {list(p)}: needs [name, a, b] with a and b in run_folders ({sorted(folders)})")
     if not cfg.judges:
         raise SystemExit("judges is empty: name at least one conf/llm/<name>.yaml, e.g. judges=[qwen_coder_1_5b]")
+    max_unjudged = float(cfg.max_unjudged_share)
+    if not 0.0 <= max_unjudged <= 1.0:
+        raise SystemExit(f"max_unjudged_share={cfg.max_unjudged_share!r}: must be a number in [0, 1]")
     labels_path = project_path(cfg.labels_file)
     items = load_labels(labels_path)
     data = {name: answered_pairs(folders[a], folders[b]) for name, a, b in pairs}
@@ -129,18 +153,21 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
         llm = study_llm(jname, cfg)
         try:
             judge = PairwiseJudge(llm, prompt_version=str(cfg.prompt_version), max_answer_chars=int(cfg.max_answer_chars),
-                                  max_tokens=int(cfg.max_tokens), timeout_s=cfg.timeout_s)
+                                  max_tokens=int(cfg.max_tokens), timeout_s=cfg.timeout_s,
+                                  constrained=bool(cfg.constrained))
             t0 = time.perf_counter()
             labelled = [judge.judge(it["query"], it["answer1"], it["answer2"]) for it in items]
             label_s = time.perf_counter() - t0
             records += [_record(jname, "labels", it["id"], j) for it, j in zip(items, labelled)]
             every: list[PairJudgment] = list(labelled)
+            sets: dict[str, list[PairJudgment]] = {"labels": labelled}
             for name, a, b in pairs:
                 df = data[name]
                 t1 = time.perf_counter()
                 got = [judge.judge(r.query, r.answer_a, r.answer_b) for r in df.itertuples()]
                 secs = time.perf_counter() - t1
                 every += got
+                sets[name] = got
                 records += [_record(jname, name, q, j) for q, j in zip(df["query_id"], got)]
                 for row in win_rates([j.winners for j in got]):
                     rows.append({"judge": jname, "pair": name, "a": a, "b": b, **row,
@@ -148,16 +175,25 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 print(f"{jname} {name}: {len(got)} pairs in {secs:.0f} s", flush=True)
             judges_doc.append({"judge": jname, "describe": judge.describe(), "llm": llm.describe(),
                                "agreement": agreement(labelled, items), "labels_seconds": round(label_s, 1),
+                               "unjudged_share": unjudged_shares(sets),
                                "position_bias": position_bias(every),
                                "position_bias_labels": position_bias(labelled)})
         finally:
             llm.close()
+    judgments_path = out_dir / "judgments.jsonl"
+    judgments_path.write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+    try:
+        for j in judges_doc:
+            check_unjudged(j["judge"], j["unjudged_share"], max_unjudged)
+    except SystemExit:
+        for stale in ("pairwise_answers.json", "pairwise_answers.md", "manifest.json"):
+            (out_dir / stale).unlink(missing_ok=True)   # an earlier run's tables must not sit beside these replies
+        raise
     doc = {"pairs": [{"name": n, "a": a, "b": b, "folder_a": str(folders[a]), "folder_b": str(folders[b]),
                       "questions": int(len(data[n]))} for n, a, b in pairs],
            "labels_file": str(cfg.labels_file), "labels_sha256": sha256_file(labels_path), "n_labelled_items": len(items),
            "judges": judges_doc, "rows": rows}
     (out_dir / "pairwise_answers.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    (out_dir / "judgments.jsonl").write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
     (out_dir / "pairwise_answers.md").write_text(to_markdown(doc))
     write_manifest(out_dir, cfg, command, started, run_folders={k: str(v) for k, v in folders.items()})
     return doc

@@ -13,22 +13,27 @@ Position bias (:func:`position_bias`): over every parsed per-criterion verdict o
 named the answer in the first position (0.5 = no preference for a position).
 
 Answers are whitespace-collapsed and cut to ``max_answer_chars`` characters; decoding is deterministic
-(temperature 0, seed 0, ``max_tokens``). ``describe()`` gives the model, the prompt's name, version and sha256,
+(temperature 0, seed 0, ``max_tokens``). With ``constrained`` (the default) the reply is decoded under
+:func:`verdicts_schema`: every criterion present, each value exactly "Answer 1" or "Answer 2". Unconstrained, the
+judge can copy the prompt's reply template ("Answer 1 or Answer 2") instead of choosing, which leaves the pair
+unjudged; the parser checks the reply either way. ``describe()`` gives the model, the prompt's name, version and sha256,
 and the decoding, for manifests.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout
 from lethe.llm.parsing import ParseError, extract_json
 from lethe.llm.prompts import Prompt, load_prompt
 
-__all__ = ["CRITERIA", "OrderVerdict", "PairJudgment", "PairwiseJudge", "parse_verdicts", "position_bias"]
+__all__ = ["CRITERIA", "OrderVerdict", "PairJudgment", "PairwiseJudge", "parse_verdicts", "position_bias",
+           "verdicts_schema"]
 
 PAIRWISE_PROMPT = "judge_pairwise"
 CRITERIA = ("Comprehensiveness", "Diversity", "Empowerment", "Overall Winner")
@@ -43,6 +48,15 @@ def _position(value: Any) -> int | None:
         return None
     found = {int(m) for m in _POSITION.findall(str(value))}
     return found.pop() if len(found) == 1 else None
+
+
+def verdicts_schema() -> str:
+    """``parse_verdicts``' contract as a JSON Schema, JSON text with sorted keys (a cache-key part): every criterion
+    required, each "Answer 1" or "Answer 2", nothing else."""
+    choice = {"type": "string", "enum": ["Answer 1", "Answer 2"]}
+    schema = {"type": "object", "properties": {c: choice for c in CRITERIA}, "required": list(CRITERIA),
+              "additionalProperties": False}
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def parse_verdicts(text: str) -> dict[str, int | None]:
@@ -89,20 +103,22 @@ class PairwiseJudge:
     """Judge two answers in both orders (module docstring)."""
 
     def __init__(self, llm: LLMBackend, prompt_version: str = "v1", max_answer_chars: int = 1500,
-                 max_tokens: int = 64, timeout_s: float | None = None):
+                 max_tokens: int = 64, timeout_s: float | None = None, constrained: bool = True):
         if int(max_answer_chars) < 1 or int(max_tokens) < 1:
             raise ValueError(f"max_answer_chars and max_tokens must be >= 1, got {max_answer_chars}, {max_tokens}")
         self.llm = llm
         self.max_answer_chars = int(max_answer_chars)
         self.timeout_s = timeout_s
-        self.decoding = Decoding(max_tokens=int(max_tokens), temperature=0.0, top_p=1.0, seed=0)
+        self.constrained = bool(constrained)
+        free = Decoding(max_tokens=int(max_tokens), temperature=0.0, top_p=1.0, seed=0)
+        self.decoding = replace(free, json_schema=verdicts_schema()) if self.constrained else free
         self.prompt: Prompt = load_prompt(PAIRWISE_PROMPT, prompt_version)
 
     def describe(self) -> dict[str, Any]:
         """Model, prompt (name, version, sha256), decoding and settings."""
         return {"llm": getattr(self.llm, "name", type(self.llm).__name__), "prompt": self.prompt.describe(),
                 "decoding": self.decoding.as_dict(), "criteria": list(CRITERIA),
-                "max_answer_chars": self.max_answer_chars, "timeout_s": self.timeout_s,
+                "max_answer_chars": self.max_answer_chars, "timeout_s": self.timeout_s, "constrained": self.constrained,
                 "rule": "both orders; a criterion's winner counts when both agree, else tie; failures unjudged"}
 
     def _cut(self, answer: str | None) -> str:

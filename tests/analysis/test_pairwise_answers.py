@@ -48,6 +48,37 @@ def test_the_labelled_file_is_balanced_and_valid():
     assert all(len(set(it["label"].values())) == 1 for it in items)   # one answer better on every labelled criterion
 
 
+def study_cfg(tmp_path, **over: Any):
+    """conf/pairwise_answers.yaml's defaults (the one place they live) with a scripted judge and tmp folders."""
+    base = OmegaConf.load(PROJECT_ROOT / "conf/pairwise_answers.yaml")
+    base.pop("hydra")
+    return OmegaConf.merge(base, {"judges": ["scripted"], "llm_cache": False, "n_threads": 1,
+                                  "cache_dir": str(tmp_path / "c"), "out_dir": str(tmp_path / "out")}, over)
+
+
+class CopiesTemplate(FakeLLM):
+    """A scripted judge that copies v1's reply template for every second call (no winner named), as Qwen 1.5B did."""
+
+    def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
+        w = "Answer 1 or Answer 2" if k % 2 else "Answer 2"
+        return json.dumps(dict.fromkeys(CRITERIA, w)), None
+
+
+def test_study_fails_past_max_unjudged_share_and_keeps_the_replies(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "study_llm", lambda name, cfg: CopiesTemplate())
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/pairwise_answers.md").write_text("an earlier run's table")
+    with pytest.raises(SystemExit, match=r"judge scripted: unjudged share above max_unjudged_share=0.1 for labels 100%"):
+        P.study(study_cfg(tmp_path))   # every pair has one copied order, so every criterion is unjudged
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["judgments.jsonl"]
+    recs = [json.loads(line) for line in (tmp_path / "out/judgments.jsonl").read_text().splitlines()]
+    assert len(recs) == 12 and all(set(r["winners"].values()) == {None} for r in recs)
+    doc = P.study(study_cfg(tmp_path, max_unjudged_share=1.0))   # the measurement itself, when asked for
+    assert doc["judges"][0]["unjudged_share"] == {"labels": 1.0}
+    with pytest.raises(SystemExit, match="max_unjudged_share=1.5: must be a number in"):
+        P.study(study_cfg(tmp_path, max_unjudged_share=1.5))
+
+
 class LongerWins(FakeLLM):
     """A scripted judge: the longer answer wins every criterion (a pure length preference, no position preference)."""
 
@@ -65,10 +96,8 @@ def test_study_judges_two_real_runs_answers(cfg_for, tmp_path, monkeypatch):
     folders = {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS))
                for m in ("bm25", "vector")}
     monkeypatch.setattr(P, "study_llm", lambda name, cfg: LongerWins())
-    cfg = OmegaConf.create({"run_folders": {k: str(v) for k, v in folders.items()}, "pairs": [["bm25_vs_vector", "bm25", "vector"]],
-                            "judges": ["scripted"], "labels_file": "tests/data/pairwise_labels.jsonl", "prompt_version": "v1",
-                            "max_answer_chars": 1500, "max_tokens": 64, "timeout_s": None, "n_threads": 1,
-                            "llm_cache": False, "cache_dir": str(tmp_path / "c"), "out_dir": str(tmp_path / "out")})
+    cfg = study_cfg(tmp_path, run_folders={k: str(v) for k, v in folders.items()},
+                    pairs=[["bm25_vs_vector", "bm25", "vector"]])
     doc = P.study(cfg)
     both = P.answered_pairs(folders["bm25"], folders["vector"])
     assert doc["pairs"][0]["questions"] == len(both) >= 1   # the same seeded sample: both runs answered it

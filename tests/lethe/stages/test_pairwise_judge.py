@@ -9,7 +9,7 @@ import pytest
 from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.base import LLMTimeout
 from lethe.llm.parsing import ParseError
-from lethe.stages.pairwise_judge import CRITERIA, PairwiseJudge, parse_verdicts, position_bias
+from lethe.stages.pairwise_judge import CRITERIA, PairwiseJudge, parse_verdicts, position_bias, verdicts_schema
 from tests.support.fake_llm import ScriptedLLM as Scripted
 
 Q = "How do farmers protect soil fertility?"
@@ -72,6 +72,18 @@ def test_prompt_is_versioned_and_described():
     assert d["decoding"]["temperature"] == 0.0 and d["criteria"] == list(CRITERIA)
 
 
+def test_constrained_decoding_carries_the_verdicts_schema_and_free_decoding_none():
+    llm = Scripted([reply("2", "2", "2", "2"), reply("1", "1", "1", "1")])
+    judge = PairwiseJudge(llm)
+    judge.judge(Q, A, B)
+    assert {c["decoding"].json_schema for c in llm.calls} == {verdicts_schema()} and judge.describe()["constrained"]
+    free = PairwiseJudge(Scripted([]), constrained=False)
+    assert free.decoding.json_schema is None and "json_schema" not in free.describe()["decoding"]
+    schema = json.loads(verdicts_schema())
+    assert schema["required"] == list(CRITERIA) and schema["additionalProperties"] is False
+    assert {c: p["enum"] for c, p in schema["properties"].items()} == dict.fromkeys(CRITERIA, ["Answer 1", "Answer 2"])
+
+
 @pytest.mark.slow
 def test_one_real_judgment_in_both_orders_with_smollm2(tmp_path):
     from omegaconf import OmegaConf
@@ -86,8 +98,9 @@ def test_one_real_judgment_in_both_orders_with_smollm2(tmp_path):
     finally:
         llm.close()
     assert [o.first for o in j.orders] == ["A", "B"]
-    for o in j.orders:
-        assert o.status in ("ok", "parse_failure") and o.raw_text and o.llm_ms > 0 and not o.cached
+    for o in j.orders:   # decoded under the verdicts' schema: every criterion names exactly one answer
+        assert o.status == "ok" and o.raw_text and o.llm_ms > 0 and not o.cached
+        assert set(o.verdicts) == set(CRITERIA) and set(o.verdicts.values()) <= {1, 2}
     for c, w in j.winners.items():
         x, y = j.orders[0].verdicts.get(c), j.orders[1].verdicts.get(c)
         expected = None if x is None or y is None else ({(1, 2): "A", (2, 1): "B"}.get((x, y), "tie"))

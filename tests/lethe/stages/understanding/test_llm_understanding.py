@@ -46,7 +46,8 @@ PINNED_SHA256 = {
     "judge_support": "c10f2a55a601",
     "judge_pairwise": "c39c011282ab",
 }
-PINNED_V2 = {"answer": "28257552b060", "exact_terms": "76e4378880dc", "keywords": "a2deec2d3047"}
+PINNED_V2 = {"answer": "28257552b060", "exact_terms": "76e4378880dc", "judge_pairwise": "084c8c4dffb8",
+             "keywords": "a2deec2d3047"}
 SYSTEMS = {load_prompt(n, v).system: n for n in PROMPTS for v in ("v1", "v2") if (n, v) in available_prompts()}
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]
 
