@@ -257,7 +257,8 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
                   ) -> list[tuple[str, str, list[tuple[str, pd.DataFrame]]]]:
     """(title, Markdown, [(table name, frame)]) per seed of ``spec`` whose runs the report declares (``declared``: run
     keys; None = every seed); ``studies`` maps a study name to its published Markdown table (seed 003's pairwise
-    judgments), or is missing it when the study has not run."""
+    judgments, and the dev studies of ``decision_studies`` that chose how the judge decodes), or is missing it when
+    the study has not run."""
     from analysis.formatting import to_markdown
 
     out = []
@@ -294,6 +295,12 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
         if s.get("not_run"):
             md += [f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
                    "loader accepts them where present).", ""]
+        decided = s.get("decision_studies") or {}
+        if decided:
+            md += [str(decided["note"]), ""]
+            for name in decided["studies"]:
+                table_md = (studies or {}).get(name)
+                md += [f"Study `{name}`:", "", table_md if table_md else f"`{name}` not run (n/m†).", ""]
         if s.get("study"):
             table_md = (studies or {}).get(s["study"])
             md += [f"Pairwise judgments (study `{s['study']}`):", "",

@@ -13,10 +13,9 @@ Position bias (:func:`position_bias`): over every parsed per-criterion verdict o
 named the answer in the first position (0.5 = no preference for a position).
 
 Answers are whitespace-collapsed and cut to ``max_answer_chars`` characters; decoding is deterministic
-(temperature 0, seed 0, ``max_tokens``). With ``constrained`` (the default) the reply is decoded under
-:func:`verdicts_schema`: every criterion present, each value exactly "Answer 1" or "Answer 2". Unconstrained, the
-judge can copy the prompt's reply template ("Answer 1 or Answer 2") instead of choosing, which leaves the pair
-unjudged; the parser checks the reply either way. ``describe()`` gives the model, the prompt's name, version and sha256,
+(temperature 0, seed 0, ``max_tokens``). With ``constrained`` the reply is decoded under :func:`verdicts_schema`:
+every criterion present, each value exactly "Answer 1" or "Answer 2". The defaults (prompt v2, free decoding) are
+conf/pairwise_answers.yaml's, where the choice is explained; the parser checks the reply either way. ``describe()`` gives the model, the prompt's name, version and sha256,
 and the decoding, for manifests.
 """
 
@@ -102,8 +101,8 @@ class PairJudgment:
 class PairwiseJudge:
     """Judge two answers in both orders (module docstring)."""
 
-    def __init__(self, llm: LLMBackend, prompt_version: str = "v1", max_answer_chars: int = 1500,
-                 max_tokens: int = 64, timeout_s: float | None = None, constrained: bool = True):
+    def __init__(self, llm: LLMBackend, prompt_version: str = "v2", max_answer_chars: int = 1500,
+                 max_tokens: int = 64, timeout_s: float | None = None, constrained: bool = False):
         if int(max_answer_chars) < 1 or int(max_tokens) < 1:
             raise ValueError(f"max_answer_chars and max_tokens must be >= 1, got {max_answer_chars}, {max_tokens}")
         self.llm = llm

@@ -128,3 +128,12 @@ def test_agent_tables_on_a_small_real_lethebench(cfg_for):
     assert t1.loc[0, "tool-result recall@10 claimed"] == "0.098" and t1.loc[0, "planning coherence measured"] == S.UNDEFINED
     assert set(tests["method"]) == {"LETHE"} and set(tests["best baseline"]) == {"BM25-only"}
     assert t2.loc[0, "peak memory MB measured"] != "-"   # measured per run by the runner
+
+
+def test_sections_print_the_judgment_study_after_the_dev_studies_that_chose_its_decoding(views):
+    spec = {"s1": {"title": "Seed 1", "source": "x", "tables": [TABLE], "study": "judged",
+                   "decision_studies": {"note": "Chosen on dev.", "studies": ["dev_a", "dev_b"]}}}
+    md = S.seed_sections(views, spec, CFG, studies={"judged": "| judged table |", "dev_a": "| dev a table |"})[0][1]
+    want = ["Chosen on dev.", "Study `dev_a`:", "| dev a table |", "Study `dev_b`:", "`dev_b` not run (n/m†).",
+            "Pairwise judgments (study `judged`):", "| judged table |"]
+    assert [md.index(w) for w in want] == sorted(md.index(w) for w in want)

@@ -68,16 +68,16 @@ def test_position_bias_counts_first_position_verdicts_of_both_orders():
 
 def test_prompt_is_versioned_and_described():
     d = PairwiseJudge(Scripted([])).describe()
-    assert d["prompt"]["name"] == "judge_pairwise" and d["prompt"]["version"] == "v1" and len(d["prompt"]["sha256"]) == 64
+    assert d["prompt"]["name"] == "judge_pairwise" and d["prompt"]["version"] == "v2" and len(d["prompt"]["sha256"]) == 64
     assert d["decoding"]["temperature"] == 0.0 and d["criteria"] == list(CRITERIA)
 
 
 def test_constrained_decoding_carries_the_verdicts_schema_and_free_decoding_none():
     llm = Scripted([reply("2", "2", "2", "2"), reply("1", "1", "1", "1")])
-    judge = PairwiseJudge(llm)
+    judge = PairwiseJudge(llm, constrained=True)
     judge.judge(Q, A, B)
     assert {c["decoding"].json_schema for c in llm.calls} == {verdicts_schema()} and judge.describe()["constrained"]
-    free = PairwiseJudge(Scripted([]), constrained=False)
+    free = PairwiseJudge(Scripted([]))
     assert free.decoding.json_schema is None and "json_schema" not in free.describe()["decoding"]
     schema = json.loads(verdicts_schema())
     assert schema["required"] == list(CRITERIA) and schema["additionalProperties"] is False
@@ -94,7 +94,7 @@ def test_one_real_judgment_in_both_orders_with_smollm2(tmp_path):
     cfg.n_threads = 1
     llm = make_llm(cfg, cache_dir=tmp_path)
     try:
-        j = PairwiseJudge(llm, max_tokens=64).judge(Q, A, B)
+        j = PairwiseJudge(llm, max_tokens=64, constrained=True).judge(Q, A, B)
     finally:
         llm.close()
     assert [o.first for o in j.orders] == ["A", "B"]
