@@ -190,7 +190,8 @@ def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> l
     return [t for t in tiers if t.report == report]
 
 
-def _matches(key: str, patterns: Sequence[str]) -> bool:
+def matches(key: str, patterns: Sequence[str]) -> bool:
+    """Whether ``key`` matches any fnmatch pattern of ``patterns``."""
     return any(fnmatch.fnmatchcase(key, p) for p in patterns)
 
 
@@ -201,7 +202,7 @@ def select(runs: Iterable[DeclaredRun], patterns: Sequence[str] | None) -> list[
 
 def selected_studies(studies: Iterable[Study], patterns: Sequence[str] | None) -> list[Study]:
     """The studies whose key (``study/<name>``) matches any fnmatch pattern; all when ``patterns`` is empty."""
-    return [st for st in studies if not patterns or _matches(st.key, patterns)]
+    return [st for st in studies if not patterns or matches(st.key, patterns)]
 
 
 def select_with_studies(runs: Iterable[DeclaredRun], studies: Iterable[Study],
@@ -212,13 +213,13 @@ def select_with_studies(runs: Iterable[DeclaredRun], studies: Iterable[Study],
     runs, studies = list(runs), list(studies)
     if not patterns:
         return runs, studies
-    unmatched = [p for p in patterns if not any(_matches(x.key, [p]) for x in [*runs, *studies])]
+    unmatched = [p for p in patterns if not any(matches(x.key, [p]) for x in [*runs, *studies])]
     if unmatched:
         raise ValueError(f"select: {unmatched} match no declared run{' or study' if studies else ''}; keys look like "
                          f"{runs[0].key if runs else '?'}{' or ' + studies[0].key if studies else ''}")
     picked = selected_studies(studies, patterns)
     read = {(key, st.tier) for st in picked for _, key in st.runs}
-    return [r for r in runs if (r.key, r.tier) in read or _matches(r.key, patterns)], picked
+    return [r for r in runs if (r.key, r.tier) in read or matches(r.key, patterns)], picked
 
 
 @dataclass

@@ -31,7 +31,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import hydra
 import pandas as pd
@@ -49,8 +49,8 @@ from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
-from experiments.reference import (ResolvedRun, Study, Tier, load_tier, report_tiers, resolve, select_with_studies,
-                                   selected_studies, tier_names)
+from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, report_tiers, resolve,
+                                   select_with_studies, selected_studies, tier_names)
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
@@ -462,6 +462,14 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
     return E.passed(df), text
 
 
+def kept_entries(runs: Sequence[ResolvedRun], old: Mapping[str, Any], select: Sequence[str]) -> set[str]:
+    """Keys of the runs whose expected entries a selective write keeps: those only read by a selected study (``select``
+    does not name them) whose entry has their config hash. Their scores and recorded times stay as written."""
+    if not select:
+        return set()
+    return {r.key for r in runs if not matches(r.key, select) and (old.get(r.key) or {}).get("config_hash") == r.config_hash}
+
+
 def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
     """Write (or, with ``select``, update) ``tier``'s expected-scores file from its finished runs."""
     missing = [r.key for r in runs if not r.done]
@@ -475,7 +483,10 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     classes: dict[str, E.Tolerance] = {}
     for name, c in (old.get("tolerance_classes") or {}).items() if cfg.select else ():
         classes[name] = E.Tolerance(name, float(c["tolerance"]), str(c["why"]))
+    kept = kept_entries(runs, old["runs"], list(cfg.select or []))
     for r in runs:
+        if r.key in kept:
+            continue
         tol = E.tolerance_for(r.declared.label, rules)
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
@@ -489,10 +500,11 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         entries[st.key] = {"class": tol.klass, "tolerance": tol.value,
                            "metrics": E.measure_study(folder, st.row_key, st.metrics),
                            "seconds": float((folder / "seconds.txt").read_text())}
-    dirty = [r.key for r in runs if E.provenance(r.folder)["dirty"]]
+    dirty = [r.key for r in runs if r.key not in kept and E.provenance(r.folder)["dirty"]]
     if dirty:
         print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)
-    order = {r.key: i for i, r in enumerate(runs)}
+    keys = [d.key for d in tier.runs] + [st.key for st in tier.studies]   # the tier's declared order, whatever the selection
+    order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     entries = dict(sorted(entries.items(), key=lambda kv: order.get(kv[0], len(order))))
     measured = _read_json(_prepare_file(list(runs)))
     plan = prepare_steps(runs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
@@ -29,9 +30,15 @@ SETTINGS = {
                                          "n_threads": 2},
     "judge_agreement": {"llms": ["qwen_coder_0_5b", "qwen_coder_1_5b", "smollm2"], "items_file": "tests/data/judge_labels.jsonl",
                         "threshold": 0.5, "timeout_s": None, "n_threads": 1, "llm_cache": False},
-    "seed003_pairwise": {"judges": ["qwen_coder_1_5b"], "prompt_version": "v1", "n_threads": 2, "llm_cache": True,
+    "seed003_pairwise": {"judges": ["qwen_coder_1_5b"], "prompt_version": "v2", "constrained": False,
+                         "max_unjudged_share": 0.1, "n_threads": 2, "llm_cache": True,
                          "labels_file": "tests/data/pairwise_labels.jsonl",
                          "pairs": [[f"{d}_{m}", f"{d}_{m}_std", f"{d}_{m}_hyde"] for d in ("cs", "mix") for m in ("local", "hybrid")]},
+    **{f"pairwise_decoding_dev_{v}_{mode}": {"judges": ["qwen_coder_1_5b"], "prompt_version": v,
+                                             "constrained": mode == "schema", "max_unjudged_share": 1.0, "n_threads": 2,
+                                             "labels_file": "tests/data/pairwise_labels.jsonl",
+                                             "pairs": [["techqa_dev", "vector", "boost_llm"]]}
+       for v in ("v1", "v2") for mode in ("free", "schema")},
 }
 
 
@@ -105,3 +112,14 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     published = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
     assert published == {"contradiction_detection.md", "contradiction_detection.json", "rules_only.manifest.json"}
     assert lines == [f"- [`rules_only`](tables/contradiction_detection.md) (tier mini): `{command}`"]
+
+
+def test_a_selective_write_keeps_the_entries_of_runs_only_a_selected_study_reads():
+    runs = [SimpleNamespace(key="techqa/vector+seed001", config_hash="aaa"),
+            SimpleNamespace(key="techqa/boost+seed001", config_hash="bbb"),
+            SimpleNamespace(key="techqa/named", config_hash="ccc")]
+    old = {"techqa/vector+seed001": {"config_hash": "aaa", "seconds": 241.7},
+           "techqa/boost+seed001": {"config_hash": "old"}, "techqa/named": {"config_hash": "ccc"}}
+    # read by the study with an unchanged hash: kept; changed hash: rewritten; named by select: rewritten
+    assert R.kept_entries(runs, old, ["study/dev", "techqa/named"]) == {"techqa/vector+seed001"}
+    assert R.kept_entries(runs, old, []) == set()   # a whole-tier write rewrites everything
