@@ -323,8 +323,41 @@ def run_study(study: Study, cfg: DictConfig) -> Path:
     return final
 
 
+# Paths in a study's config that depend on where it ran, not on what it measured: compared by their last part (a
+# run's or dataset's content hash), or not at all.
+_STUDY_PATHS_BY_NAME = ("dataset_folder", "run_folders")
+_STUDY_PATHS_IGNORED = ("out_dir", "cache_dir")
+
+
+def _comparable(config: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in config.items() if k not in _STUDY_PATHS_IGNORED}
+    if out.get("dataset_folder"):
+        out["dataset_folder"] = Path(str(out["dataset_folder"])).name
+    if out.get("run_folders"):
+        out["run_folders"] = {k: Path(str(v)).name for k, v in out["run_folders"].items()}
+    return out
+
+
+def study_drift(study: Study, cfg: DictConfig) -> list[str]:
+    """The config keys whose values differ between a finished study's manifest and what its command composes now
+    (a changed default, declared override or read run); [] when it matches or has not run."""
+    man_path = study_folder(study, cfg) / MANIFEST
+    if not man_path.is_file():
+        return []
+    made = _comparable(json.loads(man_path.read_text()).get("config") or {})
+    now = _comparable(OmegaConf.to_container(load_config(study_command(study, cfg)[3:],
+                                                         config_name=study.module.rsplit(".", 1)[-1]), resolve=True))
+    return sorted(k for k in {*made, *now} if made.get(k) != now.get(k))
+
+
 def study_done(study: Study, cfg: DictConfig) -> bool:
-    return (study_folder(study, cfg) / "DONE").is_file()
+    """Finished (``DONE``) and made with the config its command composes now; a drifted study is made again."""
+    if not (study_folder(study, cfg) / "DONE").is_file():
+        return False
+    drift = study_drift(study, cfg)
+    if drift:
+        print(f"study {study.name}: made with other settings ({', '.join(drift)}); it will be made again", flush=True)
+    return not drift
 
 
 def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:

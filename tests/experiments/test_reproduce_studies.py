@@ -107,6 +107,12 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     rows = json.loads((folder / "contradiction_detection.json").read_text())["rows"]
     assert [r["scopes"] for r in rows] == [f"all ({rows[0]['n_scopes']})", "test n=2 seed=0"]
     assert E.measure_study(folder, st.row_key, st.metrics)
+    assert R.study_drift(st, cfg) == []   # paths aside, its manifest holds exactly what the command composes now
+    man_file = folder / "manifest.json"
+    changed = {**man, "config": {**man["config"], "scopes": 3, "cache_dir": "/elsewhere"}}
+    man_file.write_text(json.dumps(changed))
+    assert R.study_drift(st, cfg) == ["scopes"] and not R.study_done(st, cfg)   # made with other settings: made again
+    man_file.write_text(json.dumps(man))
     assert (tmp_path / "hydra" / ".hydra" / "config.yaml").is_file() and not (PROJECT_ROOT / "outputs").exists()
     lines = R.publish_studies("smoke", cfg, tmp_path / "out")
     published = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
