@@ -42,14 +42,25 @@ def package_versions(packages: Sequence[str] = PACKAGES) -> dict[str, str | None
     return out
 
 
+# CPU instruction sets that select different numeric kernels (BLAS, llama.cpp's quantized matmuls), so the same
+# code and inputs can give different last bits, or a different LLM token, on CPUs that differ in them.
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni",
+              "amx_int8", "amx_bf16", "neon", "asimd", "sve")
+
+
 def hardware() -> dict[str, Any]:
+    """CPU model, the SIMD flags of :data:`SIMD_FLAGS` it has (None where /proc/cpuinfo is missing), cores,
+    memory (GiB), Python and platform."""
     cpu = platform.processor() or None
+    flags: set[str] | None = None
     try:
+        fields: dict[str, str] = {}
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())   # the first CPU's
+        cpu = fields.get("model name", cpu)
+        flags = set((fields.get("flags") or fields.get("Features") or "").split())
     except OSError:
         pass
     mem = None
@@ -59,7 +70,8 @@ def hardware() -> dict[str, Any]:
         mem = round(psutil.virtual_memory().total / 2**30, 1)
     except ImportError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": mem, "python": platform.python_version(),
+    return {"cpu": cpu, "cpu_simd": None if flags is None else [f for f in SIMD_FLAGS if f in flags],
+            "cores": os.cpu_count(), "ram_gib": mem, "python": platform.python_version(),
             "platform": platform.platform()}
 
 

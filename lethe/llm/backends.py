@@ -99,13 +99,19 @@ _PARAMS_LOCK = threading.Lock()
 # ----------------------------------------------------------------------------- llama.cpp helpers
 
 
-def llama_cpp_has_amx() -> bool:
-    """True if the installed llama.cpp library was built with, and detects, AMX (see module docstring)."""
+def llama_cpp_system_info() -> str | None:
+    """The CPU features the installed llama.cpp library was built with and detects (``AVX2 = 1 | AVX512 = 1 |
+    ...``): they pick its quantized matmul kernels, so two builds that differ here can give different tokens."""
     import llama_cpp
 
     with contextlib.suppress(Exception):
-        return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
-    return False
+        return llama_cpp.llama_print_system_info().decode(errors="replace").strip()
+    return None
+
+
+def llama_cpp_has_amx() -> bool:
+    """True if the installed llama.cpp library was built with, and detects, AMX (see module docstring)."""
+    return "AMX_INT8 = 1" in (llama_cpp_system_info() or "")
 
 
 def _extra_bufts(use_extra_bufts: bool | None) -> bool:
@@ -409,7 +415,8 @@ class LlamaCppBackend(_CachedChat):
              "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
              "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
              "reuse_prompt_cache": self.reuse_prompt_cache, "timeout_s": self.timeout_s,
-             "llama_cpp_version": getattr(llama_cpp, "__version__", None), "loaded": self._llm is not None,
+             "llama_cpp_version": getattr(llama_cpp, "__version__", None), "system_info": llama_cpp_system_info(),
+             "loaded": self._llm is not None,
              "load_ms": self.load_ms, "model_calls": self.model_calls,
              "prompt_tokens_seen": self.prompt_tokens_seen, "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
              "cache": self.cache.stats() if self.cache is not None else None}

@@ -111,6 +111,8 @@ def test_inprocess_chat_is_deterministic_with_counts(llm, model):
     d = llm.describe()
     assert d["kind"] == "llamacpp" and d["model_sha256"] == model.sha256 and d["n_threads"] == 1
     assert d["use_extra_bufts"] in (True, False) and d["cache"] is None
+    # the features that pick llama.cpp's kernels, as the library reports them (a different CPU can change a token)
+    assert "AVX2 = " in d["system_info"] or "NEON = " in d["system_info"]
 
 
 @pytest.mark.slow
