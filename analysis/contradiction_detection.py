@@ -352,7 +352,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                                     max_pairs=max_pairs, max_doc_chars=int(cfg.max_doc_chars),
                                     budget_ms=None if cfg.budget_ms is None else float(cfg.budget_ms))
                 res = evaluate_detector(det, scope_ids=sample, loaded=loaded, progress=log)
-                row = table_row("llm", str(llm_cfg.get("name") or name), sample_desc, res)
+                row = table_row("llm", str(getattr(llm, "name", None) or name), sample_desc, res)
                 row["llm_config"] = name
                 row["n_threads"] = int(cfg.n_threads)
                 row["response_cache"] = bool(cfg.llm_cache)

@@ -1,7 +1,8 @@
 """Precision/recall of any contradiction detector on a processed dataset (analysis/contradiction_detection.py):
 seeded scope samples, gold restricted to the evaluated scopes, counters summed over scopes, the threshold
-sweep from the per-pair log, blocking statistics, the tables and the entry point (conf/contradiction_detection.yaml,
-rules only; the llm backend is exercised with a fake backend through evaluate_detector)."""
+sweep from the per-pair log, blocking statistics, the tables and the entry point (conf/contradiction_detection.yaml:
+rules, and the llm backend with the real SmolLM2; the detector's counters with a fake backend through
+evaluate_detector)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,23 @@ def test_write_tables_and_the_entry_point(toy_folder, tmp_path):
     with pytest.raises(SystemExit):
         study(load_config([f"dataset_folder={toy_folder}", "backends=[rules,nli]", f"out_dir={tmp_path / 'x'}"],
                           config_name="contradiction_detection"))
+
+
+@pytest.mark.slow
+def test_the_entry_point_with_a_real_llm_writes_its_row(toy_folder, tmp_path):
+    """The llm backend through study(), as the llm tier runs it: every considered pair judged by SmolLM2, the row
+    named by the model's label and its config name, the manifest beside the tables."""
+    out = tmp_path / "llm"
+    cfg = load_config([f"dataset_folder={toy_folder}", "backends=[llm]", "llms=[smollm2]", "max_pairs=3",
+                       "llm_cache=false", f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"],
+                      config_name="contradiction_detection")
+    rows = study(cfg, command="python -m analysis.contradiction_detection backends=[llm] llms=[smollm2]")["rows"]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["backend"] == "llm" and row["model"] == "smollm2-135m-instruct-q4_1" and row["llm_config"] == "smollm2"
+    assert row["n_gold"] == 2 and row["tp"] + row["fn"] == 2 and row["n_threads"] == 1 and row["response_cache"] is False
+    saved = json.loads((out / "contradiction_detection.json").read_text())
+    assert saved["rows"][0]["model"] == row["model"] and (out / "manifest.json").is_file()
 
 
 def test_the_default_dataset_is_the_only_build(toy_folder, tmp_path):
