@@ -329,12 +329,18 @@ _STUDY_PATHS_BY_NAME = ("dataset_folder", "run_folders")
 _STUDY_PATHS_IGNORED = ("out_dir", "cache_dir")
 
 
+def _last_part(value: Any) -> Any:
+    """A path's last part, or a mapping's paths' (``run_folders``: name -> folder)."""
+    if isinstance(value, Mapping):
+        return {k: Path(str(v)).name for k, v in value.items()}
+    return Path(str(value)).name
+
+
 def _comparable(config: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in _STUDY_PATHS_IGNORED}
-    if out.get("dataset_folder"):
-        out["dataset_folder"] = Path(str(out["dataset_folder"])).name
-    if out.get("run_folders"):
-        out["run_folders"] = {k: Path(str(v)).name for k, v in out["run_folders"].items()}
+    for key in _STUDY_PATHS_BY_NAME:
+        if out.get(key):
+            out[key] = _last_part(out[key])
     return out
 
 

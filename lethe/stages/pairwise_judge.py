@@ -15,8 +15,8 @@ named the answer in the first position (0.5 = no preference for a position).
 Answers are whitespace-collapsed and cut to ``max_answer_chars`` characters; decoding is deterministic
 (temperature 0, seed 0, ``max_tokens``). With ``constrained`` the reply is decoded under :func:`verdicts_schema`:
 every criterion present, each value exactly "Answer 1" or "Answer 2". The defaults (prompt v2, free decoding) are
-conf/pairwise_answers.yaml's, where the choice is explained; the parser checks the reply either way. ``describe()`` gives the model, the prompt's name, version and sha256,
-and the decoding, for manifests.
+conf/pairwise_answers.yaml's, where the choice is explained; the parser checks the reply either way.
+``describe()`` gives the model, the prompt's name, version and sha256, and the decoding, for manifests.
 """
 
 from __future__ import annotations
