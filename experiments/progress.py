@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+
+MIN_SPEED_JOBS = 3   # finished jobs with an estimate before the ETA scales estimates by this machine's speed
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -33,11 +37,14 @@ def eta_seconds(remaining: Sequence[float | None], finished: Sequence[tuple[floa
     """Estimated seconds for the ``remaining`` jobs (each with a recorded estimate or None).
 
     ``finished`` holds (estimate, actual seconds) of the jobs computed so far (skipped ones excluded).
-    Known estimates are scaled by how fast this machine has been against them (sum of actual / sum of
-    estimated); unknown ones count as the mean actual duration so far. None while nothing informs it.
+    Known estimates are scaled by this machine's speed against them: the median of actual / estimated
+    over the finished jobs that have one, once there are ``MIN_SPEED_JOBS`` of them (before that the
+    estimates are taken as they are). The median, not a ratio of sums, because one job that found its
+    work cached (a warm embedding cache) must not make every other job look many times faster. Unknown
+    estimates count as the mean actual duration so far. None while nothing informs it.
     """
-    paired = [(e, a) for e, a in finished if e]
-    speed = sum(a for _, a in paired) / sum(e for e, _ in paired) if paired else 1.0
+    ratios = sorted(a / e for e, a in finished if e)
+    speed = statistics.median(ratios) if len(ratios) >= MIN_SPEED_JOBS else 1.0
     mean = sum(a for _, a in finished) / len(finished) if finished else None
     total = 0.0
     for e in remaining:

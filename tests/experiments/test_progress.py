@@ -17,21 +17,34 @@ from experiments.progress import Progress, SweepProgressCallback, eta_seconds, f
 from lethe.core.paths import CONF_DIR
 
 
-def test_eta_scales_known_estimates_by_observed_speed():
-    # one job estimated at 5 s took 10 s: this machine runs at half speed, so 10 + 20 s become 60 s
-    assert eta_seconds([10.0, 20.0], [(5.0, 10.0)]) == pytest.approx(60.0)
-    # speed is sum(actual) / sum(estimated) over jobs with an estimate: (10 + 2) / (5 + 4) = 4/3
-    assert eta_seconds([9.0], [(5.0, 10.0), (4.0, 2.0)]) == pytest.approx(12.0)
-    # a finished job without an estimate does not change the speed
-    assert eta_seconds([10.0], [(5.0, 10.0), (None, 100.0)]) == pytest.approx(20.0)
+def test_eta_scales_known_estimates_by_the_median_speed_once_three_jobs_inform_it():
+    # three jobs ran at twice their estimates: the 10 + 20 s left become 60 s
+    assert eta_seconds([10.0, 20.0], [(5.0, 10.0), (4.0, 8.0), (1.0, 2.0)]) == pytest.approx(60.0)
+    # speed is the median of actual / estimated: ratios 0.5, 2, 3 -> 2
+    assert eta_seconds([9.0], [(4.0, 2.0), (5.0, 10.0), (1.0, 3.0)]) == pytest.approx(18.0)
+    # finished jobs without an estimate do not change the speed
+    assert eta_seconds([10.0], [(5.0, 10.0), (None, 100.0), (2.0, 4.0), (1.0, 2.0)]) == pytest.approx(20.0)
     # nothing finished yet: the recorded estimates are taken as they are
     assert eta_seconds([10.0, 20.0], []) == pytest.approx(30.0)
 
 
+def test_eta_takes_recorded_estimates_as_they_are_until_three_jobs_inform_the_speed():
+    assert eta_seconds([10.0, 20.0], [(5.0, 10.0)]) == pytest.approx(30.0)
+    assert eta_seconds([10.0, 20.0], [(5.0, 10.0), (4.0, 8.0)]) == pytest.approx(30.0)
+
+
+def test_one_job_that_found_its_work_cached_does_not_collapse_the_eta():
+    # a warm cache: one job took 20 s of its recorded 800 s, the others their recorded time; the ratio of
+    # sums would scale the 1000 s left down to about 700 s, the median keeps it at 1000 s
+    finished = [(800.0, 20.0), (1000.0, 1000.0), (660.0, 660.0)]
+    assert eta_seconds([600.0, 400.0], finished) == pytest.approx(1000.0)
+
+
 def test_eta_of_unknown_estimates_is_the_mean_duration_so_far():
     assert eta_seconds([None, None], [(None, 4.0), (None, 10.0)]) == pytest.approx(14.0)
-    # mixed: known scaled by speed (2x), unknown at the mean of all finished jobs ((10 + 4) / 2)
-    assert eta_seconds([10.0, None], [(5.0, 10.0), (None, 4.0)]) == pytest.approx(27.0)
+    # mixed: known ones at the recorded estimate (one job informs no speed), unknown at the mean of all
+    # finished jobs ((10 + 4) / 2)
+    assert eta_seconds([10.0, None], [(5.0, 10.0), (None, 4.0)]) == pytest.approx(17.0)
 
 
 def test_eta_is_none_when_nothing_informs_it():
@@ -60,16 +73,20 @@ def _clock(*values: float):
 
 def test_progress_lines_with_a_fake_clock():
     lines: list[str] = []
-    p = Progress(["a", "b", "c"], [10.0, 20.0, 30.0], out=lines.append, clock=_clock(0.0, 5.0, 30.0, 60.0))
-    first = p.done(0, 5.0)
-    # 5 s against 10 estimated: twice as fast, so the 20 + 30 s left become 25 s
-    assert first == "[1/3] a: done in 5 s · elapsed 5 s · ETA 25 s"
+    p = Progress(["a", "b", "c", "d", "e"], [10.0, 10.0, 10.0, 20.0, 30.0], out=lines.append,
+                 clock=_clock(0.0, 5.0, 10.0, 15.0, 40.0, 70.0))
+    # one or two jobs do not yet scale the recorded estimates
+    assert p.done(0, 5.0) == "[1/5] a: done in 5 s · elapsed 5 s · ETA 1 min 10 s"
+    assert p.done(1, 5.0) == "[2/5] b: done in 5 s · elapsed 10 s · ETA 1 min 00 s"
+    # the third: all ran twice as fast as recorded, so the 20 + 30 s left become 25 s
+    third = p.done(2, 5.0)
+    assert third == "[3/5] c: done in 5 s · elapsed 15 s · ETA 25 s"
     # a skipped job does not count as computed: the speed stays 0.5 (it would be 1.0 if it counted)
-    assert p.done(1, 25.0, "skipped") == "[2/3] b: skipped in 25 s · elapsed 30 s · ETA 15 s"
-    assert p.done(2, 40.0) == "[3/3] c: done in 40 s · elapsed 1 min 00 s · ETA 0 s"
-    assert lines == [first, "[2/3] b: skipped in 25 s · elapsed 30 s · ETA 15 s",
-                     "[3/3] c: done in 40 s · elapsed 1 min 00 s · ETA 0 s"]
-    assert p.finished == [(10.0, 5.0), (30.0, 40.0)]
+    assert p.done(3, 25.0, "skipped") == "[4/5] d: skipped in 25 s · elapsed 40 s · ETA 15 s"
+    assert p.done(4, 40.0) == "[5/5] e: done in 40 s · elapsed 1 min 10 s · ETA 0 s"
+    assert lines[2:] == [third, "[4/5] d: skipped in 25 s · elapsed 40 s · ETA 15 s",
+                         "[5/5] e: done in 40 s · elapsed 1 min 10 s · ETA 0 s"]
+    assert p.finished == [(10.0, 5.0), (10.0, 5.0), (10.0, 5.0), (30.0, 40.0)]
 
 
 def test_progress_without_estimates_uses_the_mean_and_counts_failures():
