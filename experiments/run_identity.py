@@ -48,6 +48,28 @@ def without_placement(cfg: Any) -> Any:
     return cfg
 
 
+# cache_dir is where content-addressed work is kept, not what a run computes; a path under it (the trained
+# cross-encoder's ``method.model.path: ${cache_dir}/models/...``) enters the hash spelled under this
+# directory, the default cache_dir of conf/config.yaml, so every hash made with the default is unchanged and a
+# run made with LETHE_CACHE=/scratch/cache is the same run, filed in the same folder.
+CACHE_DIR_IN_HASH = ".cache/lethe"
+
+
+def relocated(cfg: Any, cache_dir: str | None) -> Any:
+    """``cfg`` (nested dicts and lists) with every string under ``cache_dir`` spelled under
+    :data:`CACHE_DIR_IN_HASH` instead."""
+    if not cache_dir:
+        return cfg
+    root = str(cache_dir).rstrip("/")
+    if isinstance(cfg, Mapping):
+        return {k: relocated(v, root) for k, v in cfg.items()}
+    if isinstance(cfg, list):
+        return [relocated(v, root) for v in cfg]
+    if isinstance(cfg, str) and (cfg == root or cfg.startswith(root + "/")):
+        return (CACHE_DIR_IN_HASH + "/" + cfg[len(root):].lstrip("/")).rstrip("/")
+    return cfg
+
+
 def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
     """The ``chunking`` section as hashed: token windows (the default strategy) by their size and overlap alone, as
     before the other strategies existed (so no run's hash moved); another strategy with every key."""
@@ -58,22 +80,22 @@ def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
 
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
-    options excluded). ``run.metrics`` enters in its canonical (ranx) spelling, so ``nDCG@10`` and
-    ``ndcg@10`` give one config hash (analysis.metric_names). The ``answers`` section, and the embedder that
-    scores answer similarity, enter only when answers are on, so runs without answers keep the hash they had
-    before the section existed."""
+    options excluded, paths under ``cache_dir`` :func:`relocated`). ``run.metrics`` enters in its canonical
+    (ranx) spelling, so ``nDCG@10`` and ``ndcg@10`` give one config hash (analysis.metric_names). The
+    ``answers`` section, and the embedder that scores answer similarity, enter only when answers are on, so
+    runs without answers keep the hash they had before the section existed."""
     run = {**resolved["run"], "metrics": list(canonical_metrics(resolved["run"]["metrics"], "run.metrics"))}
     answers = resolved.get("answers") or {}
     extra = ({"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
              if answers.get("enabled") else {})
-    return {
+    return relocated({
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
         "method": without_placement(resolved["method"]),
         "chunking": chunking_identity(resolved["chunking"]),
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
         **extra,
-    }
+    }, resolved.get("cache_dir"))
 
 
 @dataclass(frozen=True)

@@ -232,3 +232,33 @@ def test_every_declared_run_resolves_to_a_valid_config(isolated):
             seen[f"{name}:{run.key}"] = r.config_hash
     assert len(seen) == sum(len(load_tier(n).runs) for n in TIERS)
     assert len(set(seen.values())) == len(seen)  # no two declared runs share a results folder
+
+
+def test_the_cache_location_is_not_part_of_the_config_hash(tmp_path, isolated):
+    """The trained cross-encoder's model path lies under cache_dir; moving the cache (LETHE_CACHE,
+    cache_dir=/scratch/cache, with or without a trailing slash) must find the same finished run."""
+    run = select(load_tier("core").runs, ["techqa/cross_encoder"])[0]
+    here = resolve(run, isolated)
+    for cache in (tmp_path / "cache", f"{tmp_path / 'cache'}/"):
+        moved = resolve(run, [*isolated, f"cache_dir={cache}"])
+        assert str(moved.cfg.method.model.path).startswith(str(tmp_path / "cache"))   # the override took effect
+        assert moved.config_hash == here.config_hash and moved.folder == here.folder
+    # a model path outside the cache is what the run computes with: it stays in the hash
+    other = resolve(run, [*isolated, f"method.model.path={tmp_path / 'my_model'}"])
+    assert other.config_hash != here.config_hash
+
+
+def test_every_declared_run_resolves_to_the_config_hash_of_its_expected_entry(isolated):
+    """A code change that moved a declared run's config hash would orphan its finished results folder (the
+    report would show n/m, reproduce would make it again): every expected entry's hash must still resolve."""
+    from analysis.expected import read_expected
+
+    for name in TIERS:
+        expected = read_expected(PROJECT_ROOT / "results" / "expected" / f"{name}.yaml")["runs"]
+        checked = 0
+        for run in load_tier(name).runs:
+            want = (expected.get(run.key) or {}).get("config_hash")
+            if want:
+                assert resolve(run, isolated).config_hash == want, f"{name}: {run.key}"
+                checked += 1
+        assert checked == len(load_tier(name).runs), name
