@@ -43,7 +43,7 @@ def eta_seconds(remaining: Sequence[float | None], finished: Sequence[tuple[floa
     work cached (a warm embedding cache) must not make every other job look many times faster. Unknown
     estimates count as the mean actual duration so far. None while nothing informs it.
     """
-    ratios = sorted(a / e for e, a in finished if e)
+    ratios = [a / e for e, a in finished if e]
     speed = statistics.median(ratios) if len(ratios) >= MIN_SPEED_JOBS else 1.0
     mean = sum(a for _, a in finished) / len(finished) if finished else None
     total = 0.0
