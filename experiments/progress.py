@@ -72,7 +72,7 @@ class Progress:
         self.n_done = 0
 
     def done(self, index: int, seconds: float, status: str = "done") -> str:
-        """Record job ``index`` as finished (status: done, skipped or FAILED) and print its line."""
+        """Record job ``index`` as finished (status: done, skipped, FAILED or stopped) and print its line."""
         self.n_done += 1
         if status != "skipped":
             self.finished.append((self.estimates[index], seconds))

@@ -14,7 +14,8 @@ runner as ``python -m experiments.run`` (resumable: a finished run is skipped), 
 after their prerequisites (processed datasets, the cross-encoder, learned-fusion models). One line
 per finished job gives jobs done / total, elapsed time and an ETA from the recorded durations in
 ``results/expected/<tier>.yaml``. The exit code is non-zero when a run failed, a value FAILs, or a
-declared run is MISSING.
+declared run is MISSING. SIGTERM, SIGHUP or Ctrl-C stop it cleanly (exit 128 + the signal's number):
+the job in flight leaves nothing behind and is marked ``stopped``, not failed (``experiments.stopping``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
+from experiments.stopping import stop_on_signals, stop_reason
 from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, report_tiers, resolve,
                                    select_with_studies, selected_studies, tier_names)
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
@@ -209,6 +211,9 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - one failing job must not cost the others
             finish(i, time.perf_counter() - t0, exc)
             continue
+        except KeyboardInterrupt:   # Ctrl-C or a signal (experiments.stopping): nothing of this job is kept
+            progress.done(i, time.perf_counter() - t0, "stopped")
+            raise
         finish(i, time.perf_counter() - t0, None)
     return failed
 
@@ -246,6 +251,9 @@ def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], worke
         except BaseException:
             for fut in futures:
                 fut.cancel()
+            # a stop must not wait for the models in training (minutes); each writes atomically, so nothing is half kept
+            for proc in list((pool._processes or {}).values()):   # noqa: SLF001 - Python 3.11 has no terminate_workers()
+                proc.terminate()
             raise
 
 
@@ -626,7 +634,13 @@ def main(cfg: DictConfig) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with open_dict(cfg):
         cfg.overrides = [*cfg.overrides, *forwarded(HydraConfig.get().overrides.task)]
-    code = reproduce(cfg)
+    with stop_on_signals():
+        try:
+            code = reproduce(cfg)
+        except KeyboardInterrupt as exc:
+            name, code = stop_reason(exc)
+            print(f"reproduce tier={cfg.tier} action={cfg.action}: stopped by {name}; finished runs, models and "
+                  "studies are kept, the one in flight left nothing: the same command resumes", file=sys.stderr, flush=True)
     if code:
         sys.exit(code)
 

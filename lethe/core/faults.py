@@ -2,7 +2,9 @@
 
 Setting ``LETHE_KILL_AT=<point>[:<n>]`` makes the process kill itself with SIGKILL (no cleanup, no
 ``finally``, exactly like ``kill -9`` or the kernel's OOM killer) the ``n``-th time (1 by default) it
-passes :func:`kill_point` with that name. Unset, :func:`kill_point` costs one environment lookup.
+passes :func:`kill_point` with that name. ``<point>:<n>:<SIGNAL>`` sends that signal instead (e.g.
+``searching:3:SIGTERM``, a polite stop, ``tests/experiments/test_stopping.py``). Unset,
+:func:`kill_point` costs one environment lookup.
 
 Points (where each sits, and what a crash there must not damage):
 
@@ -20,28 +22,33 @@ import signal
 
 ENV = "LETHE_KILL_AT"
 POINTS = frozenset({"build_data", "embedding", "searching", "writing_folder", "writing_report"})
+SIGNALS = {s.name: s for s in (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
 
 _passes: dict[str, int] = {}
 
 
-def parse(spec: str) -> tuple[str, int]:
-    """``"point[:n]"`` -> (point, n); raises ValueError naming the variable on a bad value."""
-    point, _, n = spec.partition(":")
-    if point not in POINTS or not (n == "" or (n.isdigit() and int(n) >= 1)):
-        raise ValueError(f"{ENV}={spec!r}: expected <point>[:<n>] with point one of {sorted(POINTS)} and n >= 1")
-    return point, int(n or 1)
+def parse(spec: str) -> tuple[str, int, int]:
+    """``"point[:n[:SIGNAL]]"`` -> (point, n, signal number; SIGKILL by default); raises ValueError naming
+    the variable on a bad value."""
+    point, _, rest = spec.partition(":")
+    n, _, sig = rest.partition(":")
+    if point not in POINTS or not (n == "" or (n.isdigit() and int(n) >= 1)) or not (sig == "" or sig in SIGNALS):
+        raise ValueError(f"{ENV}={spec!r}: expected <point>[:<n>[:<signal>]] with point one of {sorted(POINTS)}, "
+                         f"n >= 1 and signal one of {sorted(SIGNALS)}")
+    return point, int(n or 1), int(SIGNALS[sig or "SIGKILL"])
 
 
 def kill_point(name: str) -> None:
-    """SIGKILL this process if ``LETHE_KILL_AT`` names ``name`` and this is its n-th pass."""
+    """Signal this process (SIGKILL unless ``LETHE_KILL_AT`` names another) if ``LETHE_KILL_AT`` names
+    ``name`` and this is its n-th pass."""
     spec = os.environ.get(ENV)
     if not spec:
         return
-    point, n = parse(spec)
+    point, n, signum = parse(spec)
     if name not in POINTS:
         raise ValueError(f"kill_point({name!r}) is not one of {sorted(POINTS)}")
     if point != name:
         return
     _passes[name] = _passes.get(name, 0) + 1
     if _passes[name] == n:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signum)
