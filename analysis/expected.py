@@ -67,11 +67,12 @@ def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str])
 
 
 def provenance(folder: Path) -> dict[str, Any]:
-    """Config hash, git commit, dirty flag and wall seconds of a finished run (from its manifest)."""
+    """Config hash, git commit, dirty flag, wall seconds and whether they were measured alone
+    (``timing_valid``; None in manifests older than the field) of a finished run (from its manifest)."""
     man = RunFolder(folder).manifest
     git = man.get("git") or {}
     return {"config_hash": man.get("config_hash"), "commit": git.get("commit"), "dirty": git.get("dirty"),
-            "seconds": man.get("wall_seconds")}
+            "seconds": man.get("wall_seconds"), "timing_valid": man.get("timing_valid")}
 
 
 HEADER = """\
@@ -103,15 +104,17 @@ def write_expected(path: Path, tier: str, entries: Mapping[str, Mapping[str, Any
 
 
 def expected_record(folder: Path, tol: Tolerance, answer_tol: Tolerance, metrics: Sequence[str],
-                    answer_metrics: Sequence[str]) -> dict[str, Any]:
-    """One run's entry of the expected-scores file."""
+                    answer_metrics: Sequence[str], previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One run's entry of the expected-scores file. ``seconds`` is the run's wall time, unless the run was
+    not timed alone (``timing_valid`` false) and ``previous`` (the entry it replaces) has a time: that one is kept."""
     vals = measure(folder, metrics, answer_metrics)
     prov = provenance(folder)
     rec: dict[str, Any] = {"config_hash": prov["config_hash"], "class": tol.klass, "tolerance": tol.value,
                            "metrics": vals}
     if any(k.startswith(ANSWER_PREFIX) for k in vals):
         rec.update({"answer_class": answer_tol.klass, "answer_tolerance": answer_tol.value})
-    rec["seconds"] = prov["seconds"]
+    kept = (previous or {}).get("seconds")
+    rec["seconds"] = kept if prov["timing_valid"] is False and kept is not None else prov["seconds"]
     return rec
 
 

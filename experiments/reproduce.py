@@ -537,7 +537,8 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         tol = E.tolerance_for(r.declared.label, rules)
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
-        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics))
+        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics),
+                                           previous=old["runs"].get(r.key))
     for st in selected_studies(tier.studies, cfg.select):
         if not study_done(st, cfg):
             raise SystemExit(f"tier {tier.name}: study {st.name} is not finished; run the tier first")

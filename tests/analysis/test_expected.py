@@ -30,7 +30,8 @@ RULES = {
 
 
 def make_run(folder: Path, evaluated: int = 100, means: dict | None = None, answers: dict | None = None,
-             config_hash: str = "abc123def456", dirty: bool = False, seconds: float = 12.5) -> Path:
+             config_hash: str = "abc123def456", dirty: bool = False, seconds: float = 12.5,
+             timing_valid: bool | None = None) -> Path:
     """A finished results folder as the runner writes it (empty rankings: verification reads the metrics
     and the manifest only)."""
     if means is None:
@@ -38,6 +39,8 @@ def make_run(folder: Path, evaluated: int = 100, means: dict | None = None, answ
     metrics = {"queries": {"total": evaluated + 2, "evaluated": evaluated}, "means": means, "answers": answers or {}}
     manifest = {"config_hash": config_hash, "git": {"commit": "0123456789abcdef", "dirty": dirty},
                 "wall_seconds": seconds}
+    if timing_valid is not None:
+        manifest["timing_valid"] = timing_valid
     return RunFolder(folder).write({}, {}, pd.DataFrame({"query_id": []}), metrics, manifest, tag="t").path
 
 
@@ -59,7 +62,19 @@ def test_measure_and_provenance(tmp_path):
                                                      "mrr@10": 2 / 3, "answer_f1": 0.25,
                                                      "answer_exact_match": 0.5}
     assert provenance(run) == {"config_hash": "abc123def456", "commit": "0123456789abcdef", "dirty": True,
-                               "seconds": 3.25}
+                               "seconds": 3.25, "timing_valid": None}
+
+
+def test_a_rewritten_entry_keeps_its_time_when_the_new_run_was_not_timed_alone(tmp_path):
+    previous = {"seconds": 40.0}
+    loaded = make_run(tmp_path / "loaded", seconds=95.5, timing_valid=False)
+    alone = make_run(tmp_path / "alone", seconds=38.0, timing_valid=True)
+    assert expected_record(loaded, DENSE, ANSWERS, METRICS, ANSWER_METRICS, previous)["seconds"] == 40.0
+    assert expected_record(alone, DENSE, ANSWERS, METRICS, ANSWER_METRICS, previous)["seconds"] == 38.0
+    # nothing to keep (a new entry), or a manifest older than timing_valid: the run's own time
+    assert expected_record(loaded, DENSE, ANSWERS, METRICS, ANSWER_METRICS)["seconds"] == 95.5
+    assert expected_record(make_run(tmp_path / "old", seconds=7.0), DENSE, ANSWERS, METRICS, ANSWER_METRICS,
+                           previous)["seconds"] == 7.0
 
 
 def test_write_then_read_round_trips_floats_bit_for_bit(tmp_path):
