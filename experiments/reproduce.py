@@ -141,7 +141,8 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
-            name = f"fusion {r.cfg.dataset.name} {folder.name}"
+            pool = folder.parent.name.partition("-")[2]   # the query pool it learns from ("" = every query)
+            name = f"fusion {r.cfg.dataset.name} {folder.name}" + (f" pool {pool}" if pool else "")
             if name not in seen:
                 seen.add(name)
                 steps.append(model_step(name, (folder / "card.json").is_file(), "fusion", r.cfg, threads))
