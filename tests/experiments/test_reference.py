@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
-from experiments.reference import (DeclaredRun, load_tier, report_tiers, resolve, select, select_with_studies,
-                                   selected_studies, tier_names)
+from experiments.reference import (DeclaredRun, ResolvedRun, load_tier, report_tiers, resolve, select,
+                                   select_with_studies, selected_studies, tier_names)
 from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in ("tolerances", "seeds"))
@@ -218,13 +219,21 @@ def test_resolve_errors_name_the_declared_run(isolated):
         resolve(run, isolated)
 
 
-def test_every_declared_run_resolves_to_a_valid_config(isolated):
+@pytest.fixture(scope="module")
+def resolved_tiers(tmp_path_factory) -> dict[str, list[ResolvedRun]]:
+    """Every declared run of every real tier, resolved once (about 30 s) for the tests below."""
+    base = tmp_path_factory.mktemp("resolved")
+    extra = [f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}"]
+    return {name: [resolve(run, extra) for run in load_tier(name).runs] for name in TIERS}
+
+
+def test_every_declared_run_resolves_to_a_valid_config(resolved_tiers):
     """Each run of every tier composes (its method, ablation, sample and overrides exist), is filed
     under its declared label, and has a config hash of its own."""
     seen: dict[str, str] = {}
-    for name in TIERS:
-        for run in load_tier(name).runs:
-            r = resolve(run, isolated)
+    for name, resolved in resolved_tiers.items():
+        for r in resolved:
+            run = r.declared
             assert r.folder.parts[-3:-1] == (run.dataset, run.label)
             assert r.cfg.method.get("_target_"), run.key
             if run.sample is not None:
@@ -248,17 +257,37 @@ def test_the_cache_location_is_not_part_of_the_config_hash(tmp_path, isolated):
     assert other.config_hash != here.config_hash
 
 
-def test_every_declared_run_resolves_to_the_config_hash_of_its_expected_entry(isolated):
+def test_every_declared_run_resolves_to_the_config_hash_of_its_expected_entry(resolved_tiers):
     """A code change that moved a declared run's config hash would orphan its finished results folder (the
-    report would show n/m, reproduce would make it again): every expected entry's hash must still resolve."""
+    report would show n/m, reproduce would make it again): every expected entry's hash must still resolve
+    (with the cache elsewhere than the default, which must not matter)."""
     from analysis.expected import read_expected
 
-    for name in TIERS:
+    for name, resolved in resolved_tiers.items():
         expected = read_expected(PROJECT_ROOT / "results" / "expected" / f"{name}.yaml")["runs"]
         checked = 0
-        for run in load_tier(name).runs:
-            want = (expected.get(run.key) or {}).get("config_hash")
+        for r in resolved:
+            want = (expected.get(r.key) or {}).get("config_hash")
             if want:
-                assert resolve(run, isolated).config_hash == want, f"{name}: {run.key}"
+                assert r.config_hash == want, f"{name}: {r.key}"
                 checked += 1
-        assert checked == len(load_tier(name).runs), name
+        assert checked == len(resolved), name
+
+
+def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(resolved_tiers):
+    """A fusion model is filed by dataset build, query pool (the run's sample, scopes or categories: it never
+    learns from another subset's queries) and configuration. Its step was once named without the pool, so in
+    the llm tier iteration 4 on 150 LetheBench queries and the budget sweep on 100 shared one step, one model
+    was built, and the other pool's runs failed with "no learned-fusion model" when made in one invocation."""
+    from experiments import train_fusion
+    from experiments.reproduce import prepare_steps
+
+    for name, resolved in resolved_tiers.items():
+        needed = {train_fusion.model_folder(r.cfg) for r in resolved
+                  if OmegaConf.select(r.cfg, "method.learned_fusion.enabled")}
+        steps = [s for s in prepare_steps(resolved) if s.name.startswith("fusion ")]
+        built = [train_fusion.model_folder(s.model[1]) for s in steps]
+        assert len(built) == len(set(built)), f"{name}: two steps build the same model"
+        assert set(built) == needed, f"{name}: models no step builds: {sorted(map(str, needed - set(built)))}"
+    lethebench = [s.name for s in prepare_steps(resolved_tiers["llm"]) if s.name.startswith("fusion lethebench")]
+    assert len(lethebench) == 2 and all(" pool " in n for n in lethebench), lethebench
