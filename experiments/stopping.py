@@ -24,10 +24,6 @@ class Stopped(KeyboardInterrupt):
         super().__init__(signum)
         self.signum = signum
 
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
 
 def stop_reason(exc: KeyboardInterrupt) -> tuple[str, int]:
     """(signal name, process exit code 128 + signal number) of a stop; Ctrl-C is SIGINT."""
