@@ -14,23 +14,20 @@ run, and no debris (temporary or moved-aside files and folders) is left anywhere
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from experiments import reproduce as R
 from lethe.core.faults import POINTS, parse
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from lethebench.runs import FILES, RUN_PARQUET, RUN_TREC, QRELS_TREC, RunFolder, finished_runs
 from tests.conftest import DATA_ROOT
+from tests.support.reproduce_process import reproduce_process, write_reference
 
 TIER = {"description": "fault injection (tests/experiments/test_faults.py)", "report": "smoke",
         "runs": [{"datasets": ["locomo"], "overrides": ["dataset.scopes=[conv-26]", "embedder.persist_every=128"],
@@ -48,11 +45,7 @@ def _args(base: Path, ref: Path) -> list[str]:
 
 
 def _reproduce(base: Path, ref: Path, kill_at: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "LETHE_KILL_AT"}
-    if kill_at:
-        env["LETHE_KILL_AT"] = kill_at
-    cmd = [sys.executable, "-m", "experiments.reproduce", *_args(base, ref), f"hydra.run.dir={base / 'hydra'}"]
-    return subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=900)
+    return reproduce_process([*_args(base, ref), f"hydra.run.dir={base / 'hydra'}"], kill_at)
 
 
 def _debris(base: Path) -> list[str]:
@@ -105,10 +98,7 @@ def _stable(obj):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
-    ref = tmp_path_factory.mktemp("faults_reference")
-    (ref / "faults.yaml").write_text(yaml.safe_dump(TIER, sort_keys=False))
-    (ref / "tolerances.yaml").write_text((CONF_DIR / "reference" / "tolerances.yaml").read_text())
-    return ref
+    return write_reference(tmp_path_factory.mktemp("faults_reference"), "faults", TIER)
 
 
 def test_kill_points_are_named_and_checked():

@@ -16,13 +16,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
 from experiments.stopping import Stopped, stop_on_signals, stop_reason
 from lethe.core.faults import parse
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import finished_runs
 from tests.conftest import DATA_ROOT
+from tests.support.reproduce_process import reproduce_process, write_reference
 
 TIER = {"description": "stopping (tests/experiments/test_stopping.py)", "report": "smoke",
         "runs": [{"datasets": ["locomo"], "overrides": ["dataset.scopes=[conv-26]"], "methods": ["bm25", "window"]}]}
@@ -68,21 +68,14 @@ def test_the_jvm_leaves_sigterm_to_python():
 
 
 def _reproduce(base: Path, ref: Path, stop_at: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "LETHE_KILL_AT"}
-    if stop_at:
-        env["LETHE_KILL_AT"] = stop_at
-    cmd = [sys.executable, "-m", "experiments.reproduce", f"reference_dir={ref}", f"expected_dir={ref / 'expected'}",
-           f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
-           f"results_dir={base / 'results'}", "run.progress=false", "tier=stopping", "action=run",
-           f"hydra.run.dir={base / 'hydra'}"]
-    return subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return reproduce_process([f"reference_dir={ref}", f"expected_dir={ref / 'expected'}", f"data.root={DATA_ROOT}",
+                              f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
+                              f"results_dir={base / 'results'}", "run.progress=false", "tier=stopping", "action=run",
+                              f"hydra.run.dir={base / 'hydra'}"], stop_at)
 
 
 def test_sigterm_during_a_bm25_run_stops_cleanly_and_the_same_command_resumes(tmp_path):
-    ref = tmp_path / "reference"
-    ref.mkdir()
-    (ref / "stopping.yaml").write_text(yaml.safe_dump(TIER, sort_keys=False))
-    (ref / "tolerances.yaml").write_text((CONF_DIR / "reference" / "tolerances.yaml").read_text())
+    ref = write_reference(tmp_path / "reference", "stopping", TIER)
 
     stopped = _reproduce(tmp_path, ref, "searching:3:SIGTERM")   # after BM25's third query, the JVM running
     out = stopped.stdout + stopped.stderr
