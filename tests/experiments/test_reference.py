@@ -274,13 +274,20 @@ def test_every_declared_run_resolves_to_the_config_hash_of_its_expected_entry(re
         assert checked == len(resolved), name
 
 
-def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(resolved_tiers):
+def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(resolved_tiers, monkeypatch):
     """A fusion model is filed by dataset build, query pool (the run's sample, scopes or categories: it never
     learns from another subset's queries) and configuration. Its step was once named without the pool, so in
     the llm tier iteration 4 on 150 LetheBench queries and the budget sweep on 100 shared one step, one model
-    was built, and the other pool's runs failed with "no learned-fusion model" when made in one invocation."""
+    was built, and the other pool's runs failed with "no learned-fusion model" when made in one invocation.
+    Naming (and training) a fusion model builds no LLM: iteration 4's reranker and judge act after fusion."""
     from experiments import train_fusion
     from experiments.reproduce import prepare_steps
+    from lethe.llm import backends
+
+    def no_llm(cfg, cache_dir=None):
+        raise AssertionError(f"a fusion model's folder was named by building the LLM {cfg.get('name')}")
+
+    monkeypatch.setattr(backends, "make_llm", no_llm)
 
     for name, resolved in resolved_tiers.items():
         needed = {train_fusion.model_folder(r.cfg) for r in resolved
