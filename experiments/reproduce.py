@@ -591,6 +591,11 @@ def reproduce(cfg: DictConfig) -> int:
             except ReportRefused as exc:
                 print(f"report refused: {exc}", file=sys.stderr)
                 code = 2
+            except Exception as exc:  # noqa: BLE001 - a broken report must not hide the verification below
+                traceback.print_exception(exc)
+                print(f"!! the {report!r} report failed: {type(exc).__name__}: {exc}; the verification follows",
+                      file=sys.stderr, flush=True)
+                code = 2
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
     if cfg.action in ("all", "verify"):

