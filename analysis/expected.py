@@ -53,17 +53,25 @@ def tolerance_for(label: str, rules: Mapping[str, Any], answers: bool = False) -
 
 
 def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str]) -> dict[str, Any]:
-    """The verified values of one finished run: evaluated count, metric means, answer metric means."""
-    m = RunFolder(folder).metrics
-    out: dict[str, Any] = {"evaluated": int(m["queries"]["evaluated"])}
-    for k in metrics:
-        if k in m.get("means", {}):
-            out[k] = float(m["means"][k])
-    answers = m.get("answers") or {}
+    """The verified values of one finished run: the evaluated count and the retrieval metrics' means computed from
+    its ``run.trec`` and ``qrels.trec`` (:func:`analysis.metrics.rescore`), never read from the ``metrics.json`` it
+    wrote (so an edited run file FAILs and an edited summary cannot pass); the answer metrics' means, which no run
+    file holds, from ``metrics.json``."""
+    run = RunFolder(folder)
+    out = retrieval_values(run, metrics)
+    answers = run.metrics.get("answers") or {}
     for k in answer_metrics:
         if answers.get(k) is not None:
             out[ANSWER_PREFIX + k] = float(answers[k])
     return out
+
+
+def retrieval_values(run: RunFolder, metrics: Sequence[str]) -> dict[str, Any]:
+    """The evaluated count and the means of ``metrics`` computed from ``run``'s run.trec and qrels.trec."""
+    from analysis.metrics import rescore   # ranx compiles its kernels on first use: only when verifying
+
+    scores = rescore(run, metrics)
+    return {"evaluated": int(len(scores)), **{k: float(scores[k].mean()) if len(scores) else 0.0 for k in metrics}}
 
 
 def provenance(folder: Path) -> dict[str, Any]:
@@ -159,9 +167,20 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     MISSING on the expected side (its note says to write the file); a metric the file expects but
     the run lacks is FAIL.
     """
-    items = [(key, measure(f, metrics, answer_metrics) if f is not None else None,
-              provenance(f) if f is not None else None) for key, f in runs]
+    items = []
+    for key, f in runs:
+        got = measure(f, metrics, answer_metrics) if f is not None else None
+        prov = {**provenance(f), "stored_differs": stored_differs(f, got)} if f is not None else None
+        items.append((key, got, prov))
     return compare(items, expected, ["evaluated", *metrics])
+
+
+def stored_differs(folder: Path, measured: Mapping[str, Any]) -> list[str]:
+    """The verified values whose copy in the run's ``metrics.json`` differs from ``measured`` (computed from its run
+    files): the sign of a damaged or edited folder."""
+    m = RunFolder(folder).metrics
+    stored = {"evaluated": (m.get("queries") or {}).get("evaluated"), **(m.get("means") or {})}
+    return [k for k, v in measured.items() if k in stored and stored[k] != v]
 
 
 def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
@@ -179,6 +198,9 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
             continue
         prov = prov or {}
         notes = ["made from a dirty tree"] if prov.get("dirty") else []
+        if prov.get("stored_differs"):
+            notes.append(f"metrics.json differs from the run files on {', '.join(prov['stored_differs'])} "
+                         "(the measured value is computed from run.trec and qrels.trec)")
         if exp is None:
             rows += [{"run": key, "metric": n, "expected": None, "measured": got.get(n), "diff": None, "tolerance": None,
                       "status": "MISSING", "note": "no expected value: write the expected-scores file"} for n in names]

@@ -3,14 +3,17 @@
 Every place that names a retrieval metric (``run.metrics``, ``verify_metrics``, the report's settings,
 :func:`analysis.metrics.evaluate_run`) accepts either spelling of the same measure:
 
-=============  ==============  ==================================================================
-ranx           ir_measures     measure (k: a cutoff, an integer >= 1)
-=============  ==============  ==================================================================
-``ndcg@k``     ``nDCG@k``      nDCG at k, linear gain (trec_eval's ``ndcg_cut_k``)
-``recall@k``   ``R@k``         recall at k
-``mrr@k``      ``RR@k``        reciprocal rank of the first relevant doc within the top k
-``precision@k`` ``P@k``        precision at k
-=============  ==============  ==================================================================
+================  ==============  ===============================================================
+ranx              ir_measures     measure (k: a cutoff, an integer >= 1)
+================  ==============  ===============================================================
+``ndcg@k``        ``nDCG@k``      nDCG at k, linear gain (trec_eval's ``ndcg_cut_k``); ``ndcg``: no cutoff
+``recall@k``      ``R@k``         recall at k
+``mrr@k``         ``RR@k``        reciprocal rank of the first relevant doc within the top k; ``mrr``: no cutoff
+``precision@k``   ``P@k``         precision at k
+``map@k``         ``AP@k``        average precision at k (trec_eval's ``map_cut_k``); ``map``: no cutoff
+``hit_rate@k``    ``Success@k``   1 if a relevant doc is in the top k, else 0
+``r-precision``   ``Rprec``       precision at R, the query's number of relevant docs
+================  ==============  ===============================================================
 
 The ranx name is the canonical form: names are turned into it before a run's config is hashed and
 before anything is computed, so per-query columns, ``metrics.json``, expected scores and config hashes
@@ -18,26 +21,50 @@ are the same whichever spelling a config used. Printed tables show the ir_measur
 (:func:`display_metric`). ir_measures names are read by ``ir_measures.parse_measure``, so its aliases
 of the same measures work too (``NDCG@10``, ``Recall@50``, ``MRR@10``, ``Precision@10``); a measure with
 parameters other than its cutoff (e.g. ``P(rel=2)@10``) has no ranx equivalent here and is refused, as
-is any other measure (``AP@10``, ``ndcg_burges@10``).
+is any other measure (``Judged@10``, ``ndcg_burges@10``). Each pair is checked against
+``ir_measures.calc_aggregate`` on real runs (tests/analysis/test_metric_names.py).
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable
 
 import ir_measures
 
 # ranx family -> ir_measures measure name; one entry per measure both libraries compute the same way
-RANX_TO_IR_MEASURES: dict[str, str] = {"ndcg": "nDCG", "recall": "R", "mrr": "RR", "precision": "P"}
+RANX_TO_IR_MEASURES: dict[str, str] = {"ndcg": "nDCG", "recall": "R", "mrr": "RR", "precision": "P", "map": "AP",
+                                       "hit_rate": "Success", "r-precision": "Rprec"}
 _IR_MEASURES_TO_RANX = {v: k for k, v in RANX_TO_IR_MEASURES.items()}
-_RANX_NAME = re.compile(r"^(%s)@([1-9][0-9]*)$" % "|".join(RANX_TO_IR_MEASURES))
-# a ranx name inside free text (a column header such as "reranker ndcg@10")
-_RANX_IN_TEXT = re.compile(r"\b(%s)@([1-9][0-9]*)\b" % "|".join(RANX_TO_IR_MEASURES))
+# whether a family takes a cutoff: always, optionally (without one: the whole ranking) or never
+CUTOFF = {"ndcg": "optional", "recall": "required", "mrr": "optional", "precision": "required", "map": "optional",
+          "hit_rate": "required", "r-precision": "none"}
+_FAMILIES = "|".join(map(re.escape, RANX_TO_IR_MEASURES))
+_RANX_NAME = re.compile(r"^(%s)(?:@([1-9][0-9]*))?$" % _FAMILIES)
+# a ranx name with a cutoff inside free text (a column header such as "reranker ndcg@10")
+_RANX_IN_TEXT = re.compile(r"\b(%s)@([1-9][0-9]*)\b" % _FAMILIES)
 
-ACCEPTED = ("ranx names " + ", ".join(f"{r}@k" for r in RANX_TO_IR_MEASURES) + " or ir_measures names "
-            + ", ".join(f"{i}@k" for i in RANX_TO_IR_MEASURES.values()) + " (k an integer >= 1, e.g. ndcg@10 = nDCG@10)")
+
+def _spelling(family: str, names: dict[str, str]) -> str:
+    return {"required": f"{names[family]}@k", "optional": f"{names[family]}[@k]", "none": names[family]}[CUTOFF[family]]
+
+
+ACCEPTED = ("ranx names " + ", ".join(_spelling(f, {f: f for f in CUTOFF}) for f in CUTOFF) + " or ir_measures names "
+            + ", ".join(_spelling(f, RANX_TO_IR_MEASURES) for f in CUTOFF)
+            + " (k an integer >= 1, e.g. ndcg@10 = nDCG@10)")
+
+
+def _with_cutoff(family: str | None, cutoff: Any) -> str | None:
+    """``family@cutoff`` or ``family`` when the family takes that (None: no cutoff), else None."""
+    if family is None:
+        return None
+    rule = CUTOFF[family]
+    if cutoff is None:
+        return family if rule != "required" else None
+    if rule == "none" or type(cutoff) is not int or cutoff < 1:
+        return None
+    return f"{family}@{cutoff}"
 
 
 class UnknownMetric(ValueError):
@@ -47,17 +74,16 @@ class UnknownMetric(ValueError):
 @lru_cache(maxsize=None)
 def _parse(name: str) -> str | None:
     """The canonical ranx name of ``name`` in either spelling, or None."""
-    if _RANX_NAME.match(name):
-        return name
+    m = _RANX_NAME.match(name)
+    if m:
+        return _with_cutoff(m.group(1), None if m.group(2) is None else int(m.group(2)))
     try:
         measure = ir_measures.parse_measure(name)
     except Exception:  # noqa: BLE001 - whatever it cannot parse is not a name we accept
         return None
-    family = _IR_MEASURES_TO_RANX.get(measure.NAME)
-    cutoff = measure.params.get("cutoff")
-    if family is None or set(measure.params) != {"cutoff"} or type(cutoff) is not int or cutoff < 1:
+    if not set(measure.params) <= {"cutoff"}:
         return None
-    return f"{family}@{cutoff}"
+    return _with_cutoff(_IR_MEASURES_TO_RANX.get(measure.NAME), measure.params.get("cutoff"))
 
 
 def canonical_metric(name: str, key: str = "metric") -> str:
@@ -83,6 +109,11 @@ def canonical_metrics(names: Iterable[str], key: str = "metrics") -> tuple[str, 
     return out
 
 
+def is_retrieval_metric(name: str) -> bool:
+    """Whether ``name`` is either spelling of a supported retrieval metric."""
+    return isinstance(name, str) and _parse(name) is not None
+
+
 def canonical_or_other(name: str) -> str:
     """The canonical name of a retrieval metric in either spelling; any other name (``coverage@10``,
     ``contradiction@10``, an answer metric) unchanged."""
@@ -95,8 +126,8 @@ def display_metric(name: str) -> str:
     canon = _parse(name) if isinstance(name, str) else None
     if canon is None:
         return name
-    family, cutoff = canon.split("@")
-    return str(ir_measures.parse_measure(f"{RANX_TO_IR_MEASURES[family]}@{cutoff}"))
+    family, _, cutoff = canon.partition("@")
+    return str(ir_measures.parse_measure(RANX_TO_IR_MEASURES[family] + (f"@{cutoff}" if cutoff else "")))
 
 
 def display_text(text: str) -> str:

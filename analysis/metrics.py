@@ -9,11 +9,13 @@ by the ranx name. ranx is imported lazily because it compiles numba kernels on f
 
 from __future__ import annotations
 
+import os
 from typing import Mapping, Sequence
 
 import pandas as pd
 
 from analysis.metric_names import canonical_metrics
+from lethebench.runs import RunFolder
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
@@ -44,3 +46,26 @@ def evaluate_run(
         for m in metrics:
             out.loc[with_results, m] = [float(r.scores[m][q]) for q in with_results]
     return out
+
+
+def rescore(folder: RunFolder | str | os.PathLike, metrics: Sequence[str]) -> pd.DataFrame:
+    """Per-query ``metrics`` of a finished run computed from its own ``run.trec`` and ``qrels.trec`` (never from
+    the ``per_query.parquet`` or ``metrics.json`` it stored): DataFrame indexed by query_id, one column per metric
+    (ranx names), one row per query of its qrels."""
+    f = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    return evaluate_run(f.qrels, f.run, metrics)
+
+
+def run_scores(folder: RunFolder | str | os.PathLike, metrics: Sequence[str]) -> pd.DataFrame:
+    """Per-query ``metrics`` of a finished run, indexed by query_id in stored order: the columns its
+    ``per_query.parquet`` holds, and any other metric computed from its run files (:func:`rescore`), so a metric
+    added to ``run.metrics`` after the run needs no rerun (the metrics are not part of a run's identity)."""
+    f = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    names = list(canonical_metrics(metrics, "metrics"))
+    stored = f.per_query.set_index("query_id")
+    out = stored[[m for m in names if m in stored.columns]].copy()
+    missing = [m for m in names if m not in stored.columns]
+    if missing:
+        computed = rescore(f, missing).reindex(stored.index, fill_value=0.0)
+        out[missing] = computed[missing]
+    return out[names]

@@ -12,6 +12,8 @@ import pandas as pd
 from analysis import stats
 from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
 from analysis.declared_runs import RunInfo, RunRef, load_declared
+from analysis.metric_names import canonical_or_other, is_retrieval_metric
+from analysis.metrics import run_scores
 
 
 @dataclass
@@ -40,6 +42,12 @@ def main_family(cfg: Mapping[str, Any]) -> list[str]:
     return list(cfg["baselines"]) + list(cfg["lethe"])
 
 
+def asked_metrics(cfg: Mapping[str, Any]) -> list[str]:
+    """The retrieval metrics (canonical names) the report's settings name: best baseline, gate and family metrics."""
+    names = [cfg.get("best_baseline_metric"), cfg.get("gate_metric"), *(cfg.get("family_metrics") or [])]
+    return list(dict.fromkeys(canonical_or_other(n) for n in names if n and is_retrieval_metric(n)))
+
+
 def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView]:
     """The declared runs per dataset, with Coverage@N / contradiction@k added where labelled.
 
@@ -65,6 +73,9 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
         if len(con):
             pq[f"contradiction@{k}"] = con.reindex(pq.index)
+        unstored = [m for m in asked_metrics(cfg) if m not in pq.columns]
+        if unstored:   # a metric the run did not store: from its run files (metrics are not part of a run's identity)
+            pq[unstored] = run_scores(run, unstored).reindex(pq.index)
         v.per_query[method] = pq
     for ref in missing:
         if ref.dataset in views:

@@ -130,7 +130,8 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     if absent:
         known = sorted(c for c in computed if "@" in c)
         raise ValueError(f"metrics {absent} were not computed for any of these runs; available: {known} "
-                         "(add them to run.metrics, which makes new runs)")
+                         "(a retrieval metric is computed from the run files when asked for; a label metric such as "
+                         "coverage@N only where the dataset has its labels, at the report's coverage_n)")
     df = T.table2(views, cfg, baseline=baseline)
     if df.empty:
         return df

@@ -78,13 +78,20 @@ def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
     return dict(chunking)
 
 
+# How a run is scored is not what it computes: ``run.metrics`` is left out of the identity (a metric a finished run
+# did not store is computed from its run.trec and qrels.trec when asked for, analysis.metrics.run_scores), and this
+# list, the default of conf/config.yaml when the key entered the hash, stands in its place so that no hash moved.
+METRICS_IN_HASH = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
-    """The part of a resolved config (``to_dict(cfg)``) that determines results (paths and display
-    options excluded, paths under ``cache_dir`` :func:`relocated`). ``run.metrics`` enters in its canonical
-    (ranx) spelling, so ``nDCG@10`` and ``ndcg@10`` give one config hash (analysis.metric_names). The
-    ``answers`` section, and the embedder that scores answer similarity, enter only when answers are on, so
-    runs without answers keep the hash they had before the section existed."""
-    run = {**resolved["run"], "metrics": list(canonical_metrics(resolved["run"]["metrics"], "run.metrics"))}
+    """The part of a resolved config (``to_dict(cfg)``) that determines results (paths, display options and
+    ``run.metrics`` excluded, paths under ``cache_dir`` :func:`relocated`); ``run.metrics`` is checked for
+    unknown names here, so a mistyped one fails before any compute. The ``answers`` section, and the embedder
+    that scores answer similarity, enter only when answers are on, so runs without answers keep the hash they
+    had before the section existed."""
+    canonical_metrics(resolved["run"]["metrics"], "run.metrics")
+    run = {**resolved["run"], "metrics": list(METRICS_IN_HASH)}
     answers = resolved.get("answers") or {}
     extra = ({"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
              if answers.get("enabled") else {})

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from analysis.answers import embedding_similarity, score_answer
 from analysis.metric_names import UnknownMetric, canonical_metrics
-from analysis.metrics import evaluate_run
+from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_key, prepare_dataset
@@ -383,10 +383,20 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
         if not fresh:
             log.info("skip: %s is done", ident.folder)
-            print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done")
+            print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done" + unstored(ident.folder, plan))
             return RunOutcome(ident.folder, True)
         execute(plan, ds)
     return RunOutcome(ident.folder, False)
+
+
+def unstored(folder: Path, plan: RunPlan) -> str:
+    """For a finished run: the means of the asked metrics it did not store (metrics are not part of a run's identity,
+    so they are computed from its run.trec and qrels.trec, :func:`analysis.metrics.run_scores`), or ''."""
+    missing = [m for m in plan.settings.metrics if m not in RunFolder(folder).per_query.columns]
+    if not missing:
+        return ""
+    means = run_scores(folder, missing).mean()
+    return "; not stored, computed from its run files: " + ", ".join(f"{m} {means[m]:.4f}" for m in missing)
 
 
 def run_threads(setting: int | str | None, concurrent: bool) -> int | None:

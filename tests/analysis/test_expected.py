@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import yaml
 
 from analysis.expected import (Tolerance, compare, expected_record, format_verification, measure, measure_study,
                                passed, provenance, read_expected, summary_line, tolerance_for, verify, write_expected)
+from analysis import expected as E
 from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import RunFolder
 
@@ -27,6 +29,18 @@ RULES = {
     "methods": {"vector": "dense", "lethe_iter4": "trained", "lethe_iter4+budget300ms": "budget"},
     "answer_metrics": "answers",
 }
+
+
+@pytest.fixture(autouse=True)
+def summaries_stand_in_for_run_files(monkeypatch):
+    """These tests are about comparing, and their runs are folders without rankings: their "run files" give the
+    values their metrics.json holds. test_verification_computes_from_the_run_files (and the smoke tier's tests)
+    check that verification computes them from run.trec and qrels.trec."""
+    def from_summary(run, metrics):
+        m = run.metrics
+        return {"evaluated": int(m["queries"]["evaluated"]), **{k: float(m["means"][k]) for k in metrics if k in m["means"]}}
+
+    monkeypatch.setattr(E, "retrieval_values", from_summary)
 
 
 def make_run(folder: Path, evaluated: int = 100, means: dict | None = None, answers: dict | None = None,
@@ -268,3 +282,22 @@ def test_a_study_is_measured_and_compared_row_by_row(tmp_path):
     (folder / "other.json").write_text("{}")
     with pytest.raises(ValueError, match="exactly one JSON"):
         measure_study(folder, ["backend"], ["tp"])
+
+
+def test_verification_computes_from_the_run_files(tmp_path, monkeypatch):
+    """Without the stand-in: the measured values come from run.trec and qrels.trec, and a metrics.json that claims
+    other values is named in the note."""
+    monkeypatch.undo()
+    run = {"q1": [("a", 2.0), ("b", 1.0)], "q2": [("c", 2.0), ("x", 1.0)], "q3": []}
+    qrels = {"q1": {"a": 1}, "q2": {"x": 1}, "q3": {"y": 1}}
+    metrics = {"queries": {"evaluated": 3}, "means": {"ndcg@10": 0.9, "recall@50": 2 / 3, "mrr@10": 0.5}}
+    folder = RunFolder(tmp_path / "r").write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2", "q3"]}), metrics,
+                                             {"config_hash": "abc"}, tag="t").path
+    got = measure(folder, METRICS, ANSWER_METRICS)
+    assert got == {"evaluated": 3, "ndcg@10": pytest.approx((1 + 1 / math.log2(3)) / 3), "recall@50": 2 / 3,
+                   "mrr@10": 0.5}
+    expected = {"runs": {"k": {"config_hash": "abc", "tolerance": 0.0, "metrics": got}}}
+    r = rows(verify([("k", folder)], expected, METRICS, ANSWER_METRICS), "k")
+    assert {m: v["status"] for m, v in r.items()} == {"evaluated": "OK", "ndcg@10": "OK", "recall@50": "OK", "mrr@10": "OK"}
+    assert r["ndcg@10"]["note"] == ("metrics.json differs from the run files on ndcg@10 "
+                                    "(the measured value is computed from run.trec and qrels.trec)")

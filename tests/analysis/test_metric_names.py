@@ -16,9 +16,11 @@ from analysis.metric_names import (
     display_text,
 )
 
-# (ranx, ir_measures): the four families, two cutoffs each
+# (ranx, ir_measures): every family, two cutoffs each, and the ones without a cutoff
 PAIRS = [("ndcg@10", "nDCG@10"), ("recall@50", "R@50"), ("mrr@10", "RR@10"), ("precision@10", "P@10"),
-         ("ndcg@3", "nDCG@3"), ("recall@100", "R@100"), ("mrr@1", "RR@1"), ("precision@5", "P@5")]
+         ("ndcg@3", "nDCG@3"), ("recall@100", "R@100"), ("mrr@1", "RR@1"), ("precision@5", "P@5"),
+         ("map@100", "AP@100"), ("map@10", "AP@10"), ("hit_rate@5", "Success@5"), ("hit_rate@1", "Success@1"),
+         ("ndcg", "nDCG"), ("map", "AP"), ("mrr", "RR"), ("r-precision", "Rprec")]
 
 
 @pytest.mark.parametrize("ranx, irm", PAIRS)
@@ -33,14 +35,16 @@ def test_ir_measures_aliases_are_read_by_ir_measures(alias, canon):
     assert canonical_metric(alias) == canon
 
 
-@pytest.mark.parametrize("bad", ["AP@10", "ndcg_burges@10", "P(rel=2)@10", "nDCG(judged_only=True)@10", "ndcg@0",
-                                 "nDCG@0", "nDCG@2.5", "P@True", "ndcg", "nDCG", "Ndcg@10", "ndcg@10 ", "", "foo"])
+@pytest.mark.parametrize("bad", ["Judged@10", "ndcg_burges@10", "P(rel=2)@10", "nDCG(judged_only=True)@10", "ndcg@0",
+                                 "nDCG@0", "nDCG@2.5", "P@True", "recall", "R", "precision", "Success", "hit_rate",
+                                 "r-precision@10", "Ndcg@10", "ndcg@10 ", "", "foo"])
 def test_other_names_are_refused_with_the_key_and_the_accepted_forms(bad):
     with pytest.raises(UnknownMetric) as err:
         canonical_metric(bad, "run.metrics")
     msg = str(err.value)
     assert msg.startswith(f"run.metrics: unknown retrieval metric {bad!r}")
-    assert "ndcg@k, recall@k, mrr@k, precision@k" in msg and "nDCG@k, R@k, RR@k, P@k" in msg
+    assert "ndcg[@k], recall@k, mrr[@k], precision@k, map[@k], hit_rate@k, r-precision" in msg
+    assert "nDCG[@k], R@k, RR[@k], P@k, AP[@k], Success@k, Rprec" in msg
 
 
 def test_a_list_keeps_its_order_and_refuses_one_metric_twice():

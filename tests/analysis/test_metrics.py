@@ -69,5 +69,25 @@ def test_ir_measures_names_give_the_runs_per_query_values(e2e_runs, method):
 
 
 def test_an_unknown_metric_name_is_refused():
-    with pytest.raises(UnknownMetric, match=r"metrics: unknown retrieval metric 'AP@10'; accepted: .*nDCG@k"):
-        evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "AP@10"])
+    with pytest.raises(UnknownMetric, match=r"metrics: unknown retrieval metric 'Judged@10'; accepted: .*nDCG\[@k\]"):
+        evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "Judged@10"])
+
+
+MORE_FAMILIES = ["AP@100", "AP", "Success@5", "Rprec", "nDCG", "RR"]   # beyond the defaults, spelled as ir_measures
+
+
+@pytest.mark.parametrize("method", ["bm25", "vector"])
+def test_every_family_means_what_ir_measures_computes(e2e_runs, method):
+    """AP (with and without a cutoff), Success@k, R-precision, nDCG and RR without a cutoff: computed by ranx under
+    the ranx name, equal per query to ir_measures on the same order (queries without results score 0)."""
+    folder = RunFolder(e2e_runs[method])
+    qrels, run = folder.qrels, folder.run
+    ours = evaluate_run(qrels, run, MORE_FAMILIES)
+    assert list(ours.columns) == ["map@100", "map", "hit_rate@5", "r-precision", "ndcg", "mrr"]
+    measures = [ir_measures.parse_measure(n) for n in MORE_FAMILIES]
+    ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in run.items() if r}
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, ranked)}
+    for name, col in zip(MORE_FAMILIES, ours.columns):
+        expected = [theirs.get((q, name), 0.0) for q in ours.index]
+        assert ours[col].tolist() == pytest.approx(expected, abs=1e-6), name
+        assert ours[col].sum() > 0, name   # real scores

@@ -9,9 +9,11 @@ If a change moves a smoke number on purpose, regenerate the file in the same com
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -20,6 +22,7 @@ from experiments.config import load_config
 from lethe.core.paths import CONF_DIR
 from experiments.runner import run_experiment
 from lethe.core.typed_config import ConfigError
+from lethebench.runs import RunFolder
 
 
 def _snapshot(out: Path) -> dict[str, bytes]:
@@ -138,4 +141,59 @@ def test_the_python_api_with_a_named_baseline_and_correction(smoke):
     assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
     assert lb["wins"] + lb["ties"] + lb["losses"] == lb["n"]
     with pytest.raises(ValueError, match="not computed"):
-        _api_smoke(smoke, metrics=["nDCG@20"])
+        _api_smoke(smoke, metrics=["coverage@5"])   # the report's coverage_n is 10
+
+
+def test_the_python_api_scores_a_metric_no_run_stored(smoke):
+    """AP@100 and nDCG without a cutoff, which no smoke run stored, are computed from the run files (no rerun)."""
+    df = _api_smoke(smoke, metrics=["AP@100", "nDCG"], baseline="bm25")
+    assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 9
+    row = df[(df["dataset"] == "locomo") & (df["method"] == "vector") & (df["measure"] == "AP@100")].iloc[0]
+    assert 0 < row["baseline_mean"] < 1 and row["n"] == 302
+
+
+DEFAULTS = "ndcg@10,recall@10,recall@50,mrr@10,precision@10"
+
+
+def test_adding_a_metric_reuses_every_finished_run(smoke, capsys):
+    """How a run is scored is not part of its identity (issue 34): with AP@100 added to run.metrics every smoke run is
+    found finished (nothing is made again), and AP@100, which no run stored, is computed from its run files."""
+    from analysis.metrics import evaluate_run, run_scores
+
+    cfg = R.load(["tier=smoke", "action=run", *smoke["paths"], f"run.metrics=[{DEFAULTS},AP@100]"])
+    assert R.reproduce(cfg) == 0
+    out = capsys.readouterr().out
+    assert "== tier smoke: 22 declared runs (22 done), 0 prerequisites to build" in out and "done in" not in out
+    (_, runs), = R.resolve_tiers(cfg)
+    run = RunFolder(next(r.folder for r in runs if r.key == "locomo/bm25"))
+    assert "map@100" not in run.per_query.columns
+    scores = run_scores(run, ["nDCG@10", "AP@100"])
+    assert scores["ndcg@10"].tolist() == run.per_query["ndcg@10"].tolist()   # stored, as written by the run
+    assert scores["map@100"].tolist() == evaluate_run(run.qrels, run.run, ["map@100"])["map@100"].tolist()
+    assert 0 < scores["map@100"].mean() < 1
+
+
+def test_verification_recomputes_the_metrics_from_the_run_files(smoke, tmp_path, capsys):
+    """An edited run.trec FAILs even when its per-query scores and metrics.json are left claiming the old values;
+    an edited metrics.json cannot pass for the run files, and the note says it differs (issue 34, item 5)."""
+    shutil.copytree(smoke["base"] / "results", tmp_path / "results")
+    paths = [p if not p.startswith("results_dir=") else f"results_dir={tmp_path / 'results'}" for p in smoke["paths"]]
+    cfg = R.load(["tier=smoke", "action=verify", "select=[locomo/bm25,locomo/vector]", *paths])
+    (_, runs), = R.resolve_tiers(cfg)
+    bm25, vector = (next(r.folder for r in runs if r.key == k) for k in ("locomo/bm25", "locomo/vector"))
+    by_query: dict[str, list[str]] = {}
+    for line in (bm25 / "run.trec").read_text().splitlines():
+        by_query.setdefault(line.split()[0], []).append(line)
+    (bm25 / "run.trec").write_text("".join(line + "\n" for q in by_query for line in reversed(by_query[q])))
+    per_query = pd.read_parquet(bm25 / "per_query.parquet").assign(**{"ndcg@10": 1.0})
+    per_query.to_parquet(bm25 / "per_query.parquet", index=False)
+    summary = json.loads((vector / "metrics.json").read_text())
+    summary["means"]["ndcg@10"] = 1.0
+    (vector / "metrics.json").write_text(json.dumps(summary))
+    assert R.reproduce(cfg) == 1
+    printed = capsys.readouterr().out
+    row = {r.split(" | ")[0][2:] + "/" + r.split(" | ")[1]: r for r in printed.splitlines() if r.startswith("| locomo/")}
+    assert "| FAIL |" in row["locomo/bm25/ndcg@10"] and "| FAIL |" in row["locomo/bm25/mrr@10"]
+    assert "| OK |" in row["locomo/bm25/evaluated"]   # the same queries, reordered rankings
+    assert "| OK |" in row["locomo/vector/ndcg@10"]
+    assert "metrics.json differs from the run files on ndcg@10" in row["locomo/vector/ndcg@10"]
