@@ -207,7 +207,7 @@ class Iteration4:
             flags["rerank"] = {"judged": res.judged, "considered": res.considered,
                                "share_judged": round(res.share_judged, 4), "timeouts": res.timeouts,
                                "parse_failures": res.parse_failures, "errors": res.errors,
-                               "predicted_stops": res.predicted_stops, "probes": res.probes,
+                               "predicted_stops": res.predicted_stops, "probes": res.probes, "reach": res.reach,
                                "fallback_used": res.fallback_used,
                                "llm_ms": round(res.llm_ms, 1)}
             # budget timeouts are the design (unjudged candidates keep their prior order), not failures

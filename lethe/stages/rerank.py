@@ -40,6 +40,11 @@ Rules (``BudgetedReranker.rerank``):
   a cancelled call overruns the budget by up to one prompt evaluation). The rerank stage therefore takes at most ``budget_ms`` plus the backend's
   cancellation latency (for in-process llama.cpp: up to one uninterruptible prompt evaluation, see
   lethe/llm/backends.py) plus the fallback's time (below) plus bookkeeping.
+- **Reach and replay**: ``reach`` (in the result and the query's flags) is how many candidates, in prior order,
+  got an answer or an error before the loop stopped (the budget, a timeout or a predicted stop; a timed-out
+  candidate is not reached). How far a wall-clock budget reaches depends on the CPU and its load; given
+  ``reach`` (``rerank(..., reach=n)``, replaying a recorded run), the loop judges exactly the first ``n``
+  candidates with no clock, no timeout and no predicted stop, so the same candidates are judged on any machine.
 - **Prefix reuse**: a backend that keeps its KV cache between calls (``reuse_prompt_cache`` true,
   lethe/llm/backends.py) evaluates only what follows the prefix a prompt shares with its previous
   call: the instruction and the query are evaluated once per query, each later candidate costs its
@@ -114,6 +119,7 @@ class RerankResult:
     probes: int = 0
     fallback_ms: float = 0.0
     total_ms: float = 0.0
+    reach: int = 0
 
 
 def parse_yes_no(text: str) -> str | None:
@@ -248,14 +254,17 @@ class BudgetedReranker:
                 text = self.llm.detokenize(tokens[: self.max_passage_tokens])  # type: ignore[attr-defined]
         return text
 
-    def rerank(self, query: str, candidates: Sequence[tuple[str, str, float]]) -> RerankResult:
-        """Rerank ``candidates`` (doc_id, text, prior score; best first) by the rules of the module docstring."""
+    def rerank(self, query: str, candidates: Sequence[tuple[str, str, float]], reach: int | None = None) -> RerankResult:
+        """Rerank ``candidates`` (doc_id, text, prior score; best first) by the rules of the module docstring;
+        ``reach``: replay a recorded reach (judge exactly the first ``reach`` considered candidates, no clock)."""
         t_start = time.perf_counter()
         ids = [c[0] for c in candidates]
         if len(set(ids)) != len(ids):
             raise ValueError("candidate doc ids must be unique")
         head, tail = list(candidates[: self.top_n]), list(candidates[self.top_n:])
         n = len(head)
+        if reach is not None and not 0 <= int(reach) <= n:
+            raise ValueError(f"reach={reach} is outside the {n} considered candidates")
 
         # ---- LLM judgments under the wall-clock budget
         p_yes: list[float | None] = [None] * n
@@ -264,16 +273,19 @@ class BudgetedReranker:
         budget_s = self.budget_ms / 1000.0
         t0: float | None = None
         t_last = t_start
+        reached = 0
         for i, (_, text, _) in enumerate(head):
+            if reach is not None and i >= reach:
+                break
             messages = self.prompt.render(query=query, passage=self.passage(text))
             cost = self.cost_chars(messages)
             now = time.perf_counter()
             if t0 is None:
                 t0 = t_last = now
-            remaining = budget_s - (now - t0)
-            if remaining <= 0:
+            remaining = budget_s - (now - t0) if reach is None else None
+            if remaining is not None and remaining <= 0:
                 break
-            if self.predictive_stop:
+            if self.predictive_stop and remaining is not None:
                 predicted = self.predict_s(messages, durations)
                 if predicted is not None and remaining < predicted:
                     if i > 0 or self._skipped_first < self.probe_every:
@@ -294,8 +306,10 @@ class BudgetedReranker:
                 break  # the budget is spent
             except LLMError:
                 errors += 1
+                reached += 1
                 t_last = time.perf_counter()
                 continue
+            reached += 1
             t_last = time.perf_counter()
             durations.append(t_last - now)
             if not resp.cached:
@@ -338,4 +352,4 @@ class BudgetedReranker:
                             llm_ms=llm_ms, timeouts=timeouts, parse_failures=parse_failures,
                             fallback_used=fallback_used, scores=scores, errors=errors,
                             predicted_stops=predicted_stops, probes=probes, fallback_ms=fallback_ms,
-                            total_ms=(time.perf_counter() - t_start) * 1000.0)
+                            total_ms=(time.perf_counter() - t_start) * 1000.0, reach=reached)

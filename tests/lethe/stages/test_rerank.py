@@ -422,3 +422,56 @@ def test_predictive_stop_is_not_starved_by_a_repeated_prompt(virtual_time):
             oracle.calls.append(None)
         res = rr.rerank(q, docs)
         assert res.timeouts == 0 and len(oracle.calls) - 1 <= res.judged <= len(oracle.calls), (q, res.judged)
+
+
+# --------------------------------------------------------------------------------------------
+# reach and replay (issue 34: a wall-clock budget judges a CPU-dependent number of candidates)
+# --------------------------------------------------------------------------------------------
+
+def test_reach_counts_the_candidates_answered_before_the_budget_stopped(virtual_time):
+    """Answers, parse failures and errors are reached; the timed-out candidate and those after it are not."""
+    llm = ScriptedLLM([("yes", None), ("maybe", None), LLMError("boom")], default=("no", None), delay_s=0.050)
+    res = BudgetedReranker(llm, budget_ms=175, top_n=8).rerank(Q, cands(8))
+    assert (res.reach, res.judged, res.parse_failures, res.errors, res.timeouts) == (3, 1, 1, 1, 1)
+    fast = BudgetedReranker(ScriptedLLM(delay_s=0.001), budget_ms=1000, top_n=5).rerank(Q, cands(9))
+    assert fast.reach == fast.considered == 5
+
+
+@pytest.mark.parametrize("delay_s", [0.001, 0.500])
+def test_a_replayed_reach_judges_the_same_candidates_on_a_fast_and_a_slow_machine(virtual_time, delay_s):
+    """Replaying reach 4 judges exactly the first four candidates, with no clock: a backend 500 times slower than
+    the budget allows gives the same ranking (the budget alone would judge 0 or 10 of them)."""
+    script = [("yes", None), ("no", None), ("no", None), ("yes", None)]
+    llm = ScriptedLLM(script, default=("yes", None), delay_s=delay_s)
+    res = BudgetedReranker(llm, budget_ms=50, top_n=10, predictive_stop=True).rerank(Q, cands(12), reach=4)
+    assert (res.reach, res.judged, res.timeouts, res.predicted_stops, len(llm.calls)) == (4, 4, 0, 0, 4)
+    assert [c["timeout_s"] for c in llm.calls] == [None] * 4   # the backend's own timeout only
+    assert order(res)[:2] == ["d0", "d3"] and {res.scores[f"d{i}"]["source"] for i in range(4)} == {"llm"}
+    with pytest.raises(ValueError, match="reach=11 is outside the 10 considered candidates"):
+        BudgetedReranker(llm, top_n=10).rerank(Q, cands(12), reach=11)
+
+
+def test_a_replayed_reach_gives_identical_scores_on_two_thread_counts(tmp_path):
+    """The real SmolLM2 judging a replayed reach with 1 and with 2 llama.cpp threads: identical p(yes) and order."""
+    from omegaconf import OmegaConf
+
+    from lethe.llm.backends import make_llm
+
+    c = [("paris", "Paris is the capital and largest city of France.", 3.0),
+         ("cats", "Cats are small domesticated carnivorous mammals.", 2.0),
+         ("rome", "Rome is the capital city of Italy.", 1.0),
+         ("lyon", "Lyon is a city in France.", 0.5)]
+    results = []
+    for threads in (1, 2):
+        cfg = OmegaConf.load(ROOT / "conf" / "llm" / "smollm2.yaml")
+        cfg.n_threads = threads
+        llm = make_llm(cfg, cache_dir=tmp_path)
+        try:
+            results.append(BudgetedReranker(llm, budget_ms=1, top_n=4).rerank("What is the capital of France?", c,
+                                                                                reach=3))
+        finally:
+            llm.close()
+    one, two = results
+    assert one.judged == two.judged == one.reach == 3 and one.scores["lyon"]["source"] == "neutral"
+    assert {d: v["p_yes"] for d, v in one.scores.items()} == {d: v["p_yes"] for d, v in two.scores.items()}
+    assert one.ranking == two.ranking
