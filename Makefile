@@ -78,9 +78,11 @@ iteration4 llm:
 expected: install
 	$(PY) -m experiments.reproduce tier=$(TIER) action=write_expected
 
-# The report alone, from the finished declared runs.
+# The report alone, from the reference store (results/reference/, written by action=store from finished runs):
+# no run folder, dataset or cache is read. From your own finished runs instead:
+# python -m experiments.reproduce tier=all action=report
 report: install
-	$(PY) -m experiments.reproduce tier=all action=report
+	$(PY) -m experiments.reproduce tier=all action=report source=store
 
 test: install
 	$(PY) -m pytest -q

@@ -8,6 +8,8 @@ finished folder under a results folder (for summaries and for telling undeclared
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,13 @@ class RunInfo(RunFolder):
     @property
     def folder(self) -> Path:
         return self.path
+
+    @property
+    def stored_labels(self) -> dict[str, Any] | None:
+        """For a run of the reference store (experiments.reference_store): the label metrics stored in its
+        per-query table and their settings (``coverage_n``, ``contradiction_k``); None for a results folder."""
+        path = self.path / "labels.json"
+        return json.loads(path.read_text()) if path.is_file() else None
 
     @property
     def filters(self) -> dict[str, Any]:

@@ -160,19 +160,56 @@ def measure_study(folder: Path, row_key: Sequence[str], metrics: Sequence[str]) 
 
 
 def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any], metrics: Sequence[str],
-           answer_metrics: Sequence[str]) -> pd.DataFrame:
+           answer_metrics: Sequence[str], stored: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """One row per (run, metric): expected, measured, difference, tolerance, status and a note.
 
     ``runs`` lists (key, finished folder or None). A run without an entry in ``expected`` is
     MISSING on the expected side (its note says to write the file); a metric the file expects but
-    the run lacks is FAIL.
+    the run lacks is FAIL. ``stored`` (key -> the run's folder in the reference store) adds one row per metric
+    comparing every query (:func:`per_query_rows`): a per-query difference FAILs even where the means agree.
     """
     items = []
     for key, f in runs:
         got = measure(f, metrics, answer_metrics) if f is not None else None
         prov = {**provenance(f), "stored_differs": stored_differs(f, got)} if f is not None else None
         items.append((key, got, prov))
-    return compare(items, expected, ["evaluated", *metrics])
+    df = compare(items, expected, ["evaluated", *metrics])
+    extra = [row for key, f in runs if f is not None and key in (stored or {})
+             for row in per_query_rows(key, f, stored[key], metrics, float((expected["runs"].get(key) or {}).get("tolerance", 0.0)))]
+    if not extra:
+        return df
+    order = {key: i for i, (key, _) in enumerate(runs)}
+    out = pd.concat([df, pd.DataFrame(extra, columns=df.columns)], ignore_index=True)
+    return out.sort_values("run", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def per_query_rows(key: str, folder: Path, stored: Path, metrics: Sequence[str], tol: float) -> list[dict[str, Any]]:
+    """For each metric, a row comparing the run's per-query values (computed from its run files) with the reference
+    store's: expected = the stored query count, measured = how many queries agree within ``tol``, diff = the
+    largest absolute difference; OK when every query is identical, OKish when every one is within ``tol``."""
+    from analysis.metrics import rescore
+
+    mine = rescore(RunFolder(folder), metrics)
+    ref = RunFolder(stored).per_query.set_index("query_id")
+    rows = []
+    for m in metrics:
+        if m not in ref.columns:
+            continue
+        a, b = mine[m].reindex(ref.index), ref[m]
+        diff = (a - b).abs()
+        same_queries = set(mine.index) == set(ref.index)
+        agree = int(((diff <= tol) & a.notna()).sum())
+        if not same_queries:
+            status, note = "FAIL", f"other queries than the store's ({len(mine)} against {len(ref)})"
+        elif bool((a == b).all()):
+            status, note = "OK", ""
+        else:
+            worst = diff.idxmax()
+            status = "OKish" if agree == len(ref) else "FAIL"
+            note = f"{int((a != b).sum())} queries differ; largest on {worst}"
+        rows.append({"run": key, "metric": f"per-query {m}", "expected": len(ref), "measured": agree,
+                     "diff": float(diff.max()) if len(diff) else 0.0, "tolerance": tol, "status": status, "note": note})
+    return rows
 
 
 def stored_differs(folder: Path, measured: Mapping[str, Any]) -> list[str]:

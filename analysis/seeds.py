@@ -327,6 +327,16 @@ AGENT_METRICS = {   # claim key -> (column, how it is measured)
 UNDEFINED = "not defined (no label supports it)"
 
 
+AGENT_COLUMNS = ("tool-result recall@10", "action-pair recall@10", "tool diversity@20")
+
+
+@lru_cache(maxsize=8)
+def has_tool_docs(folder: Path) -> bool:
+    """Whether the processed dataset in ``folder`` holds tool results (docs of kind ``tool``): the agent metrics' labels."""
+    corpus = folder / "corpus.parquet"
+    return corpus.is_file() and bool((pd.read_parquet(corpus, columns=["kind"])["kind"] == "tool").any())
+
+
 @lru_cache(maxsize=4)
 def _agent_corpus(folder: Path) -> pd.DataFrame:
     """The labels the agent metrics read from a processed dataset's corpus (read once per dataset, not per run)."""
@@ -338,13 +348,15 @@ def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:
     from analysis import agent_metrics as A
 
     run = v.runs[label]
-    folder = run.dataset_folder
-    corpus = _agent_corpus(folder)
     evaluated = v.queries[v.queries["query_id"].isin(v.per_query[label].index)]
-    qrels = {q: r for q, r in run.qrels.items() if q in set(evaluated["query_id"])}
-    cols = {"tool-result recall@10": A.tool_result_recall(run.run, qrels, corpus, 10),
-            "action-pair recall@10": A.action_pair_recall(run.run, qrels, evaluated, 10),
-            "tool diversity@20": A.tool_diversity(run.run, evaluated, corpus, 20)}
+    if run.stored_labels is not None:   # a reference-store run: computed by this function when it was stored
+        cols = {c: v.per_query[label][c] for c in AGENT_COLUMNS}
+    else:
+        corpus = _agent_corpus(run.dataset_folder)
+        qrels = {q: r for q, r in run.qrels.items() if q in set(evaluated["query_id"])}
+        cols = dict(zip(AGENT_COLUMNS, (A.tool_result_recall(run.run, qrels, corpus, 10),
+                                        A.action_pair_recall(run.run, qrels, evaluated, 10),
+                                        A.tool_diversity(run.run, evaluated, corpus, 20))))
     out = pd.DataFrame(cols).reindex(evaluated["query_id"])
     if "coverage@10" in v.per_query[label]:
         out["coverage@10"] = v.per_query[label]["coverage@10"]

@@ -57,24 +57,22 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
     views: dict[str, DatasetView] = {}
     for (ds, method), run in sorted(found.items()):
         if ds not in views:
-            folder = run.dataset_folder
-            q = pd.read_parquet(folder / "queries.parquet")
-            views[ds] = DatasetView(ds, q, {})
-            views[ds]._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
-            views[ds]._contra = read_contradictions(folder)  # type: ignore[attr-defined]
+            views[ds] = DatasetView(ds, pd.read_parquet(run.dataset_folder / "queries.parquet"), {})
         v = views[ds]
         v.runs[method] = run
         pq = run.per_query.set_index("query_id")
         n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
-        evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
-        cov = coverage_at_n(run.run, evaluated, v._corpus, n)  # type: ignore[attr-defined]
-        if len(cov):
-            pq[f"coverage@{n}"] = cov.reindex(pq.index)
-        con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
-        if len(con):
-            pq[f"contradiction@{k}"] = con.reindex(pq.index)
+        stored = run.stored_labels
+        if stored is not None:   # a reference-store run: its label metrics were computed when it was stored
+            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k):
+                raise ValueError(f"{run.folder} stores coverage@{stored['coverage_n']} and contradiction@"
+                                 f"{stored['contradiction_k']}; coverage_n={n}, contradiction_k={k} need the run folders")
+        else:
+            add_label_metrics(v, run, pq, n, k)
         unstored = [m for m in asked_metrics(cfg) if m not in pq.columns]
         if unstored:   # a metric the run did not store: from its run files (metrics are not part of a run's identity)
+            if stored is not None:
+                raise ValueError(f"{run.folder} (reference store) has no {unstored}; they need the run folders")
             pq[unstored] = run_scores(run, unstored).reindex(pq.index)
         v.per_query[method] = pq
     for ref in missing:
@@ -83,6 +81,22 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
     for v in views.values():
         v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns if c.startswith(("coverage@", "contradiction@"))})
     return views
+
+
+def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k: int) -> None:
+    """Add Coverage@n and contradiction@k to ``pq`` (indexed by query_id) where ``v``'s dataset has their labels,
+    from ``run``'s rankings; the corpus text and the labels are read once per dataset."""
+    if not hasattr(v, "_corpus"):
+        folder = run.dataset_folder
+        v._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
+        v._contra = read_contradictions(folder)  # type: ignore[attr-defined]
+    evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
+    cov = coverage_at_n(run.run, evaluated, v._corpus, n)  # type: ignore[attr-defined]
+    if len(cov):
+        pq[f"coverage@{n}"] = cov.reindex(pq.index)
+    con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
+    if len(con):
+        pq[f"contradiction@{k}"] = con.reindex(pq.index)
 
 
 _CI_CACHE: dict[tuple, dict[str, Any]] = {}

@@ -45,15 +45,18 @@ def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Pat
         "queries": int(len(per_query[next(iter(per_query))])),
         "overall": overall,
         "by_category": dict(sorted(by_cat.items())),
-        "runs": {m: "/".join(f.parts[-3:]) for m, f in folders.items()},
+        "runs": {m: f"{r.dataset}/{r.method}/{r.config_hash}" for m, r in ((m, RunFolder(f)) for m, f in folders.items())},
     }
-    return section, project_path(manifest["dataset"]["folder"])
+    return section, RunFolder(next(iter(folders.values()))).dataset_folder
 
 
-def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path) -> dict[str, Any]:
-    """Write ``difficulty.json`` beside the dataset's card and ``<cards_dir>/<name>.md``; return the section."""
+def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path,
+                     beside_card: bool = True) -> dict[str, Any]:
+    """Write ``<cards_dir>/<name>.md`` and (``beside_card``) ``difficulty.json`` beside the dataset's card; return
+    the section. The reference store's datasets are read only (``beside_card=False``)."""
     section, ds_folder = difficulty_section(folders)
-    atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
+    if beside_card:
+        atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
     card = json.loads((ds_folder / "card.json").read_text())
     atomic_write_text(project_path(cards_dir) / f"{name}.md", render_card_md({**card, "difficulty": section}))
     print(f"{name}: nDCG@10 " + ", ".join(f"{m} {v:.4f}" for m, v in section["overall"].items()))

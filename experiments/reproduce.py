@@ -25,7 +25,6 @@ import logging
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from analysis.seed_report import build_seed_report, named_refs
 from analysis.declared_runs import RunRef, undeclared
 from analysis.studies import MANIFEST
 from experiments.config import load_config, to_dict
+from experiments import reference_store as RS
 from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
@@ -57,7 +57,8 @@ from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
 log = logging.getLogger(__name__)
-ACTIONS = ("all", "run", "report", "verify", "write_expected")
+ACTIONS = ("all", "run", "report", "verify", "write_expected", "store")
+SOURCES = ("runs", "store")   # where action=report reads the declared runs: results folders, or the reference store
 PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: measured prerequisite times
 
 
@@ -258,25 +259,43 @@ def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], worke
             raise
 
 
-def write_cards(report: str, cfg: DictConfig) -> None:
-    """Fill results/cards/<dataset>.md from the declared runs a tier names under ``difficulty`` (the
+def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
+    """Fill results/cards/<dataset>.md from the declared runs (``refs``) a tier names under ``difficulty`` (the
     core tier: window, BM25, vector), for every dataset where all of them are finished. Written with
     the report, after every run, so no run of the same reproduction sees a changed tracked file."""
     from experiments.difficulty import write_difficulty
 
-    extra = _base_overrides(cfg)
     for t in report_tiers(report, cfg.reference_dir):
         if not t.difficulty:
             continue
-        runs = [resolve(r, extra) for r in t.runs if r.label in t.difficulty]
-        for ds in dict.fromkeys(r.declared.dataset for r in runs):
-            folders = {r.declared.label: r.folder for r in runs if r.declared.dataset == ds and r.done}
+        runs = [r for r in refs if r.tier == t.name and r.label in t.difficulty]
+        for ds in dict.fromkeys(r.dataset for r in runs):
+            folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_done}
             if len(folders) == len(t.difficulty):
-                write_difficulty(ds, {m: folders[m] for m in t.difficulty}, project_path(str(cfg.out_dir[report])) / "cards")
+                write_difficulty(ds, {m: folders[m] for m in t.difficulty}, report_dir(report, cfg) / "cards",
+                                 beside_card=not from_store(cfg))
+
+
+def from_store(cfg: DictConfig) -> bool:
+    """Whether the report reads the reference store (``source=store``) rather than results folders."""
+    source = str(cfg.get("source") or "runs")
+    if source not in SOURCES:
+        raise SystemExit(f"source={source!r} is not one of {list(SOURCES)}")
+    return source == "store"
+
+
+def report_dir(report: str, cfg: DictConfig) -> Path:
+    """Where the report group ``report`` is written: from the reference store (``source=store``) the committed
+    report (``committed_dir``), from results folders ``out_dir`` (``results/local``: a reproduction never rewrites
+    the committed report)."""
+    committed = cfg.get("committed_dir") or {}
+    return project_path(str(committed[report] if from_store(cfg) and report in committed else cfg.out_dir[report]))
 
 
 def study_folder(study: Study, cfg: DictConfig) -> Path:
-    """``<results_dir>/studies/<name>`` of the run config the tier's runs use."""
+    """``<results_dir>/studies/<name>`` of the run config the tier's runs use (``source=store``: the store's copy)."""
+    if from_store(cfg):
+        return RS.study_folder(project_path(str(cfg.store_dir)), study.tier, study.name)
     run_cfg = load_config([*_tier_overrides(study.tier, cfg), *_base_overrides(cfg)])
     return project_path(run_cfg.results_dir) / "studies" / study.name
 
@@ -366,9 +385,12 @@ def study_drift(study: Study, cfg: DictConfig) -> list[str]:
 
 
 def study_done(study: Study, cfg: DictConfig) -> bool:
-    """Finished (``DONE``) and made with the config its command composes now; a drifted study is made again."""
+    """Finished (``DONE``) and made with the config its command composes now; a drifted study is made again
+    (a study of the reference store is as it was stored)."""
     if not (study_folder(study, cfg) / "DONE").is_file():
         return False
+    if from_store(cfg):
+        return True
     drift = study_drift(study, cfg)
     if drift:
         print(f"study {study.name}: made with other settings ({', '.join(drift)}); it will be made again", flush=True)
@@ -379,6 +401,7 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
     """Copy each finished study's Markdown and JSON into the report folder; Markdown lines for the report."""
     lines = []
     for t in report_tiers(report, cfg.reference_dir):
+        roots = RS.machine_roots(to_dict(load_config([*_tier_overrides(t.name, cfg), *_base_overrides(cfg)])))
         for st in t.studies:
             folder = study_folder(st, cfg)
             dest = out_dir / st.publish
@@ -387,10 +410,11 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
                 continue
             dest.mkdir(parents=True, exist_ok=True)
             for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.json")):   # the manifest as <name>.manifest.json
-                shutil.copyfile(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name))
+                RS.publish_portable(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name), roots)
             md = sorted(folder.glob("*.md"))
             link = f"{st.publish}/{md[0].name}" if md else st.publish
-            lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{(folder / 'command.txt').read_text().strip()}`")
+            command = RS.portable_text((folder / "command.txt").read_text().strip(), roots)
+            lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{command}`")
     return lines
 
 
@@ -407,11 +431,21 @@ def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
 
 
 def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
-    """Every declared run of the report group ``report``, located by config hash."""
+    """Every declared run of the report group ``report``, located by config hash (``source=store``: in the
+    reference store's index, without composing any config; a run the store lacks is not finished there)."""
     extra = _base_overrides(cfg)
+    store = project_path(str(cfg.store_dir))
+    index = RS.read_index(store) if from_store(cfg) else {}
     refs = []
     for t in report_tiers(report, cfg.reference_dir):
         for d in t.runs:
+            if from_store(cfg):
+                folder = RS.run_folder(store, t.name, d.key)
+                stored = d.key in (index.get(t.name) or {}).get("runs", {})
+                ds_folder = RunFolder(folder).dataset_folder if stored else store / RS.DATASETS / d.dataset
+                refs.append(RunRef(d.dataset, d.label, d.tier, folder if stored else folder / "(not stored)",
+                                   ds_folder, d.describe()))
+                continue
             r = resolve(d, extra)
             refs.append(RunRef(d.dataset, d.label, d.tier, r.folder, r.dataset_folder, d.describe()))
     return refs
@@ -447,7 +481,7 @@ def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path) 
 
 def write_seed_report(cfg: DictConfig) -> Path:
     """The seed studies' report (analysis/seed_report.py) from the declared runs its seeds name."""
-    out_dir = project_path(str(cfg.out_dir[SEEDS_GROUP]))
+    out_dir = report_dir(SEEDS_GROUP, cfg)
     settings = load_cfg([f"out_dir={out_dir}"], base=cfg.analysis)
     refs = named_refs(settings, refs_for(SEEDS_FROM, cfg))
     _refuse_unless_finished(SEEDS_GROUP, refs, out_dir)
@@ -459,19 +493,19 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     if report == SEEDS_GROUP:
         return write_seed_report(cfg)
     refs = refs_for(report, cfg)
-    out_dir = project_path(str(cfg.out_dir[report]))
+    out_dir = report_dir(report, cfg)
     _refuse_unless_finished(report, refs, out_dir)
-    write_cards(report, cfg)
+    write_cards(report, cfg, refs)
     studies = publish_studies(report, cfg, out_dir)
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
               + "\n".join(studies))] if studies else []
     pointer = []
     if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir:
-        rel = os.path.relpath(project_path(str(cfg.out_dir[SEEDS_GROUP])) / "report.md", out_dir)
+        rel = os.path.relpath(report_dir(SEEDS_GROUP, cfg) / "report.md", out_dir)
         pointer = [f"seeds_report={rel}"]
     path = build_report(load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra)
-    if refs:
+    if refs and not from_store(cfg):
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
         if extra:
@@ -496,8 +530,11 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
     table of every run alone)."""
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)
+    store = project_path(str(cfg.store_dir))
+    index = (RS.read_index(store).get(tier.name) or {}).get("runs", {})
+    stored = {k: RS.run_folder(store, tier.name, k) for k in index}
     df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
-                  verify_metrics(cfg), list(cfg.answer_metrics))
+                  verify_metrics(cfg), list(cfg.answer_metrics), stored)
     studies = selected_studies(tier.studies, cfg.select)
     if studies:
         items = [(st.key, E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
@@ -566,17 +603,69 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     return path
 
 
+def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
+    """Write ``tier``'s part of the reference store (experiments.reference_store) from its finished declared runs and
+    studies; the store's folder. Every declared run must be finished (the store holds a tier whole)."""
+    from analysis import views as V
+
+    if cfg.select:
+        raise SystemExit("action=store writes a tier whole; drop select")
+    missing = [r.key for r in runs if not r.done] + [st.key for st in tier.studies if not study_done(st, cfg)]
+    if missing:
+        raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
+                         f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)")
+    store = project_path(str(cfg.store_dir))
+    settings = load_cfg(base=cfg.analysis)
+    labels = {"coverage_n": int(settings["coverage_n"]), "contradiction_k": int(settings["contradiction_k"])}
+    roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
+    refs = [RunRef(r.declared.dataset, r.declared.label, tier.name, r.folder, r.dataset_folder, r.declared.describe())
+            for r in runs]
+    views = V.collect(settings, refs)
+    entries, keep = {}, set()
+    for r in runs:
+        run, view = RunFolder(r.folder), views[r.declared.dataset]
+        dataset = RS.store_dataset(run.dataset_folder, r.declared.dataset, store, roots)
+        dest = RS.run_folder(store, tier.name, r.key)
+        RS.write_run(r.key, run, RS.stored_per_query(view, r.declared.label), labels, dataset, dest, roots)
+        entries[r.key] = {"config_hash": r.config_hash, "folder": dest.relative_to(store).as_posix(),
+                          "dataset": dataset.relative_to(store).as_posix()}
+        keep.add(dest)
+    for st in tier.studies:
+        dest = RS.study_folder(store, tier.name, st.name)
+        RS.write_study(study_folder(st, cfg), dest, roots)
+        keep.add(dest)
+    RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
+    RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
+    ok, text = verify_tier(tier, runs, cfg)   # against the store just written: every per-query row identical
+    committed = cfg.get("committed_dir") or {}
+    if tier.report in committed:
+        atomic_write_text(project_path(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)
+    if not ok:
+        print(text)
+        raise SystemExit(f"tier {tier.name} was stored, but its runs do not verify against its expected scores: "
+                         "regenerate them (action=write_expected) if the change is right, then store again")
+    print(f"stored: tier {tier.name}, {len(entries)} runs and {len(tier.studies)} studies -> {store}")
+    return store
+
+
 def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
     if cfg.action not in ACTIONS:
         raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
     verify_metrics(cfg)   # a mistyped name fails now, not after the tier has run
     t_start = time.perf_counter()
-    tiers = resolve_tiers(cfg)
+    if cfg.action == "report" and from_store(cfg):   # the store's index locates the runs: no config is composed
+        tiers = [(load_tier(n, cfg.reference_dir), []) for n in tier_names(str(cfg.tier))]
+    else:
+        tiers = resolve_tiers(cfg)
     code = 0
     if cfg.action == "write_expected":
         for tier, runs in tiers:
             write_expected_tier(tier, runs, cfg)
+        return 0
+    if cfg.action == "store":
+        for tier, runs in tiers:
+            store_tier(tier, runs, cfg)
         return 0
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
@@ -609,7 +698,7 @@ def reproduce(cfg: DictConfig) -> int:
 
 
 OWN_KEYS = ("tier", "action", "select", "reports", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
-            "analysis", "verify_metrics", "answer_metrics")
+            "analysis", "verify_metrics", "answer_metrics", "source", "store_dir", "committed_dir")
 
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:

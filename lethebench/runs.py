@@ -247,8 +247,10 @@ class RunFolder:
 
     @property
     def dataset_folder(self) -> Path:
-        """The processed dataset the run read (from the manifest)."""
-        return Path(self.manifest["dataset"]["folder"])
+        """The processed dataset the run read (from the manifest; a relative path, as the reference store
+        writes it, is relative to this folder)."""
+        folder = Path(self.manifest["dataset"]["folder"])
+        return folder if folder.is_absolute() else (self.path / folder).resolve()
 
 
 def finished_runs(results_dir: str | os.PathLike) -> list[RunFolder]:

@@ -301,3 +301,28 @@ def test_verification_computes_from_the_run_files(tmp_path, monkeypatch):
     assert {m: v["status"] for m, v in r.items()} == {"evaluated": "OK", "ndcg@10": "OK", "recall@50": "OK", "mrr@10": "OK"}
     assert r["ndcg@10"]["note"] == ("metrics.json differs from the run files on ndcg@10 "
                                     "(the measured value is computed from run.trec and qrels.trec)")
+
+
+def test_a_per_query_difference_fails_where_the_means_agree(tmp_path, monkeypatch):
+    """Two queries whose scores swapped give the same means, so the mean rows are OK; the per-query rows against the
+    reference store FAIL and say how many queries differ."""
+    monkeypatch.undo()
+    run = {"q1": [("a", 2.0), ("z", 1.0)], "q2": [("z", 2.0), ("y", 1.0)]}
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    metrics = {"queries": {"evaluated": 2}, "means": {"ndcg@10": 0.5, "recall@50": 0.5, "mrr@10": 0.5}}
+    folder = RunFolder(tmp_path / "run").write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2"]}), metrics,
+                                               {"config_hash": "abc"}, tag="t").path
+    stored = pd.DataFrame({"query_id": ["q1", "q2"], "ndcg@10": [0.0, 1.0], "recall@50": [0.0, 1.0], "mrr@10": [0.0, 1.0]})
+    store = RunFolder(tmp_path / "store").write({}, {}, stored, metrics, {"config_hash": "abc"}, tag="t").path
+    expected = {"runs": {"k": {"config_hash": "abc", "tolerance": 0.0,
+                               "metrics": {"evaluated": 2, "ndcg@10": 0.5, "recall@50": 0.5, "mrr@10": 0.5}}}}
+    df = verify([("k", folder)], expected, METRICS, ANSWER_METRICS, stored={"k": store})
+    r = rows(df, "k")
+    assert [r[m]["status"] for m in ["evaluated", *METRICS]] == ["OK"] * 4
+    assert [r[f"per-query {m}"]["status"] for m in METRICS] == ["FAIL"] * 3
+    assert r["per-query ndcg@10"]["measured"] == 0 and r["per-query ndcg@10"]["expected"] == 2
+    assert r["per-query ndcg@10"]["note"] == "2 queries differ; largest on q1"
+    right = stored.assign(**{m: [1.0, 0.0] for m in METRICS})
+    store = RunFolder(tmp_path / "right").write({}, {}, right, metrics, {"config_hash": "abc"}, tag="t").path
+    same = verify([("k", folder)], expected, METRICS, ANSWER_METRICS, stored={"k": store})
+    assert set(same["status"]) == {"OK"} and len(same) == 7 and list(same["metric"])[4:] == [f"per-query {m}" for m in METRICS]

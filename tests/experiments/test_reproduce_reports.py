@@ -3,10 +3,12 @@ and the seed studies' report right after the reference report it draws its runs 
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from omegaconf import open_dict
@@ -14,6 +16,7 @@ from omegaconf import open_dict
 from experiments import reproduce as R
 from experiments.reference import load_tier
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT
+from tests.conftest import DATA_ROOT
 
 
 def test_the_seed_report_follows_the_reference_report():
@@ -42,6 +45,15 @@ SEEDS = {"seed_smoke": {"title": "Seed smoke: BM25 against vector on two LoCoMo 
                                              {"row": "vector", "run": "locomo/vector", "versus": "BM25"}]}]}}
 
 
+QUICK = ["analysis.bootstrap_resamples=200", "analysis.permutation_resamples=200"]   # these tests are about files
+
+
+def _paths(smoke: dict, **moved: Path) -> list[str]:
+    """The smoke tier's overrides with fewer resamples (and ``moved`` keys pointing elsewhere)."""
+    keep = [p for p in smoke["paths"] if not p.startswith("analysis.") and p.split("=", 1)[0] not in moved]
+    return [*keep, *QUICK, *(f"{k}={v}" for k, v in moved.items())]
+
+
 def _every_report_group(smoke: dict, tmp_path: Path) -> list[str]:
     """Overrides for a reference folder whose one tier is the smoke tier moved into the reference report, with a
     seeds file naming its runs, and every report group writing into ``tmp_path``: the reference, seed and smoke
@@ -52,7 +64,7 @@ def _every_report_group(smoke: dict, tmp_path: Path) -> list[str]:
     tier = yaml.safe_load((CONF_DIR / "reference" / "smoke.yaml").read_text())
     (ref / "smoke.yaml").write_text(yaml.safe_dump({**tier, "report": "reference"}))
     (ref / "seeds.yaml").write_text(yaml.safe_dump(SEEDS))
-    return ["tier=smoke", f"reference_dir={ref}", f"analysis.seeds={ref / 'seeds.yaml'}", *smoke["paths"],
+    return ["tier=smoke", f"reference_dir={ref}", f"analysis.seeds={ref / 'seeds.yaml'}", *_paths(smoke),
             f"out_dir.reference={tmp_path / 'reference_out'}", f"out_dir.seeds={tmp_path / 'seeds_out'}"]
 
 
@@ -101,9 +113,8 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
     moved = {"data.processed": copy / "processed", "results_dir": copy / "results"}
     outputs = []
     for name, base in (("here", {}), ("there", moved)):
-        paths = [f"{k}={base[k]}" if k in base else p for p in smoke["paths"] for k in [p.split("=", 1)[0]]]
         out = tmp_path / name
-        assert R.reproduce(R.load(["tier=smoke", "action=report", *paths, f"out_dir.smoke={out}"])) == 0
+        assert R.reproduce(R.load(["tier=smoke", "action=report", *_paths(smoke, **base), f"out_dir.smoke={out}"])) == 0
         outputs.append(_outputs(out))
     here, there = outputs
     assert {"report.md", "cards/locomo.md", "cards/lethebench.md", "figures/fig1.png"} <= set(here)
@@ -115,3 +126,32 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
                *([host] if len(host) >= 8 else [])]   # a short host name could be an ordinary word
     leaks = {(k, m) for k, v in here.items() for m in machine if m.encode() in v}
     assert leaks == set()
+
+
+def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
+    """The smoke tier stored (action=store), copied to another folder, and its report regenerated from that copy alone
+    (no results folder, processed dataset, cache or data root): byte-identical to the report written from the runs.
+    The store names no folder of this machine and holds no dataset text (issue 34, item 6)."""
+    store = tmp_path / "store"
+    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}"]
+    assert R.reproduce(R.load([*args, "action=store"])) == 0
+    index = json.loads((store / "index.json").read_text())
+    assert len(index["smoke"]["runs"]) == 22 and index["smoke"]["studies"] == []
+    moved = tmp_path / "elsewhere" / "store"
+    shutil.copytree(store, moved)
+    from_runs, from_store = tmp_path / "from_runs", tmp_path / "from_store"
+    assert R.reproduce(R.load([*args, "action=report", f"out_dir.smoke={from_runs}"])) == 0
+    nowhere = [f"{k}={tmp_path / 'nowhere' / k}" for k in ("data.root", "data.processed", "cache_dir", "results_dir")]
+    assert R.reproduce(R.load(["tier=smoke", "action=report", "source=store", f"store_dir={moved}", *nowhere, *QUICK,
+                               f"out_dir.smoke={from_store}"])) == 0
+    runs_out, store_out = _outputs(from_runs), _outputs(from_store)
+    assert {"report.md", "cards/locomo.md", "figures/fig1.png"} <= set(runs_out)
+    assert store_out.keys() == runs_out.keys()
+    assert [k for k in runs_out if runs_out[k] != store_out[k]] == []
+    assert not (tmp_path / "nowhere").exists()
+    stored = {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    leaks = {k for k, v in stored.items() for m in (str(tmp_path), str(PROJECT_ROOT), str(DATA_ROOT)) if m.encode() in v}
+    assert leaks == set()
+    queries = pd.read_parquet(next(store.glob("datasets/locomo/*/queries.parquet")))
+    assert "text" not in queries and "answer" not in queries and "meta" not in queries and len(queries) > 300
+    assert not list(store.rglob("corpus.parquet")) and not list(store.rglob("run.trec"))

@@ -37,7 +37,7 @@ def _cfg(tmp_path, *extra):
     (["dataset.name=/tmp/abs"], "dataset.name='/tmp/abs'"),
     (["method.name=../../../x"], "method.name='../../../x'"),
     (["+method.variant=a/b"], "method.variant='a/b'"),
-    (["run.metrics=[ndcg@10,AP@10]"], "run.metrics: unknown retrieval metric 'AP@10'; accepted: ranx names ndcg@k"),
+    (["run.metrics=[ndcg@10,Judged@10]"], "run.metrics: unknown retrieval metric 'Judged@10'; accepted: ranx names ndcg[@k]"),
     (["run.metrics=[nDCG@10,ndcg@10]"], "run.metrics: ['ndcg@10'] named more than once"),
     (["run.metrics=[]"], "run.metrics=[]: must be a non-empty list"),
 ])

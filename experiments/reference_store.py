@@ -1,0 +1,175 @@
+"""The reference store: the committed results of every declared run, from which the report regenerates anywhere.
+
+    python -m experiments.reproduce tier=core action=store      # write the core tier's part from its finished runs
+    python -m experiments.reproduce action=report source=store  # the report from the store alone (make report)
+
+A tier's finished runs live in folders only the machine that made them holds (about 1 GB with processed data
+and caches), so a report that reads them cannot be regenerated from a clone. The store keeps what the report
+reads, machine-independent, as MTEB keeps its results repository::
+
+    <store_dir>/index.json                      # tier -> declared key -> config hash, folder, dataset folder
+    <store_dir>/<tier>/<dataset>/<label>/       # per declared run: manifest.json, metrics.json,
+                                                #   per_query.parquet (with the label metrics), labels.json
+    <store_dir>/<tier>/studies/<name>/          # per study: its Markdown, JSON, command.txt and DONE
+    <store_dir>/datasets/<dataset>/<build key>/ # queries.parquet (no text), card.json, contradictions.parquet
+
+Every folder reads like a run folder (:class:`lethebench.runs.RunFolder`); what the report computes from the
+rankings and the dataset's labels (Coverage@N, contradiction@k, the agent metrics of seed 002) is computed once,
+here, with the report's own code, and stored per query (``labels.json`` names them), so neither rankings nor a
+word of dataset text enter the repository. Paths of the machine that made a run (results, processed data,
+caches, the checkout, the home folder) are written as ``<results_dir>``, ``<processed>``, ``<cache_dir>``,
+``<project>``, ``~``; installed models as ``pypi:<package path>``. Written by command, never by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from lethe.core.atomic import atomic_dir, atomic_write_text
+from lethe.core.paths import PROJECT_ROOT, portable_location, project_path
+from lethebench.runs import DONE, MANIFEST, METRICS, PER_QUERY, RunFolder
+
+INDEX = "index.json"
+LABELS = "labels.json"                    # the label metrics computed here, and their settings
+DATASETS = "datasets"
+STUDIES = "studies"
+QUERY_COLUMNS = ("query_id", "scope_id", "position", "domain", "category", "complexity", "plan_label", "split")
+CONTRADICTION_COLUMNS = ("query_id", "stale_doc_id", "current_doc_id")
+DROPPED_PER_QUERY = ("answer",)           # generated text: read only by the studies, which keep their own copy
+
+
+class StoreError(RuntimeError):
+    """The store cannot be written or read as asked; the message names the tier, run or file."""
+
+
+def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(absolute folder, token) pairs, longest first, for the folders of this machine a run names."""
+    pairs = []
+    if run_cfg is not None:
+        for key, token in (("results_dir", "<results_dir>"), ("cache_dir", "<cache_dir>")):
+            if run_cfg.get(key):
+                pairs.append((str(project_path(str(run_cfg[key]))), token))
+        data = run_cfg.get("data") or {}
+        if data.get("processed"):
+            pairs.append((str(project_path(str(data["processed"]))), "<processed>"))
+        if data.get("root"):
+            pairs.append((str(project_path(str(data["root"]))), "<data_root>"))
+    pairs.append((str(PROJECT_ROOT), "<project>"))
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def portable_text(text: str, roots: Sequence[tuple[str, str]]) -> str:
+    """``text`` with every folder of ``roots`` replaced by its token and installed packages' paths as ``pypi:``."""
+    for folder, token in roots:
+        text = text.replace(folder, token)
+    return text
+
+
+def portable(obj: Any, roots: Sequence[tuple[str, str]]) -> Any:
+    """A JSON value with every string made machine-independent (:func:`portable_text`, then an absolute path
+    inside an installed package or the home folder as :func:`lethe.core.paths.portable_location` spells it)."""
+    if isinstance(obj, Mapping):
+        return {k: portable(v, roots) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [portable(v, roots) for v in obj]
+    if isinstance(obj, str):
+        text = portable_text(obj, roots)
+        return portable_location(text) if text.startswith("/") and "\n" not in text else text
+    return obj
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def store_dataset(folder: Path, name: str, store: Path, roots: Sequence[tuple[str, str]]) -> Path:
+    """Copy what the report reads of the processed dataset ``folder`` into the store (once per build); its path."""
+    dest = store / DATASETS / name / folder.name
+    if (dest / "card.json").is_file():
+        return dest
+    with atomic_dir(dest) as tmp:
+        queries = pd.read_parquet(folder / "queries.parquet")
+        queries[[c for c in QUERY_COLUMNS if c in queries.columns]].to_parquet(tmp / "queries.parquet", index=False)
+        contra = folder / "contradictions.parquet"
+        if contra.is_file():
+            pd.read_parquet(contra)[list(CONTRADICTION_COLUMNS)].to_parquet(tmp / "contradictions.parquet", index=False)
+        card = portable(json.loads((folder / "card.json").read_text()), roots)
+        (tmp / "card.json").write_text(_json(card))
+    return dest
+
+
+def stored_per_query(view: Any, label: str) -> pd.DataFrame:
+    """The per-query table the report reads for ``label`` of ``view`` (analysis.views.DatasetView), with the label
+    metrics and, on datasets with tool results, the agent metrics; the generated answer text dropped."""
+    from analysis.seeds import AGENT_COLUMNS, agent_scores, has_tool_docs
+
+    pq = view.per_query[label]
+    if has_tool_docs(view.runs[label].dataset_folder):
+        agent = agent_scores(view, label)
+        pq = pq.assign(**{c: agent[c].reindex(pq.index) for c in AGENT_COLUMNS})
+    return pq.drop(columns=[c for c in DROPPED_PER_QUERY if c in pq.columns]).reset_index()
+
+
+def write_run(key: str, run: RunFolder, per_query: pd.DataFrame, labels: Mapping[str, Any], dataset: Path,
+              dest: Path, roots: Sequence[tuple[str, str]]) -> None:
+    """One declared run's store folder: its manifest and metrics made portable, the per-query table, labels."""
+    manifest = portable(run.manifest, roots)
+    manifest["dataset"]["folder"] = Path(*[".."] * 3, *dataset.relative_to(dest.parents[2]).parts).as_posix()
+    with atomic_dir(dest) as tmp:
+        (tmp / MANIFEST).write_text(_json(manifest))
+        (tmp / METRICS).write_text(_json(portable(run.metrics, roots)))
+        per_query.to_parquet(tmp / PER_QUERY, index=False)
+        (tmp / LABELS).write_text(_json({**labels, "key": key}))
+        (tmp / DONE).write_text("complete\n")
+
+
+def publish_portable(src: Path, dest: Path, roots: Sequence[tuple[str, str]]) -> None:
+    """Copy a study's Markdown, JSON or text file with the folders of this machine written as tokens (JSON:
+    every string, :func:`portable`)."""
+    text = src.read_text()
+    if src.suffix == ".json":
+        text = _json(portable(json.loads(text), roots))
+    atomic_write_text(dest, portable_text(text, roots))
+
+
+def write_study(folder: Path, dest: Path, roots: Sequence[tuple[str, str]]) -> None:
+    """A finished study's published files (Markdown, JSON, command line), made portable."""
+    with atomic_dir(dest) as tmp:
+        for f in [*sorted(folder.glob("*.md")), *sorted(folder.glob("*.json")), folder / "command.txt"]:
+            if f.is_file():
+                publish_portable(f, tmp / f.name, roots)
+        (tmp / DONE).write_text("complete\n")
+
+
+def read_index(store: Path) -> dict[str, Any]:
+    """The store's index (tier -> {runs: key -> entry, studies: [names]}); empty when there is none."""
+    path = store / INDEX
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write_index(store: Path, tier: str, entries: Mapping[str, Any], studies: Sequence[str]) -> None:
+    index = read_index(store)
+    index[tier] = {"runs": dict(entries), "studies": list(studies)}
+    atomic_write_text(store / INDEX, _json(dict(sorted(index.items()))))
+
+
+def run_folder(store: Path, tier: str, key: str) -> Path:
+    """Where the store keeps the declared run ``key`` (``<dataset>/<label>``) of ``tier``."""
+    return store / tier / key
+
+
+def study_folder(store: Path, tier: str, name: str) -> Path:
+    return store / tier / STUDIES / name
+
+
+def remove_stale(store: Path, tier: str, keep: set[Path]) -> None:
+    """Delete run and study folders of ``tier`` that are no longer declared (the store holds the declared runs)."""
+    base = store / tier
+    for folder in sorted(base.glob("*/*")) if base.is_dir() else []:
+        if folder.is_dir() and folder not in keep:
+            shutil.rmtree(folder)
