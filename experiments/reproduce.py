@@ -284,6 +284,10 @@ def from_store(cfg: DictConfig) -> bool:
     return source == "store"
 
 
+def _store_if_read(cfg: DictConfig) -> Path | None:
+    return project_path(str(cfg.store_dir)) if from_store(cfg) else None
+
+
 def report_dir(report: str, cfg: DictConfig) -> Path:
     """Where the report group ``report`` is written: from the reference store (``source=store``) the committed
     report (``committed_dir``), from results folders ``out_dir`` (``results/local``: a reproduction never rewrites
@@ -472,7 +476,12 @@ def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
     return groups
 
 
-def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path) -> None:
+def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path, store: Path | None = None) -> None:
+    """ReportRefused when no declared run of ``report`` is finished (in the reference ``store`` when given)."""
+    if store is not None and not any(RunFolder(r.folder).is_done for r in refs):
+        raise ReportRefused(f"the reference store {store} holds no run of the {report!r} report yet: a tier is stored "
+                            "after it was made in one piece (python -m experiments.reproduce tier=<tier> action=store); "
+                            f"the report in {out_dir} was left as it is")
     if not any(RunFolder(r.folder).is_done for r in refs):
         where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
         raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
@@ -484,7 +493,7 @@ def write_seed_report(cfg: DictConfig) -> Path:
     out_dir = report_dir(SEEDS_GROUP, cfg)
     settings = load_cfg([f"out_dir={out_dir}"], base=cfg.analysis)
     refs = named_refs(settings, refs_for(SEEDS_FROM, cfg))
-    _refuse_unless_finished(SEEDS_GROUP, refs, out_dir)
+    _refuse_unless_finished(SEEDS_GROUP, refs, out_dir, _store_if_read(cfg))
     return build_seed_report(settings, refs, study_tables(SEEDS_FROM, cfg))
 
 
@@ -494,7 +503,7 @@ def write_report(report: str, cfg: DictConfig) -> Path:
         return write_seed_report(cfg)
     refs = refs_for(report, cfg)
     out_dir = report_dir(report, cfg)
-    _refuse_unless_finished(report, refs, out_dir)
+    _refuse_unless_finished(report, refs, out_dir, _store_if_read(cfg))
     write_cards(report, cfg, refs)
     studies = publish_studies(report, cfg, out_dir)
     extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "

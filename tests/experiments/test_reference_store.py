@@ -40,3 +40,17 @@ def test_the_index_keeps_every_tier_and_stale_folders_go(tmp_path):
     assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "core").glob("*/*")) == [
         "core/locomo/vector", "core/studies/judge_agreement"]
     assert RS.read_index(Path(tmp_path / "none")) == {}
+
+
+def test_a_report_from_an_empty_store_is_refused_with_what_to_do(tmp_path, capsys):
+    """make report on a clone whose store holds no tier yet: exit 2, the committed report untouched, and the message
+    says how a tier gets into the store."""
+    from experiments import reproduce as R
+
+    out = tmp_path / "out"
+    cfg = R.load(["tier=core", "action=report", "source=store", f"store_dir={tmp_path / 'store'}",
+                  f"committed_dir.reference={out}", f"committed_dir.seeds={out / 'seeds'}"])
+    assert R.reproduce(cfg) == 2
+    err = capsys.readouterr().err
+    assert f"the reference store {tmp_path / 'store'} holds no run of the 'reference' report yet" in err
+    assert "tier=<tier> action=store" in err and not out.exists()
