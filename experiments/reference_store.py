@@ -32,10 +32,11 @@ import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import PROJECT_ROOT, portable_location, project_path
-from lethebench.runs import DONE, MANIFEST, METRICS, PER_QUERY, RunFolder
+from lethebench.runs import DONE, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
 
 INDEX = "index.json"
 LABELS = "labels.json"                    # the label metrics computed here, and their settings
+REACH = "reach.json"                      # {query_id: reach} of a run whose LLM reranker recorded it (method.llm_rerank.replay)
 DATASETS = "datasets"
 STUDIES = "studies"
 QUERY_COLUMNS = ("query_id", "scope_id", "position", "domain", "category", "complexity", "plan_label", "split")
@@ -125,6 +126,9 @@ def write_run(key: str, run: RunFolder, per_query: pd.DataFrame, labels: Mapping
         (tmp / METRICS).write_text(_json(portable(run.metrics, roots)))
         per_query.to_parquet(tmp / PER_QUERY, index=False)
         (tmp / LABELS).write_text(_json({**labels, "key": key}))
+        reach = recorded_reach(per_query)
+        if reach is not None:
+            (tmp / REACH).write_text(_json(reach))
         (tmp / DONE).write_text("complete\n")
 
 
@@ -135,6 +139,16 @@ def publish_portable(src: Path, dest: Path, roots: Sequence[tuple[str, str]]) ->
     if src.suffix == ".json":
         text = _json(portable(json.loads(text), roots))
     atomic_write_text(dest, portable_text(text, roots))
+
+
+def recorded_reach(per_query: pd.DataFrame) -> dict[str, int] | None:
+    """``{query_id: reach}`` from the rerank flags of a per-query table, when every query recorded one; else None."""
+    if "flags" not in per_query.columns or per_query.empty:
+        return None
+    rerank = flag_frame(per_query, "rerank")
+    if "reach" not in rerank.columns or rerank["reach"].isna().any():
+        return None
+    return {str(q): int(r) for q, r in zip(per_query["query_id"], rerank["reach"])}
 
 
 def write_study(folder: Path, dest: Path, roots: Sequence[tuple[str, str]]) -> None:

@@ -17,7 +17,9 @@ from omegaconf import DictConfig
 
 from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
+from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
+from lethe.core.typed_config import ConfigError
 from lethebench.runs import run_path
 
 
@@ -84,6 +86,18 @@ def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
 METRICS_IN_HASH = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
 
+def with_replay_content(method: Mapping[str, Any]) -> Any:
+    """``method`` with the sha256 of its LLM reranker's replay file beside the file's name (a run replaying
+    another reach is another run); unchanged without a replay file (so no existing hash moved)."""
+    replay = (method.get("llm_rerank") or {}).get("replay") if isinstance(method, Mapping) else None
+    if not replay:
+        return method
+    path = project_path(str(replay))
+    if not path.is_file():
+        raise ConfigError(f"method.llm_rerank.replay={replay}: {path} does not exist")
+    return {**method, "llm_rerank": {**method["llm_rerank"], "replay_sha256": sha256_file(path)}}
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths, display options and
     ``run.metrics`` excluded, paths under ``cache_dir`` :func:`relocated`); ``run.metrics`` is checked for
@@ -98,7 +112,7 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
     return relocated({
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
-        "method": without_placement(resolved["method"]),
+        "method": with_replay_content(without_placement(resolved["method"])),
         "chunking": chunking_identity(resolved["chunking"]),
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
         **extra,

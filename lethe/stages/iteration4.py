@@ -31,6 +31,7 @@ measured, not replayed.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,7 +49,10 @@ class RerankConfig:
     then to ``max_passage_tokens`` tokens of the reranker model's tokenizer (null: no token cut);
     ``predictive_stop``: do not start a call predicted to overrun the budget; ``fallback``: null or a
     cross-encoder model config (conf/model/cross_encoder.yaml) scoring the unjudged; ``cache``: use
-    the LLM response cache (off: latencies are real)."""
+    the LLM response cache (off: latencies are real); ``replay``: null, or a JSON file ``{query_id: reach}`` of a
+    recorded run (the reference store writes one beside each stored run whose reranker recorded its reach,
+    ``reach.json``): each query judges exactly its recorded reach, with no clock (lethe.stages.rerank), so the same
+    candidates are judged on any machine."""
 
     enabled: bool
     top_n: int
@@ -63,6 +67,7 @@ class RerankConfig:
     fallback: Mapping[str, Any] | None
     cache: bool
     llm: Mapping[str, Any] | None
+    replay: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,22 @@ class GenerationConfig:
     judge: Mapping[str, Any]
 
 
+def read_reach(path: str | Path) -> dict[str, int]:
+    """A replay file: ``{query_id: reach}`` (reach an integer >= 0); errors name the file and the entry."""
+    from lethe.core.paths import project_path
+
+    file = project_path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"method.llm_rerank.replay: {file} does not exist")
+    data = json.loads(file.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"method.llm_rerank.replay: {file} must hold an object {{query_id: reach}}")
+    bad = [k for k, v in data.items() if type(v) is not int or v < 0]
+    if bad:
+        raise ValueError(f"method.llm_rerank.replay: {file}: reach of {bad[:3]} is not an integer >= 0")
+    return {str(k): int(v) for k, v in data.items()}
+
+
 class Iteration4:
     """The iteration-4 stages of one ``LethePipeline`` (module docstring)."""
 
@@ -117,6 +138,7 @@ class Iteration4:
                 fallback=self._fallback(self.rr_cfg.fallback), predictive_stop=self.rr_cfg.predictive_stop,
                 predict_quantile=self.rr_cfg.predict_quantile, probe_every=self.rr_cfg.probe_every,
                 max_passage_tokens=self.rr_cfg.max_passage_tokens)
+        self._reach = read_reach(self.rr_cfg.replay) if self.rr_cfg is not None and self.rr_cfg.replay else None
         if self.ct_cfg is not None and self.ct_cfg.enabled:
             from lethe.stages.contradiction.detectors import make_detector
 
@@ -199,7 +221,13 @@ class Iteration4:
         """Rerank, then demote contradicted docs; fills ``timings`` and ``flags``."""
         if self.reranker is not None and ranking:
             cands = [(d, docs_by_id[d].text, s) for d, s in ranking]
-            res = self.reranker.rerank(query.text, cands)
+            reach = None
+            if self._reach is not None:
+                reach = self._reach.get(str(query.query_id))
+                if reach is None:
+                    raise ValueError(f"method.llm_rerank.replay={self.rr_cfg.replay}: no recorded reach for query "
+                                     f"{query.query_id!r} (replay the run that judged these queries)")
+            res = self.reranker.rerank(query.text, cands, reach=reach)
             ranking = res.ranking
             timings["llm_rerank"] = res.total_ms - res.fallback_ms
             if res.fallback_used:
@@ -209,7 +237,7 @@ class Iteration4:
                                "parse_failures": res.parse_failures, "errors": res.errors,
                                "predicted_stops": res.predicted_stops, "probes": res.probes, "reach": res.reach,
                                "fallback_used": res.fallback_used,
-                               "llm_ms": round(res.llm_ms, 1)}
+                               "llm_ms": round(res.llm_ms, 1), **({"replayed": True} if reach is not None else {})}
             # budget timeouts are the design (unjudged candidates keep their prior order), not failures
             record_llm_failures(flags, infra=res.errors, parse=res.parse_failures)
         if self.detector is not None and ranking:

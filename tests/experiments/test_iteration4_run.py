@@ -51,3 +51,26 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
     judge = man["generation"]["judge_model"]
     assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)
     assert "generation" in metrics["stage_latency_ms"] and "llm_rerank" in metrics["stage_latency_ms"]
+
+
+def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
+    """A wall-clock run records each query's reach; replaying its reach file under a 1 ms budget (which alone would
+    judge nothing) judges exactly those candidates, and the file's content is part of the run's identity (issue 34)."""
+    from experiments.reference_store import recorded_reach
+    from lethebench.runs import RunFolder, flag_frame
+
+    base = ["method=lethe_iter4", *SMALL_LB, *SMOL, "method.learned_fusion.enabled=false", "dataset.sample=3",
+            "method.generation.enabled=false", "method.llm_rerank.top_n=3"]
+    first = RunFolder(run_experiment(cfg_for(*base, "method.llm_rerank.budget_ms=2500")))
+    reach = recorded_reach(first.per_query)
+    assert reach is not None and len(reach) == 3 and all(0 <= r <= 3 for r in reach.values()) and sum(reach.values())
+    file = tmp_path / "reach.json"
+    file.write_text(json.dumps(reach))
+    replay = [*base, "method.llm_rerank.budget_ms=1", f"+method.llm_rerank.replay={file}"]
+    replayed = RunFolder(run_experiment(cfg_for(*replay)))
+    got = flag_frame(replayed.per_query.set_index("query_id"), "rerank")
+    assert got["reach"].to_dict() == reach and got["replayed"].all() and (got["timeouts"] == 0).all()
+    assert (got["judged"] + got["parse_failures"] + got["errors"]).to_dict() == reach
+    file.write_text(json.dumps({q: 0 for q in reach}))   # another reach: another run, in another folder
+    none = RunFolder(run_experiment(cfg_for(*replay)))
+    assert none.path != replayed.path and (flag_frame(none.per_query, "rerank")["judged"] == 0).all()
