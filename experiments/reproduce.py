@@ -533,7 +533,7 @@ def verify_metrics(cfg: DictConfig) -> list[str]:
         raise SystemExit(str(exc)) from exc
 
 
-def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tuple[bool, str]:
+def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write: bool = True) -> tuple[bool, str]:
     """(passed, markdown table) of ``tier``'s runs against its expected-scores file; the table is written to
     ``<out_dir>/verification/<tier>.md`` only for the whole tier (a ``select`` prints it, and leaves the committed
     table of every run alone)."""
@@ -551,7 +551,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> tup
         df = pd.concat([df, E.compare(items, expected)], ignore_index=True)
     text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
                                  if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
-    if not cfg.select:
+    if write and not cfg.select:
         atomic_write_text(project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
     return E.passed(df), text
 
@@ -645,7 +645,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
         keep.add(dest)
     RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
-    ok, text = verify_tier(tier, runs, cfg)   # against the store just written: every per-query row identical
+    ok, text = verify_tier(tier, runs, cfg, write=False)   # against the store just written: every per-query row identical
     committed = cfg.get("committed_dir") or {}
     if tier.report in committed:
         atomic_write_text(project_path(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)

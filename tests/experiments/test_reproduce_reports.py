@@ -133,8 +133,10 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     (no results folder, processed dataset, cache or data root): byte-identical to the report written from the runs.
     The store names no folder of this machine and holds no dataset text (issue 34, item 6)."""
     store = tmp_path / "store"
-    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}"]
+    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={tmp_path / 'out'}"]
+    before = (smoke["out"] / "verification" / "smoke.md").read_bytes()
     assert R.reproduce(R.load([*args, "action=store"])) == 0
+    assert (smoke["out"] / "verification" / "smoke.md").read_bytes() == before   # storing writes no local table
     index = json.loads((store / "index.json").read_text())
     assert len(index["smoke"]["runs"]) == 22 and index["smoke"]["studies"] == []
     moved = tmp_path / "elsewhere" / "store"
