@@ -44,10 +44,6 @@ CONTRADICTION_COLUMNS = ("query_id", "stale_doc_id", "current_doc_id")
 DROPPED_PER_QUERY = ("answer",)           # generated text: read only by the studies, which keep their own copy
 
 
-class StoreError(RuntimeError):
-    """The store cannot be written or read as asked; the message names the tier, run or file."""
-
-
 def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """(absolute folder, token) pairs, longest first, for the folders of this machine a run names."""
     pairs = []
@@ -65,7 +61,7 @@ def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def portable_text(text: str, roots: Sequence[tuple[str, str]]) -> str:
-    """``text`` with every folder of ``roots`` replaced by its token and installed packages' paths as ``pypi:``."""
+    """``text`` with every folder of ``roots`` (:func:`machine_roots`) replaced by its token."""
     for folder, token in roots:
         text = text.replace(folder, token)
     return text

@@ -405,6 +405,8 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
     """Copy each finished study's Markdown and JSON into the report folder; Markdown lines for the report."""
     lines = []
     for t in report_tiers(report, cfg.reference_dir):
+        if not t.studies:
+            continue
         roots = RS.machine_roots(to_dict(load_config([*_tier_overrides(t.name, cfg), *_base_overrides(cfg)])))
         for st in t.studies:
             folder = study_folder(st, cfg)
@@ -478,14 +480,15 @@ def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
 
 def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path, store: Path | None = None) -> None:
     """ReportRefused when no declared run of ``report`` is finished (in the reference ``store`` when given)."""
-    if store is not None and not any(RunFolder(r.folder).is_done for r in refs):
+    if any(RunFolder(r.folder).is_done for r in refs):
+        return
+    if store is not None:
         raise ReportRefused(f"the reference store {store} holds no run of the {report!r} report yet: a tier is stored "
                             "after it was made in one piece (python -m experiments.reproduce tier=<tier> action=store); "
                             f"the report in {out_dir} was left as it is")
-    if not any(RunFolder(r.folder).is_done for r in refs):
-        where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
-        raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
-                            f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is.")
+    where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
+    raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
+                        f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is.")
 
 
 def write_seed_report(cfg: DictConfig) -> Path:
