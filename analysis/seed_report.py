@@ -1,4 +1,4 @@
-"""``seeds/report.md``: the seed studies (../shared/seeds/, their claims in ``conf/reference/seeds.yaml``) set beside
+"""``seeds/report.md``: the seed studies (../shared/seeds/, their claims in ``conf/reference/seed_claims.yaml``) set beside
 what the harness measured, from exactly the declared runs they name (:func:`analysis.seeds.seed_sections`).
 
 A report of its own, apart from the reference report: it needs only the runs its seeds name, so it regenerates
@@ -38,7 +38,7 @@ def build_seed_report(cfg: Mapping[str, Any], refs: list[RunRef], studies: Mappi
     md = ["# Lethe harness: the seed studies, claimed and measured", "",
           "Every measured number here was computed from the declared runs' results folders by "
           "`python -m experiments.reproduce action=report`; the seeds' printed numbers (`../shared/seeds/`, copied into "
-          "`conf/reference/seeds.yaml`) appear only as claims beside them. Statistics are paired per query: means with "
+          "`conf/reference/seed_claims.yaml`) appear only as claims beside them. Statistics are paired per query: means with "
           f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}), "
           "Wilcoxon signed-rank; quality numbers are verified against `results/expected/`.", "",
           "## Runs", "", setup_section(views, refs, cfg)]

@@ -1,6 +1,6 @@
 """The seed studies' report sections (analysis/seed_report.py): each seed study's printed numbers ("claimed") beside the harness's measurements.
 
-The spec (``conf/reference/seeds.yaml``) lists, per seed, tables of rows; a row names a declared run on the seed's
+The spec (``conf/reference/seed_claims.yaml``) lists, per seed, tables of rows; a row names a declared run on the seed's
 sample (``run``, answers on), optionally the same method on the full data (``full``, retrieval only), the seed's
 printed numbers (``claimed``) and the row it is compared with (``versus``).
 

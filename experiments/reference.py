@@ -24,9 +24,9 @@ from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
 
-REFERENCE_TIERS = ("core", "ablations", "llm")   # tier=all, in this order
-NOT_TIERS = ("tolerances", "seeds")   # the other files of conf/reference/: tolerance classes, the seed studies' claims
-ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides"}
+REFERENCE_TIERS = ("core", "ablations", "llm", "seeds")   # tier=all, in this order
+NOT_TIERS = ("tolerances", "seed_claims")   # the other files of conf/reference/: tolerance classes, the seed studies' claims
+ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides", "replay"}
 TIER_KEYS = {"description", "report", "overrides", "difficulty", "runs", "studies"}
 STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify", "runs"}
 
@@ -42,6 +42,7 @@ class DeclaredRun:
     variant: str | None = None
     sample: int | None = None
     overrides: tuple[str, ...] = ()   # the tier's and the entry's overrides, in that order
+    replay: bool = False              # its LLM reranker replays the reach the reference store recorded (budget=replay)
 
     @property
     def label(self) -> str:
@@ -147,10 +148,13 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
         if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
             raise ValueError(f"{where}: sample must be a positive integer, got {sample!r}")
         over = tier_over + tuple(str(o) for o in _as_list(entry.get("overrides")))
+        replay = entry.get("replay", False)
+        if not isinstance(replay, bool):
+            raise ValueError(f"{where}: replay must be true or false, got {replay!r}")
         for d in datasets:
             for m in methods:
                 for a in _as_list(entry.get("ablations")) or [None]:
-                    runs.append(DeclaredRun(name, str(d), str(m), a, entry.get("variant"), sample, over))
+                    runs.append(DeclaredRun(name, str(d), str(m), a, entry.get("variant"), sample, over, replay))
     seen: dict[str, int] = {}
     for r in runs:
         seen[r.key] = seen.get(r.key, 0) + 1
@@ -183,7 +187,7 @@ def tier_names(tier: str) -> list[str]:
 
 
 def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
-    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, llm)."""
+    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, llm, seeds)."""
     names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]
@@ -231,6 +235,7 @@ class ResolvedRun:
     config_hash: str
     folder: Path                # the results folder
     dataset_folder: Path        # the processed dataset (built or not)
+    blocked: str | None = None  # why the run cannot be made as declared (e.g. its replay file is not in the store)
 
     @property
     def key(self) -> str:
@@ -238,13 +243,48 @@ class ResolvedRun:
 
     @property
     def done(self) -> bool:
-        return RunFolder(self.folder).is_done
+        return self.blocked is None and RunFolder(self.folder).is_done
 
 
-def resolve(run: DeclaredRun, extra: Sequence[str] = ()) -> ResolvedRun:
-    """Compose the run's config (``extra`` overrides last) and locate its results folder by config hash."""
+REPLAY_KEY = "method.llm_rerank.replay"
+BUDGETS = ("replay", "wallclock")   # how a declared `replay: true` run's LLM reranker meets its budget
+
+
+def replay_overrides(run: DeclaredRun, store: Path | None, budget: str) -> tuple[list[str], str | None]:
+    """(overrides, blocked) that make a declared ``replay: true`` run judge the reach the reference store recorded
+    for it (``<store>/<tier>/<dataset>/<label>/reach.json``), with ``budget=replay``; with ``budget=wallclock``, none
+    (the wall-clock budget: a latency study whose reach depends on the CPU). ``blocked`` says why the run cannot be
+    made when the store holds no reach for it."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget={budget!r} is not one of {list(BUDGETS)}")
+    if not run.replay or budget == "wallclock":
+        return [], None
+    from experiments.reference_store import REACH, run_folder
+
+    if store is None:
+        return [], f"{run.key}: declared replay: true, but no reference store was given to read its reach from"
+    file = run_folder(store, run.tier, run.key) / REACH
+    if not file.is_file():
+        return [], (f"{run.key}: the reference store holds no recorded reach ({file}); record it from wall-clock runs "
+                    f"first: python -m experiments.reproduce tier={run.tier} budget=wallclock action=run, then "
+                    f"action=record_reach budget=wallclock (README, \"Budget runs\")")
+    return [f"+{REPLAY_KEY}={_project_relative(file)}"], None
+
+
+def _project_relative(path: Path) -> str:
+    """``path`` relative to the project when it lies inside it (so a config hash that holds it is the same on any
+    clone), else absolute."""
+    root = project_path(".")
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def resolve(run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = None,
+            budget: str = "replay") -> ResolvedRun:
+    """Compose the run's config (``extra`` overrides last) and locate its results folder by config hash. A
+    ``replay: true`` run replays the reach ``store`` recorded for it (see :func:`replay_overrides`)."""
+    replay, blocked = replay_overrides(run, store, budget)
     try:
-        cfg = load_config([*run.hydra_overrides(), *extra])
+        cfg = load_config([*run.hydra_overrides(), *extra, *replay])
     except Exception as exc:  # noqa: BLE001 - Hydra's own errors, with the declaration named
         raise ValueError(f"declared run {run.key} (tier {run.tier}) does not compose: {exc}") from exc
     key = dataset_build_key(cfg)
@@ -254,4 +294,4 @@ def resolve(run: DeclaredRun, extra: Sequence[str] = ()) -> ResolvedRun:
                          f"method.variant must equal its file name")
     ds_folder = (project_path(cfg.dataset.folder) if cfg.dataset.get("folder")
                  else project_path(cfg.data.processed) / cfg.dataset.name / key)
-    return ResolvedRun(run, cfg, ident.config_hash, ident.folder, ds_folder)
+    return ResolvedRun(run, cfg, ident.config_hash, ident.folder, ds_folder, blocked)

@@ -1,7 +1,7 @@
 """The reproduction contract: run declared tiers, write the report from them, verify expected scores.
 
     python -m experiments.reproduce                          # tier core: run, report, verify (make reproduce)
-    python -m experiments.reproduce tier=all                 # core, ablations, llm (make reproduce-all)
+    python -m experiments.reproduce tier=all                 # core, ablations, llm, seeds (make reproduce-all)
     python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
     python -m experiments.reproduce action=report            # the report only (from finished runs)
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
@@ -57,7 +57,7 @@ from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
 log = logging.getLogger(__name__)
-ACTIONS = ("all", "run", "report", "verify", "write_expected", "store")
+ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "record_reach")
 SOURCES = ("runs", "store")   # where action=report reads the declared runs: results folders, or the reference store
 PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: measured prerequisite times
 
@@ -110,8 +110,9 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     every = [r for t in tiers for r in t.runs]
     runs, _ = select_with_studies(every, [st for t in tiers for st in t.studies], patterns)
     chosen = {r.key + "@" + r.tier for r in runs}
-    extra = _base_overrides(cfg)
-    return [(t, [resolve(r, extra) for r in t.runs if r.key + "@" + r.tier in chosen]) for t in tiers]
+    extra, store = _base_overrides(cfg), project_path(str(cfg.store_dir))
+    return [(t, [resolve(r, extra, store, str(cfg.budget)) for r in t.runs if r.key + "@" + r.tier in chosen])
+            for t in tiers]
 
 
 def model_step(name: str, done: bool, kind: str, cfg: DictConfig, threads: int | None) -> Step:
@@ -170,7 +171,8 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
     studies = selected_studies(tier.studies, cfg.select)
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
-    jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda c=r.cfg: run_job(c)) for r in runs] \
+    jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda r=r: run_job(r.cfg) if r.blocked is None
+                         else _refuse(r.blocked)) for r in runs] \
         + [Step(st.key, study_done(st, cfg), lambda st=st: run_study(st, cfg)) for st in studies]
     print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
           f"{sum(not s.done for s in steps)} prerequisites to build, {len(studies)} studies ==", flush=True)
@@ -218,6 +220,10 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
             raise
         finish(i, time.perf_counter() - t0, None)
     return failed
+
+
+def _refuse(reason: str) -> None:
+    raise RuntimeError(reason)
 
 
 def longest_first(indices: Sequence[int], seconds: Sequence[float | None]) -> list[int]:
@@ -545,6 +551,9 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
     store = project_path(str(cfg.store_dir))
     index = (RS.read_index(store).get(tier.name) or {}).get("runs", {})
     stored = {k: RS.run_folder(store, tier.name, k) for k in index}
+    for r in runs:
+        if r.blocked:
+            print(f"MISSING {r.blocked}", file=sys.stderr, flush=True)
     df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
                   verify_metrics(cfg), list(cfg.answer_metrics), stored)
     studies = selected_studies(tier.studies, cfg.select)
@@ -569,6 +578,7 @@ def kept_entries(runs: Sequence[ResolvedRun], old: Mapping[str, Any], select: Se
 
 def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
     """Write (or, with ``select``, update) ``tier``'s expected-scores file from its finished runs."""
+    _replays_only(tier, cfg, "write_expected")
     missing = [r.key for r in runs if not r.done]
     if missing:
         raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) are not finished, e.g. {missing[:5]}; "
@@ -615,6 +625,36 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     return path
 
 
+def _replays_only(tier: Tier, cfg: DictConfig, action: str) -> None:
+    """SystemExit when ``action`` would file wall-clock runs where the tier declares replays: the store and the
+    expected scores hold the deterministic replays (budget=replay), never a CPU-dependent reach."""
+    if str(cfg.budget) != "replay" and any(r.replay for r in tier.runs):
+        raise SystemExit(f"action={action} budget={cfg.budget}: tier {tier.name} declares replay runs, and the store and "
+                         f"its expected scores hold their replays; drop budget={cfg.budget} (after action=record_reach)")
+
+
+def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> list[Path]:
+    """Write the reach each finished wall-clock run of ``tier``'s ``replay: true`` runs recorded per query into the
+    reference store (``<store>/<tier>/<dataset>/<label>/reach.json``), where budget=replay reads it; the files."""
+    if str(cfg.budget) != "wallclock":
+        raise SystemExit("action=record_reach reads the wall-clock runs: add budget=wallclock")
+    replays = [r for r in runs if r.declared.replay]
+    missing = [r.key for r in replays if not r.done]
+    if missing:
+        raise SystemExit(f"tier {tier.name}: {len(missing)} wall-clock run(s) are not finished, e.g. {missing[:5]}; run "
+                         f"them first (python -m experiments.reproduce tier={tier.name} budget=wallclock action=run)")
+    store, files = project_path(str(cfg.store_dir)), []
+    for r in replays:
+        reach = RS.recorded_reach(RunFolder(r.folder).per_query)
+        if reach is None:
+            raise SystemExit(f"{r.key}: its run ({r.folder}) recorded no reach for some query; make it again")
+        file = RS.run_folder(store, tier.name, r.key) / RS.REACH
+        atomic_write_text(file, RS.dumps(reach))
+        files.append(file)
+    print(f"recorded: the reach of {len(files)} wall-clock run(s) of tier {tier.name} -> {store}")
+    return files
+
+
 def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
     """Write ``tier``'s part of the reference store (experiments.reference_store) from its finished declared runs and
     studies; the store's folder. Every declared run must be finished (the store holds a tier whole)."""
@@ -622,6 +662,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
 
     if cfg.select:
         raise SystemExit("action=store writes a tier whole; drop select")
+    _replays_only(tier, cfg, "store")
     missing = [r.key for r in runs if not r.done] + [st.key for st in tier.studies if not study_done(st, cfg)]
     if missing:
         raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
@@ -679,6 +720,10 @@ def reproduce(cfg: DictConfig) -> int:
         for tier, runs in tiers:
             store_tier(tier, runs, cfg)
         return 0
+    if cfg.action == "record_reach":
+        for tier, runs in tiers:
+            record_reach_tier(tier, runs, cfg)
+        return 0
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
         if failed:
@@ -709,7 +754,7 @@ def reproduce(cfg: DictConfig) -> int:
     return code
 
 
-OWN_KEYS = ("tier", "action", "select", "reports", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
+OWN_KEYS = ("tier", "action", "budget", "select", "reports", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
             "analysis", "verify_metrics", "answer_metrics", "source", "store_dir", "committed_dir")
 
 

@@ -10,11 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
-from experiments.reference import (DeclaredRun, ResolvedRun, load_tier, report_tiers, resolve, select,
+from experiments.reference import (NOT_TIERS, DeclaredRun, ResolvedRun, load_tier, report_tiers, resolve, select,
                                    select_with_studies, selected_studies, tier_names)
 from tests.conftest import DATA_ROOT
 
-TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in ("tolerances", "seeds"))
+TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in NOT_TIERS)
 CORE_DATASETS = {"lethebench", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
 CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "random_rerank", "faiss_ivf", "mmr",
                 "lethe_iter1", "lethe_iter2", "lethe_iter3"}
@@ -69,9 +69,9 @@ def test_tier_overrides_come_before_the_entry_overrides():
 
 
 def test_tier_names_and_report_tiers():
-    assert tier_names("all") == ["core", "ablations", "llm"]
+    assert tier_names("all") == ["core", "ablations", "llm", "seeds"]
     assert tier_names("smoke") == ["smoke"]
-    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "llm"]
+    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "llm", "seeds"]
     assert [t.name for t in report_tiers("smoke")] == ["smoke"]
     assert report_tiers("nothing") == []
 
@@ -157,7 +157,7 @@ def test_select():
 
 
 def test_select_names_a_study_and_brings_the_runs_it_reads():
-    tier = load_tier("llm")
+    tier = load_tier("seeds")
     runs, studies = select_with_studies(tier.runs, tier.studies, ["study/seed003_pairwise", "locomo/vector+seed001"])
     assert [st.name for st in studies] == ["seed003_pairwise"]
     read = {key for _, key in studies[0].runs}

@@ -63,8 +63,8 @@ def _every_report_group(smoke: dict, tmp_path: Path) -> list[str]:
     shutil.copy(CONF_DIR / "reference" / "tolerances.yaml", ref)
     tier = yaml.safe_load((CONF_DIR / "reference" / "smoke.yaml").read_text())
     (ref / "smoke.yaml").write_text(yaml.safe_dump({**tier, "report": "reference"}))
-    (ref / "seeds.yaml").write_text(yaml.safe_dump(SEEDS))
-    return ["tier=smoke", f"reference_dir={ref}", f"analysis.seeds={ref / 'seeds.yaml'}", *_paths(smoke),
+    (ref / "seed_claims.yaml").write_text(yaml.safe_dump(SEEDS))
+    return ["tier=smoke", f"reference_dir={ref}", f"analysis.seeds={ref / 'seed_claims.yaml'}", *_paths(smoke),
             f"out_dir.reference={tmp_path / 'reference_out'}", f"out_dir.seeds={tmp_path / 'seeds_out'}"]
 
 

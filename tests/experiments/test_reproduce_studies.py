@@ -42,14 +42,14 @@ SETTINGS = {
 }
 
 
-def test_llm_tier_studies_compose_to_the_verified_settings(tmp_path):
+def test_llm_and_seed_tier_studies_compose_to_the_verified_settings(tmp_path):
     paths = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'p'}", f"cache_dir={tmp_path / 'c'}",
              f"results_dir={tmp_path / 'r'}"]
-    cfg = R.load(["tier=llm", *paths])
-    studies = load_tier("llm").studies
+    studies = [*load_tier("llm").studies, *load_tier("seeds").studies]
     assert {st.name for st in studies} == set(SETTINGS)
     key = dataset_build_key(load_config(["dataset=lethebench", *paths]))
     for st in studies:
+        cfg = R.load([f"tier={st.tier}", *paths])
         cmd = R.study_command(st, cfg)
         assert cmd[1:3] == ["-m", st.module]
         top = load_config(cmd[3:], config_name=st.module.rsplit(".", 1)[-1])
