@@ -121,6 +121,37 @@ LLM_BENCH_PROMPT = ("Summarize in two sentences why per-session term statistics 
                     "conversation between a developer and a coding assistant. ") * 6
 
 
+def bench_llm_threads(models: list[str], threads: list[int], reps: int) -> dict[str, Any]:
+    """Per model: ``reps`` uncached calls at each llama.cpp thread count of ``threads``, interleaved call by call
+    (so load drifts hit every count alike); median call ms and tokens/s per count, the speed-up of each count over
+    the first, and whether every count generated the same texts (a thread count that changes outputs is another run)."""
+    from lethe.llm.backends import make_llm
+    from lethe.llm.base import Decoding, Message
+
+    out: dict[str, Any] = {}
+    msgs = [Message("user", LLM_BENCH_PROMPT)]
+    for name in models:
+        base = to_dict(load_config([f"llm={name}"]).llm)
+        with tempfile.TemporaryDirectory() as tmp:
+            llms = {n: make_llm({**base, "n_threads": n, "cache": False}, cache_dir=tmp) for n in threads}
+            calls: dict[int, list[Any]] = {n: [] for n in threads}
+            for i in range(reps):
+                for n in (threads if i % 2 == 0 else threads[::-1]):
+                    calls[n].append(llms[n].chat(msgs, Decoding(max_tokens=64, seed=i)))
+            for llm in llms.values():
+                llm.close()
+        ms = {n: statistics.median(c.timings_ms["total"] for c in cs) for n, cs in calls.items()}
+        out[name] = {"threads": {str(n): {"median_call_ms": ms[n],
+                                          "generation_tokens_per_s": statistics.median(
+                                              c.completion_tokens / (c.timings_ms["generation"] / 1e3) for c in cs
+                                              if c.completion_tokens and c.timings_ms.get("generation"))}
+                                 for n, cs in calls.items()},
+                     "speedup_over_first": {str(n): ms[threads[0]] / ms[n] for n in threads},
+                     "identical_texts": all([c.text for c in calls[n]] == [c.text for c in calls[threads[0]]]
+                                            for n in threads)}
+    return out
+
+
 def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
     """Tokens/s (prompt, generation) per model, median of ``reps`` uncached calls; cache-hit latency;
     LLM share of lethe_iter2_llm latency per dataset from finished runs."""
@@ -702,11 +733,17 @@ def bench(cfg: DictConfig) -> dict[str, Any]:
                   f"(target < 50), nDCG@10 {r['ndcg@10']:.4f}; stages: {shares}, other {r['unattributed_share']:.0%}")
     if "llm" in only:
         report["llm"] = bench_llm(list(cfg.llms), reps)
+        report["llm"]["threads"] = bench_llm_threads(list(cfg.llms), [int(n) for n in cfg.llm_threads], reps)
         for m, r in report["llm"]["models"].items():
             print(f"LLM {m}: prompt {r['prompt_tokens_per_s'] or float('nan'):.1f} tok/s, generation "
                   f"{r['generation_tokens_per_s'] or float('nan'):.1f} tok/s ({r['prompt_tokens']} prompt tokens, "
                   f"{r['completion_tokens']} generated), uncached call {r['uncached_call_ms']:.0f} ms, "
                   f"cache hit {r['cache_hit_ms']:.2f} ms (hit={r['cache_hit']})")
+        for m, r in report["llm"]["threads"].items():
+            print(f"LLM {m} by llama.cpp threads: " + ", ".join(
+                f"{n}: {t['median_call_ms']:.0f} ms per call, {t['generation_tokens_per_s']:.1f} tok/s "
+                f"({r['speedup_over_first'][n]:.2f}x)" for n, t in r["threads"].items())
+                + f"; texts identical: {r['identical_texts']}")
         for ds, r in report["llm"]["iter2_llm_share"].items():
             print(f"lethe_iter2_llm on {ds} ({r['queries']} queries, {r['llm']}): mean {r['mean_latency_ms']:.0f} ms per query, "
                   f"LLM {r['mean_llm_ms']:.0f} ms = {r['llm_share']:.0%}")

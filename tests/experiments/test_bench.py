@@ -32,3 +32,14 @@ def test_jobs_section_on_the_smoke_tier(tmp_path):
     assert set(report) == {"jobs"} and len(report["jobs"]["smoke"]["missing"]) == 22   # nothing run in these folders
     (tmp_path / "bench" / "bench.json").write_text(json.dumps({**report, "encode": {"kept": True}}))
     assert bench(cfg)["encode"] == {"kept": True}   # sections not run keep their figures
+
+
+def test_llm_threads_are_compared_on_the_same_calls():
+    """The thread-count lever (issue 34, item 3): each count makes the same seeded calls, interleaved; SmolLM2's greedy
+    texts do not depend on the thread count, so the speed-up is the only difference."""
+    from experiments.bench import bench_llm_threads
+
+    r = bench_llm_threads(["smollm2"], [1, 2], reps=2)["smollm2"]
+    assert set(r["threads"]) == {"1", "2"} and r["speedup_over_first"]["1"] == 1.0
+    assert all(t["median_call_ms"] > 0 and t["generation_tokens_per_s"] > 0 for t in r["threads"].values())
+    assert r["identical_texts"] is True
