@@ -69,9 +69,9 @@ def test_tier_overrides_come_before_the_entry_overrides():
 
 
 def test_tier_names_and_report_tiers():
-    assert tier_names("all") == ["core", "ablations", "llm", "seeds"]
+    assert tier_names("all") == ["core", "ablations", "llm", "seeds", "seed003"]
     assert tier_names("smoke") == ["smoke"]
-    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "llm", "seeds"]
+    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "llm", "seeds", "seed003"]
     assert [t.name for t in report_tiers("smoke")] == ["smoke"]
     assert report_tiers("nothing") == []
 
@@ -157,12 +157,12 @@ def test_select():
 
 
 def test_select_names_a_study_and_brings_the_runs_it_reads():
-    tier = load_tier("seeds")
-    runs, studies = select_with_studies(tier.runs, tier.studies, ["study/seed003_pairwise", "locomo/vector+seed001"])
+    tier = load_tier("seed003")
+    runs, studies = select_with_studies(tier.runs, tier.studies, ["study/seed003_pairwise", "lethebench/keywords+seed003_dev_free"])
     assert [st.name for st in studies] == ["seed003_pairwise"]
     read = {key for _, key in studies[0].runs}
-    assert len(read) == 8 and {r.key for r in runs} == read | {"locomo/vector+seed001"}
-    assert select_with_studies(tier.runs, tier.studies, ["locomo/vector+seed001"])[1] == []   # no study unless named
+    assert len(read) == 8 and {r.key for r in runs} == read | {"lethebench/keywords+seed003_dev_free"}
+    assert select_with_studies(tier.runs, tier.studies, ["lethebench/keywords+seed003_dev_free"])[1] == []   # no study unless named
     assert select_with_studies(tier.runs, tier.studies, None) == (list(tier.runs), list(tier.studies))
     assert selected_studies(tier.studies, None) == list(tier.studies)
     with pytest.raises(ValueError, match=r"\['study/seed003'\] match no declared run or study"):

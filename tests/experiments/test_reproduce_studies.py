@@ -45,7 +45,7 @@ SETTINGS = {
 def test_llm_and_seed_tier_studies_compose_to_the_verified_settings(tmp_path):
     paths = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'p'}", f"cache_dir={tmp_path / 'c'}",
              f"results_dir={tmp_path / 'r'}"]
-    studies = [*load_tier("llm").studies, *load_tier("seeds").studies]
+    studies = [st for name in ("llm", "seeds", "seed003") for st in load_tier(name).studies]
     assert {st.name for st in studies} == set(SETTINGS)
     key = dataset_build_key(load_config(["dataset=lethebench", *paths]))
     for st in studies:
