@@ -39,12 +39,19 @@ def method_label(method_cfg: Any) -> str:
 # a run made on a GPU reuses (skips) the same run made on the CPU. Results agree across devices within the
 # tolerance classes of conf/reference/tolerances.yaml (float rounding can swap near-tied documents).
 PLACEMENT_KEYS = frozenset({"device", "n_gpu_layers"})
+# Placement keys that were hashed before they were known as such: in the hash they keep the value every hash was
+# made with, whatever the run used, so that no hash moved. llama.cpp's thread count is one: greedy texts agree
+# across thread counts (make bench, section llm), and where a thread count changes a token, the llm tolerance class
+# covers it; the count a run used is in its manifest.
+PLACEMENT_IN_HASH = {"n_threads": None}
 
 
 def without_placement(cfg: Any) -> Any:
-    """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth."""
+    """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth, and with the keys of
+    :data:`PLACEMENT_IN_HASH` at their hashed value."""
     if isinstance(cfg, Mapping):
-        return {k: without_placement(v) for k, v in cfg.items() if k not in PLACEMENT_KEYS}
+        return {k: PLACEMENT_IN_HASH[k] if k in PLACEMENT_IN_HASH else without_placement(v)
+                for k, v in cfg.items() if k not in PLACEMENT_KEYS}
     if isinstance(cfg, list):
         return [without_placement(v) for v in cfg]
     return cfg

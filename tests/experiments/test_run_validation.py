@@ -79,3 +79,17 @@ def test_ir_measures_metric_names_are_the_same_run(tmp_path):
     assert sorted(b.metrics["means"]) == sorted(names) and b.metrics["means"] == a.metrics["means"]
     pd.testing.assert_frame_equal(b.per_query[["query_id", *names]], a.per_query[["query_id", *names]], check_exact=True)
     assert a.metrics["means"]["ndcg@10"] > 0.1   # real scores, not a comparison of zeros
+
+
+def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
+    """llama.cpp's thread count says how a run computes, not what (like device): a run on two threads is the run on
+    one, filed in the same folder, and every hash made before the count was a placement key is unchanged. A model
+    choice or a decoding setting still moves the hash."""
+    base = ["method=lethe_iter4"]
+    one = run_identity(_cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=1"), "k")
+    two = run_identity(_cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=2", "method.generation.llm.n_threads=2"), "k")
+    default = run_identity(_cfg(tmp_path, *base), "k")
+    assert one.config_hash == two.config_hash == default.config_hash
+    assert default.hashed["method"]["llm_rerank"]["llm"]["n_threads"] is None
+    other = run_identity(_cfg(tmp_path, *base, "llm@method.llm_rerank.llm=smollm2"), "k")
+    assert other.config_hash != default.config_hash
