@@ -183,6 +183,9 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     return out.sort_values("run", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
+PER_QUERY_PREFIX = "per-query "   # rows comparing a run's per-query values with the store's: counts of queries
+
+
 def per_query_rows(key: str, folder: Path, stored: Path, metrics: Sequence[str], tol: float) -> list[dict[str, Any]]:
     """For each metric, a row comparing the run's per-query values (computed from its run files) with the reference
     store's: expected = the stored query count, measured = how many queries agree within ``tol``, diff = the
@@ -207,7 +210,7 @@ def per_query_rows(key: str, folder: Path, stored: Path, metrics: Sequence[str],
             worst = diff.idxmax()
             status = "OKish" if agree == len(ref) else "FAIL"
             note = f"{int((a != b).sum())} queries differ; largest on {worst}"
-        rows.append({"run": key, "metric": f"per-query {m}", "expected": len(ref), "measured": agree,
+        rows.append({"run": key, "metric": f"{PER_QUERY_PREFIX}{m}", "expected": len(ref), "measured": agree,
                      "diff": float(diff.max()) if len(diff) else 0.0, "tolerance": tol, "status": status, "note": note})
     return rows
 
@@ -262,7 +265,7 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
 def _cell(x: Any, metric: str) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    if metric in COUNT_KEYS or isinstance(x, int):
+    if metric in COUNT_KEYS or metric.startswith(PER_QUERY_PREFIX) or isinstance(x, int):   # counts: queries
         return str(int(x))
     return f"{float(x):.6f}"
 

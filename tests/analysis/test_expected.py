@@ -322,6 +322,7 @@ def test_a_per_query_difference_fails_where_the_means_agree(tmp_path, monkeypatc
     assert [r[f"per-query {m}"]["status"] for m in METRICS] == ["FAIL"] * 3
     assert r["per-query ndcg@10"]["measured"] == 0 and r["per-query ndcg@10"]["expected"] == 2
     assert r["per-query ndcg@10"]["note"] == "2 queries differ; largest on q1"
+    assert "| k | per-query ndcg@10 | 2 | 0 | +1.00e+00 | 0 | FAIL |" in format_verification(df, "t")   # counts
     right = stored.assign(**{m: [1.0, 0.0] for m in METRICS})
     store = RunFolder(tmp_path / "right").write({}, {}, right, metrics, {"config_hash": "abc"}, tag="t").path
     same = verify([("k", folder)], expected, METRICS, ANSWER_METRICS, stored={"k": store})
