@@ -36,7 +36,8 @@ def build_seed_report(cfg: Mapping[str, Any], refs: list[RunRef], studies: Mappi
     refs = named_refs(cfg, refs)
     views = V.collect(cfg, refs)
     md = ["# Lethe harness: the seed studies, claimed and measured", "",
-          "Every measured number here was computed from the declared runs' results folders by "
+          "Every measured number here was computed from the declared runs (their results folders, or their copy in the "
+          "committed reference store `results/reference/`, `make report`) by "
           "`python -m experiments.reproduce action=report`; the seeds' printed numbers (`../shared/seeds/`, copied into "
           "`conf/reference/seed_claims.yaml`) appear only as claims beside them. Statistics are paired per query: means with "
           f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}), "
