@@ -43,9 +43,9 @@ before temperature or penalties) of each generated token, read from the context'
 each token is sampled (so no ``logits_all`` n_ctx x vocab buffer is needed).
 ``timings_ms``: ``total`` (wall clock), ``prompt`` and ``generation`` (llama.cpp's own counters:
 prompt-batch evaluation and per-token decoding; tokens/s = tokens / ms * 1000). ``n_threads=None``
-uses half the cores for both generation and prompt batches (llama.cpp's own default takes every core
-for prompt batches, which collapses throughput when another job shares the machine: OpenMP threads
-spin-wait on a busy core).
+uses every physical core for both generation and prompt batches (:func:`default_threads`; ``make bench`` section llm
+compares thread counts). Set ``n_threads`` when other jobs share the
+machine: llama.cpp's OpenMP threads spin-wait on a busy core, which collapses throughput.
 
 AMX note: llama.cpp builds compiled for CPUs with AMX (Sapphire Rapids and later) repack weights
 into an "AMX" buffer, and on some machines (this project's among them) the first matrix product
@@ -207,6 +207,14 @@ class _CachedChat:
         return resp
 
 
+def default_threads() -> int:
+    """llama.cpp's thread count when a config leaves ``n_threads`` null: the physical cores (hyper-threads share a
+    core's arithmetic units, so they add nothing to matrix products), at least 1."""
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+
+
 class LlamaCppBackend(_CachedChat):
     """llama.cpp in this process (see module docstring); thread-safe (one call at a time)."""
 
@@ -252,7 +260,7 @@ class LlamaCppBackend(_CachedChat):
             kwargs: dict[str, Any] = dict(model_path=str(self.model.path), n_ctx=self.n_ctx, n_batch=self.n_batch,
                                           seed=self.seed, chat_format=self.chat_format, verbose=False,
                                           n_gpu_layers=self.n_gpu_layers)
-            threads = self.n_threads or max(1, (os.cpu_count() or 2) // 2)  # also for prompt batches (see docstring)
+            threads = self.n_threads or default_threads()   # also for prompt batches (see docstring)
             kwargs.update(n_threads=threads, n_threads_batch=threads)
             t0 = time.perf_counter()
             with _model_params(extra):
