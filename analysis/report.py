@@ -237,7 +237,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     main_refs = [r for r in refs if not study(r.label)]
     md = ["# Lethe harness: measured results", "",
           "Every number here was computed from the declared runs (their results folders, `make reproduce-all`, or their "
-          "copy in the committed reference store `results/reference/`, `make report`) by `python -m experiments.reproduce`; nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
+          "copy in the committed reference store `results/reference/`, `make report`) by "
+          "`python -m experiments.reproduce`; nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
           "cores, load recorded per run) and are never verified; quality numbers are verified against "
           "`results/expected/`. Statistics are paired per query on identical query sets: means with "
           f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "

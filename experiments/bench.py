@@ -121,6 +121,17 @@ LLM_BENCH_PROMPT = ("Summarize in two sentences why per-session term statistics 
                     "conversation between a developer and a coding assistant. ") * 6
 
 
+def _rate(tokens: int | None, ms: float | None) -> float | None:
+    """Tokens per second, or None without tokens or time."""
+    return tokens / (ms / 1e3) if tokens and ms else None
+
+
+def _median(xs: list[float | None]) -> float | None:
+    """The median of the values that are not None (None when there are none)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
 def bench_llm_threads(models: list[str], threads: list[int], reps: int) -> dict[str, Any]:
     """Per model: ``reps`` uncached calls at each llama.cpp thread count of ``threads``, interleaved call by call
     (so load drifts hit every count alike); median call ms and tokens/s per count, the speed-up of each count over
@@ -141,10 +152,8 @@ def bench_llm_threads(models: list[str], threads: list[int], reps: int) -> dict[
             for llm in llms.values():
                 llm.close()
         ms = {n: statistics.median(c.timings_ms["total"] for c in cs) for n, cs in calls.items()}
-        out[name] = {"threads": {str(n): {"median_call_ms": ms[n],
-                                          "generation_tokens_per_s": statistics.median(
-                                              c.completion_tokens / (c.timings_ms["generation"] / 1e3) for c in cs
-                                              if c.completion_tokens and c.timings_ms.get("generation"))}
+        out[name] = {"threads": {str(n): {"median_call_ms": ms[n], "generation_tokens_per_s": _median(
+                                              [_rate(c.completion_tokens, c.timings_ms.get("generation")) for c in cs])}
                                  for n, cs in calls.items()},
                      "speedup_over_first": {str(n): ms[threads[0]] / ms[n] for n in threads},
                      "identical_texts": all([c.text for c in calls[n]] == [c.text for c in calls[threads[0]]]
@@ -172,17 +181,10 @@ def bench_llm(models: list[str], reps: int) -> dict[str, Any]:
             hit_ms = (time.perf_counter() - t0) * 1e3
             llm.close()
 
-        def rate(tokens: int | None, ms: float | None) -> float | None:
-            return tokens / (ms / 1e3) if tokens and ms else None
-
-        def med(xs: list[float | None]) -> float | None:
-            xs = [x for x in xs if x is not None]
-            return statistics.median(xs) if xs else None
-
         out["models"][name] = {
-            "prompt_tokens_per_s": med([rate(c.prompt_tokens, c.timings_ms.get("prompt")) for c in calls]),
-            "generation_tokens_per_s": med([rate(c.completion_tokens, c.timings_ms.get("generation")) for c in calls]),
-            "uncached_call_ms": med([c.timings_ms["total"] for c in calls]), "prompt_tokens": calls[0].prompt_tokens,
+            "prompt_tokens_per_s": _median([_rate(c.prompt_tokens, c.timings_ms.get("prompt")) for c in calls]),
+            "generation_tokens_per_s": _median([_rate(c.completion_tokens, c.timings_ms.get("generation")) for c in calls]),
+            "uncached_call_ms": _median([c.timings_ms["total"] for c in calls]), "prompt_tokens": calls[0].prompt_tokens,
             "completion_tokens": calls[0].completion_tokens, "cache_hit_ms": hit_ms, "cache_hit": hit.cached}
     refs = [ref for ref in R.refs_for("reference", R.load()) if ref.label == "lethe_iter2_llm"]
     for ds, r in ((ref.dataset, load_run(ref.folder)) for ref in refs):
@@ -741,7 +743,7 @@ def bench(cfg: DictConfig) -> dict[str, Any]:
                   f"cache hit {r['cache_hit_ms']:.2f} ms (hit={r['cache_hit']})")
         for m, r in report["llm"]["threads"].items():
             print(f"LLM {m} by llama.cpp threads: " + ", ".join(
-                f"{n}: {t['median_call_ms']:.0f} ms per call, {t['generation_tokens_per_s']:.1f} tok/s "
+                f"{n}: {t['median_call_ms']:.0f} ms per call, {t['generation_tokens_per_s'] or float('nan'):.1f} tok/s "
                 f"({r['speedup_over_first'][n]:.2f}x)" for n, t in r["threads"].items())
                 + f"; texts identical: {r['identical_texts']}")
         for ds, r in report["llm"]["iter2_llm_share"].items():

@@ -19,7 +19,7 @@ import yaml
 from omegaconf import DictConfig
 
 from experiments.config import load_config
-from lethe.core.paths import project_path
+from lethe.core.paths import portable_location, project_path
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
@@ -268,14 +268,7 @@ def replay_overrides(run: DeclaredRun, store: Path | None, budget: str) -> tuple
         return [], (f"{run.key}: the reference store holds no recorded reach ({file}); record it from wall-clock runs "
                     f"first: python -m experiments.reproduce tier={run.tier} budget=wallclock action=run, then "
                     f"action=record_reach budget=wallclock (README, \"Budget runs\")")
-    return [f"+{REPLAY_KEY}={_project_relative(file)}"], None
-
-
-def _project_relative(path: Path) -> str:
-    """``path`` relative to the project when it lies inside it (so a config hash that holds it is the same on any
-    clone), else absolute."""
-    root = project_path(".")
-    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    return [f"+{REPLAY_KEY}={portable_location(file)}"], None   # one spelling on every clone (the hash holds it)
 
 
 def resolve(run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = None,

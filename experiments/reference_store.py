@@ -80,8 +80,7 @@ def portable(obj: Any, roots: Sequence[tuple[str, str]]) -> Any:
     return obj
 
 
-def dumps(obj: Any) -> str:
-    """The store's JSON spelling (indented, keys sorted, one newline at the end)."""
+def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
 
 
@@ -97,7 +96,7 @@ def store_dataset(folder: Path, name: str, store: Path, roots: Sequence[tuple[st
         if contra.is_file():
             pd.read_parquet(contra)[list(CONTRADICTION_COLUMNS)].to_parquet(tmp / "contradictions.parquet", index=False)
         card = portable(json.loads((folder / "card.json").read_text()), roots)
-        (tmp / "card.json").write_text(dumps(card))
+        (tmp / "card.json").write_text(_json(card))
     return dest
 
 
@@ -119,13 +118,11 @@ def write_run(key: str, run: RunFolder, per_query: pd.DataFrame, labels: Mapping
     manifest = portable(run.manifest, roots)
     manifest["dataset"]["folder"] = Path(*[".."] * 3, *dataset.relative_to(dest.parents[2]).parts).as_posix()
     with atomic_dir(dest) as tmp:
-        (tmp / MANIFEST).write_text(dumps(manifest))
-        (tmp / METRICS).write_text(dumps(portable(run.metrics, roots)))
+        (tmp / MANIFEST).write_text(_json(manifest))
+        (tmp / METRICS).write_text(_json(portable(run.metrics, roots)))
         per_query.to_parquet(tmp / PER_QUERY, index=False)
-        (tmp / LABELS).write_text(dumps({**labels, "key": key}))
-        reach = recorded_reach(per_query)
-        if reach is not None:
-            (tmp / REACH).write_text(dumps(reach))
+        (tmp / LABELS).write_text(_json({**labels, "key": key}))
+        write_reach(tmp, per_query)
         (tmp / DONE).write_text("complete\n")
 
 
@@ -134,7 +131,7 @@ def publish_portable(src: Path, dest: Path, roots: Sequence[tuple[str, str]]) ->
     every string, :func:`portable`)."""
     text = src.read_text()
     if src.suffix == ".json":
-        text = dumps(portable(json.loads(text), roots))
+        text = _json(portable(json.loads(text), roots))
     atomic_write_text(dest, portable_text(text, roots))
 
 
@@ -146,6 +143,15 @@ def recorded_reach(per_query: pd.DataFrame) -> dict[str, int] | None:
     if "reach" not in rerank.columns or rerank["reach"].isna().any():
         return None
     return {str(q): int(r) for q, r in zip(per_query["query_id"], rerank["reach"])}
+
+
+def write_reach(folder: Path, per_query: pd.DataFrame) -> bool:
+    """``<folder>/reach.json`` from the rerank flags of a per-query table (:func:`recorded_reach`); False, and no
+    file, when some query recorded none."""
+    reach = recorded_reach(per_query)
+    if reach is not None:
+        atomic_write_text(folder / REACH, _json(reach))
+    return reach is not None
 
 
 def write_study(folder: Path, dest: Path, roots: Sequence[tuple[str, str]]) -> None:
@@ -166,7 +172,7 @@ def read_index(store: Path) -> dict[str, Any]:
 def write_index(store: Path, tier: str, entries: Mapping[str, Any], studies: Sequence[str]) -> None:
     index = read_index(store)
     index[tier] = {"runs": dict(entries), "studies": list(studies)}
-    atomic_write_text(store / INDEX, dumps(dict(sorted(index.items()))))
+    atomic_write_text(store / INDEX, _json(dict(sorted(index.items()))))
 
 
 def run_folder(store: Path, tier: str, key: str) -> Path:

@@ -645,12 +645,10 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
                          f"them first (python -m experiments.reproduce tier={tier.name} budget=wallclock action=run)")
     store, files = project_path(str(cfg.store_dir)), []
     for r in replays:
-        reach = RS.recorded_reach(RunFolder(r.folder).per_query)
-        if reach is None:
+        dest = RS.run_folder(store, tier.name, r.key)
+        if not RS.write_reach(dest, RunFolder(r.folder).per_query):
             raise SystemExit(f"{r.key}: its run ({r.folder}) recorded no reach for some query; make it again")
-        file = RS.run_folder(store, tier.name, r.key) / RS.REACH
-        atomic_write_text(file, RS.dumps(reach))
-        files.append(file)
+        files.append(dest / RS.REACH)
     print(f"recorded: the reach of {len(files)} wall-clock run(s) of tier {tier.name} -> {store}")
     return files
 
