@@ -29,7 +29,8 @@ import hydra
 import pandas as pd
 from omegaconf import DictConfig
 
-from analysis.stats import proportion_ci
+from analysis.formatting import fmt_p
+from analysis.stats import proportion_ci, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
@@ -40,8 +41,9 @@ OUTCOMES = ("A", "B", "tie", None)
 
 
 def win_rates(winners: Sequence[Mapping[str, str | None]], confidence: float = 0.95) -> list[dict[str, Any]]:
-    """Per criterion: pairs, judged, A/B wins, ties, unjudged, and B's win rate, A's win rate and the tie rate
-    among judged pairs with Wilson intervals (``analysis.stats.proportion_ci``)."""
+    """Per criterion: pairs, judged, A/B wins, ties, unjudged, the two-sided sign test of B's wins against A's
+    (``analysis.stats.sign_test``, ties left out), and B's win rate, A's win rate and the tie rate among judged pairs
+    with Wilson intervals (``analysis.stats.proportion_ci``)."""
     rows = []
     for c in CRITERIA:
         got = [w.get(c) for w in winners]
@@ -50,7 +52,7 @@ def win_rates(winners: Sequence[Mapping[str, str | None]], confidence: float = 0
         a, b, tie = got.count("A"), got.count("B"), got.count("tie")
         judged = a + b + tie
         row: dict[str, Any] = {"criterion": c, "pairs": len(got), "judged": judged, "a_wins": a, "b_wins": b,
-                               "ties": tie, "unjudged": len(got) - judged}
+                               "ties": tie, "unjudged": len(got) - judged, "sign_test_p": sign_test(b, a)}
         for key, k in (("b_win_rate", b), ("a_win_rate", a), ("tie_rate", tie)):
             ci = proportion_ci(k, judged, confidence)
             row.update({key: ci["share"], f"{key}_low": ci["ci_low"], f"{key}_high": ci["ci_high"]})
@@ -205,11 +207,11 @@ def _pct(x: float | None) -> str:
 
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """Win rates per (judge, pair, criterion) with intervals and ties, then each judge's agreement and position bias."""
-    lines = ["| judge | pair (A vs B) | criterion | judged | B wins | A wins | ties | unjudged | B win rate [95% CI] | "
-             "A win rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| judge | pair (A vs B) | criterion | judged | B wins | A wins | ties | unjudged | sign test p | "
+             "B win rate [95% CI] | A win rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         lines.append(f"| {r['judge']} | {r['pair']} ({r['a']} vs {r['b']}) | {r['criterion']} | {r['judged']}/{r['pairs']} | "
-                     f"{r['b_wins']} | {r['a_wins']} | {r['ties']} | {r['unjudged']} | {_pct(r['b_win_rate'])} "
+                     f"{r['b_wins']} | {r['a_wins']} | {r['ties']} | {r['unjudged']} | {fmt_p(r['sign_test_p'])} | {_pct(r['b_win_rate'])} "
                      f"[{_pct(r['b_win_rate_low'])}, {_pct(r['b_win_rate_high'])}] | {_pct(r['a_win_rate'])} "
                      f"[{_pct(r['a_win_rate_low'])}, {_pct(r['a_win_rate_high'])}] |")
     lines += ["", "| judge | agreement with hand labels (agree / disagree / tie / unjudged) | accuracy | "
@@ -220,7 +222,8 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
                      f"{_pct(a['accuracy'])} | {_pct(pb['share_first'])} ({pb['verdicts']}) |")
     lines += ["", "Each pair is judged twice with the answers swapped; a criterion's winner counts only when both orders "
               "name the same answer, otherwise it is a tie; a failed call or unparsed reply leaves it unjudged (never "
-              "guessed). Win rates are shares of the judged pairs with Wilson intervals. Position bias: the share of all "
+              "guessed). Sign test: the two-sided exact binomial p of B's wins against A's, ties left out (uncorrected). "
+              "Win rates are shares of the judged pairs with Wilson intervals. Position bias: the share of all "
               "parsed verdicts that named the answer shown first (0.5 = none). Rules: analysis/pairwise_answers.py."]
     return "\n".join(lines) + "\n"
 

@@ -284,14 +284,11 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         F.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset",
                       footnote=note)
         show = t2[["dataset", "metric", "baseline", "method", "n", "baseline_mean", "method_mean", "mean_diff", "ci_low",
-                   "ci_high", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni", "d_z", "wins", "ties", "losses",
-                   "gate"]]
-        show = show.round(4).astype(object)
-        for c in [c for c in show.columns if c.startswith("p_")]:
-            show[c] = t2[c].map(F.fmt_p)
+                   "ci_high", "p_randomization", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni",
+                   "ci_vs_test", "d_z", "wins", "ties", "losses", "gate"]]
         md += ["## Table 2: significance against the best baseline", "",
-               f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x datasets); adjusted "
-               "p-values are over the whole family.", "", F.to_markdown(show, note)]
+               f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
+               f"datasets). {T.tests_note(t2, cfg)}", "", F.to_markdown(F.with_p_strings(show), note)]
     ta = T.table_ablations(views, cfg)
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
@@ -299,13 +296,11 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     else:
         F.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
         show = ta[["dataset", "metric", "reference", "method", "n", "reference_mean", "method_mean", "mean_diff",
-                   "ci_low", "ci_high", "p_wilcoxon", "p_holm", "p_bh", "d_z", "wins", "ties", "losses"]]
-        show = show.round(4).astype(object)
-        for c in [c for c in show.columns if c.startswith("p_")]:
-            show[c] = ta[c].map(F.fmt_p)
+                   "ci_low", "ci_high", "p_randomization", "p_wilcoxon", "p_holm", "p_bh", "ci_vs_test", "d_z", "wins",
+                   "ties", "losses"]]
         md += [f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
-               f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons, adjusted over it.", "",
-               F.to_markdown(show)]
+               f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons. {T.tests_note(ta, cfg)}", "",
+               F.to_markdown(F.with_p_strings(show))]
     t_it4 = iteration4_table(views, cfg)
     if not t_it4.empty:
         F.write_table(t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers")

@@ -11,13 +11,13 @@ ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and o
 
 Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per
 row the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against
-its ``versus`` row the paired nDCG@10 difference (BCa interval, Wilcoxon p) and its size relative to the reference
+its ``versus`` row the paired nDCG@10 difference (BCa interval, randomization and Wilcoxon p, uncorrected) and its size relative to the reference
 mean, beside the seed's claimed improvement; also the median tokens per doc unit (the processed dataset's card),
 the index build time (the run's manifest; this machine's, never verified) and, for runs with LLM calls, their
 failure and fallback shares.
 
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
-(``analysis.stats.paired_test``: mean, BCa interval, Wilcoxon p), the seed's own difference, and the power line: the
+(``analysis.stats.paired_test``: mean, BCa interval, randomization and Wilcoxon p, uncorrected), the seed's own difference, and the power line: the
 smallest mean difference a paired t-test at alpha = 0.05 detects with 80% power on that many questions, from the
 measured standard deviation of the per-question differences (``analysis.stats.min_detectable_difference``).
 """
@@ -148,6 +148,17 @@ def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tuple[dict[st
     return stats.paired_test(xa, xb, int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"])), xa - xb
 
 
+TEST_COLUMNS = {"randomization": "p (randomization)", "wilcoxon": "p (Wilcoxon)"}
+EXPLORATORY = "exploratory: p-values not corrected for multiple comparisons"
+
+
+def p_cells(t: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, str]:
+    """A paired test's two p-values as table cells, the seeds' primary test (``cfg.primary_test.seeds``) first."""
+    primary = cfg["primary_test"]["seeds"]
+    order = [primary, *(x for x in stats.TESTS if x != primary)]
+    return {TEST_COLUMNS[x]: fmt_p(t[f"p_{x}"]) for x in order}
+
+
 def _chunk_tokens_p50(folder: Path) -> Any:
     """Median tokens per doc unit of a processed dataset (its card's ``chunking.tokens_p50``), NM if unrecorded."""
     card = folder / "card.json"
@@ -185,7 +196,7 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
                 out["vs reference: nDCG@10 difference [95% CI]"] = (
                     f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})")
                 out["relative"] = f"{t['mean_diff'] / t['mean_b']:+.1%}" if t["mean_b"] else "-"
-                out["p (Wilcoxon)"] = fmt_p(t["p_wilcoxon"])
+                out.update(p_cells(t, cfg))
         _add_llm_failures(out, run.metrics)
         out["claimed improvement"] = (r.get("claimed") or {}).get("improvement", "-")
         rows.append(out)
@@ -219,7 +230,7 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
         sd = float(np.std(d, ddof=1))
         mde = stats.min_detectable_difference(sd, len(d))
         out.update({"measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
-                    "p (Wilcoxon)": fmt_p(t["p_wilcoxon"]), "sd of differences": fmt(sd),
+                    **p_cells(t, cfg), "sd of differences": fmt(sd),
                     "smallest detectable difference (80% power)": fmt(mde)})
         if claimed_a is not None and claimed_b is not None:
             gap = abs(claimed_a - claimed_b)
@@ -277,7 +288,7 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
         for i, table in enumerate(s["tables"]):
             if table.get("kind") == "retrieval":
                 t = retrieval_table(views, table, cfg)
-                md += [f"**{table['name']}** (the seed's {table['source']})", "", to_markdown(t)]
+                md += [f"**{table['name']}** (the seed's {table['source']}; {EXPLORATORY})", "", to_markdown(t)]
                 frames.append((f"{seed}_{i + 1}", t))
                 continue
             t = seed_table(views, table, cfg)
@@ -285,7 +296,8 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
             frames.append((f"{seed}_{i + 1}", t))
             cmp = comparison_table(views, table, cfg)
             if not cmp.empty:
-                md += ["Paired answer-F1 differences on the questions both rows answered:", "", to_markdown(cmp)]
+                md += [f"Paired answer-F1 differences on the questions both rows answered ({EXPLORATORY}):", "",
+                       to_markdown(cmp)]
                 line = power_line(cmp)
                 if line:
                     md += [line, ""]
@@ -420,18 +432,20 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
             if t is not None:
                 tests.append({"metric": col, "method": m, "best baseline": best, "n": t["n"],
                               "difference": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                              "p_wilcoxon": t["p_wilcoxon"]})
+                              "p_randomization": t["p_randomization"], "p_wilcoxon": t["p_wilcoxon"]})
     tt = pd.DataFrame(tests)
+    primary = cfg["primary_test"]["seeds"]
     if not tt.empty:
-        tt["p_holm"] = stats.adjust(tt["p_wilcoxon"].to_numpy(), "holm")
-        tt["p_bh"] = stats.adjust(tt["p_wilcoxon"].to_numpy(), "bh")
+        tt = stats.with_primary_test(tt, primary, 1.0 - float(cfg["confidence"])).drop(columns="p_bonferroni")
         for c in ("difference", "ci_low", "ci_high"):
             tt[c] = tt[c].map(fmt)
-        for c in ("p_wilcoxon", "p_holm", "p_bh"):
+        for c in ("p_randomization", "p_wilcoxon", "p_holm", "p_bh"):
             tt[c] = tt[c].map(fmt_p)
     return [("Table 1: agent quality (claimed beside measured, 95% BCa intervals, n queries)", pd.DataFrame(t1)),
             ("Table 2: efficiency on this machine (warm P95 per query, peak RSS the run added, queries per second; "
              "‡ = measured while other work ran)", pd.DataFrame(t2)),
             ("Table 3: agent coverage", pd.DataFrame(t3)),
-            ("Paired tests of the Lethe iterations against the best baseline per metric (Holm and BH over this family)", tt)]
+            (f"Paired tests of the Lethe iterations against the best baseline per metric (primary test: "
+             f"{stats.TEST_NAMES[primary]}; its Holm and BH over this family; ci_vs_test: the CI and the primary test "
+             "disagree)", tt)]
 

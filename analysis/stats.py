@@ -338,6 +338,35 @@ def correct_family(df: pd.DataFrame, p_col: str = "p_wilcoxon") -> pd.DataFrame:
     return out
 
 
+TESTS = ("randomization", "wilcoxon")   # the paired tests a table may name as primary or secondary (p_<name> columns)
+TEST_NAMES = {"randomization": "the paired randomization (sign-flip) test of the mean difference",
+              "wilcoxon": "the Wilcoxon signed-rank test"}
+
+
+def ci_test_disagreement(ci_low: float, ci_high: float, p: float, alpha: float) -> str:
+    """"" when the CI of the mean difference and a test's (unadjusted) p agree at level ``alpha``
+    (CI excludes 0 exactly when p < alpha), else which way they disagree; "" when either is undefined."""
+    if any(x is None or np.isnan(x) for x in (ci_low, ci_high, p)):
+        return ""
+    excludes = ci_low > 0 or ci_high < 0
+    if excludes == (p < alpha):
+        return ""
+    return f"CI excludes 0, p >= {alpha:g}" if excludes else f"CI includes 0, p < {alpha:g}"
+
+
+def with_primary_test(df: pd.DataFrame, primary: str, alpha: float) -> pd.DataFrame:
+    """``correct_family`` over ``p_<primary>`` (the test that decides; the other p columns stay as they are), plus
+    ``ci_vs_test``: ``ci_test_disagreement`` of each row's CI and unadjusted primary p. ``attrs["primary_test"]``
+    records the choice."""
+    if primary not in TESTS:
+        raise ValueError(f"primary test {primary!r}: expected one of {TESTS}")
+    out = correct_family(df, p_col=f"p_{primary}")
+    out["ci_vs_test"] = [ci_test_disagreement(lo, hi, p, alpha)
+                         for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"])]
+    out.attrs["primary_test"] = primary
+    return out
+
+
 # --------------------------------------------------------------------------- proportions and power
 
 
@@ -355,6 +384,17 @@ def proportion_ci(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return {"share": k / n, "ci_low": float(ci.low), "ci_high": float(ci.high), "k": k, "n": n}
 
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test of ``wins`` against ``losses`` (ties left out): the binomial p of a split at least
+    this uneven when each decisive outcome is a fair coin; NaN when there is no decisive outcome."""
+    wins, losses = int(wins), int(losses)
+    if wins < 0 or losses < 0:
+        raise ValueError(f"need counts >= 0, got wins={wins}, losses={losses}")
+    if wins + losses == 0:
+        return float("nan")
+    return float(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue)
 
 def min_detectable_difference(sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest mean paired difference a two-sided test at level ``alpha`` detects with probability ``power`` on

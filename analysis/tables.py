@@ -84,7 +84,7 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
 
 def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], baseline: str | None = None) -> pd.DataFrame:
     """Paired tests of every method against the best baseline of its dataset (or ``baseline``, a method
-    label, where that dataset has it), family-corrected over all rows."""
+    label, where that dataset has it), the primary test family-corrected over all rows (``corrected``)."""
     rows = []
     metrics = list(cfg["family_metrics"])
     declared = set(cfg["baselines"]) | set(cfg["lethe"])
@@ -99,9 +99,26 @@ def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], baseline: s
             mark = f"{G.BELOW} below first stage {gate.first_stage}" if gate is not None and gate.below else ""
             rows += [{**r, "gate": mark} for metric in metrics if (r := paired_row(v, ds, m, base, metric, cfg))]
     df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    return stats.correct_family(df, p_col="p_wilcoxon")
+    return df if df.empty else corrected(df, cfg, "table2")
+
+
+def corrected(df: pd.DataFrame, cfg: Mapping[str, Any], table: str) -> pd.DataFrame:
+    """``df`` (paired rows, the whole family) corrected over the primary test ``cfg.primary_test[table]``, with the
+    CI-vs-test flag at 1 - confidence."""
+    return stats.with_primary_test(df, cfg["primary_test"][table], 1.0 - float(cfg["confidence"]))
+
+
+def tests_note(df: pd.DataFrame, cfg: Mapping[str, Any]) -> str:
+    """What a tested table's p columns mean: which test is primary (corrected over the family), which secondary, and
+    how many rows the CI and the primary test disagree on."""
+    primary = df.attrs["primary_test"]
+    secondary = next(t for t in stats.TESTS if t != primary)
+    conf = float(cfg["confidence"])
+    flagged = int((df["ci_vs_test"] != "").sum())
+    return (f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); the adjusted p-values (`p_holm`, `p_bh`, "
+            f"`p_bonferroni`) are of it, over the whole family. Secondary, uncorrected: {stats.TEST_NAMES[secondary]} "
+            f"(`p_{secondary}`). `ci_vs_test` flags a row whose {conf:.0%} BCa CI of the mean difference and unadjusted "
+            f"primary p disagree at {1.0 - conf:g}: {flagged} of {len(df)} rows.")
 
 
 def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -121,9 +138,8 @@ def table_ablations(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) ->
         for m, ref in ablation_pairs(list(v.per_query), cfg):
             rows += [r for metric in cfg["family_metrics"] if (r := paired_row(v, ds, m, ref, metric, cfg))]
     df = pd.DataFrame(rows)
-    return df if df.empty else stats.correct_family(df.rename(columns={"baseline": "reference",
-                                                                        "baseline_mean": "reference_mean"}),
-                                                    p_col="p_wilcoxon")
+    return df if df.empty else corrected(df.rename(columns={"baseline": "reference", "baseline_mean": "reference_mean"}),
+                                         cfg, "ablations")
 
 
 def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:

@@ -89,15 +89,17 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     ``{"bm25+k1_09": ["method.k1=0.9"]}``). ``metrics``: ranx or ir_measures names (``nDCG@10``, ``R@50``,
     ``RR@10``, ``P@10``, ``recall@50``; ``coverage@10`` / ``contradiction@10`` where labelled). ``baseline``:
     a method name, or None for each dataset's best baseline by the report's rule (the report's Table 2).
-    ``correction``: which adjusted p value fills ``p_adjusted`` (``holm``, ``bonferroni``, ``bh`` or None);
-    all three are always returned, over the whole returned family. ``overrides``: run overrides for every
+    ``correction``: which adjusted p value fills ``p_adjusted`` (``holm``, ``bonferroni``, ``bh`` or None for the
+    unadjusted p of the primary test, ``analysis.primary_test.table2``); all three are always returned, adjusted
+    over the whole returned family. ``overrides``: run overrides for every
     run (e.g. ``data.root=...``); ``save_dir``: the results folder (``results_dir``; default the project's).
     ``run=False`` only reads finished runs (a missing one raises). ``analysis``: report settings
     (conf/analysis/default.yaml), e.g. ``{"bootstrap_resamples": 2000}``.
 
     Returns one row per (dataset, metric, method): n, baseline_mean, method_mean, mean_diff, ci_low, ci_high
     (of the mean difference), p_wilcoxon, p_randomization, d_z, wins, ties, losses, p_bonferroni, p_holm, p_bh,
-    p_adjusted, the metric's ir_measures name (``measure``) and the method's gate mark (below its first stage).
+    p_adjusted, ci_vs_test (the CI and the primary test disagree), the metric's ir_measures name (``measure``) and
+    the method's gate mark (below its first stage). ``attrs``: correction, baseline, family_size, primary_test.
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"correction={correction!r}: expected one of {sorted(k for k in CORRECTIONS if k)} or None")
@@ -136,6 +138,6 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     if df.empty:
         return df
     df.insert(df.columns.get_loc("metric") + 1, "measure", [display_metric(m) for m in df["metric"]])
-    df["p_adjusted"] = df[CORRECTIONS[correction]] if correction else df["p_wilcoxon"]
+    df["p_adjusted"] = df[CORRECTIONS[correction]] if correction else df[f"p_{df.attrs['primary_test']}"]
     df.attrs.update(correction=correction, baseline=baseline or "best per dataset", family_size=int(len(df)))
     return df

@@ -28,6 +28,7 @@ def test_win_rates_count_outcomes_per_criterion_with_wilson_intervals():
     ci = proportion_ci(3, 5)
     assert r["b_win_rate"] == 0.6 and (r["b_win_rate_low"], r["b_win_rate_high"]) == (ci["ci_low"], ci["ci_high"])
     assert r["a_win_rate"] == 0.2 and r["tie_rate"] == 0.2
+    assert r["sign_test_p"] == 0.625   # B 3 : A 1, ties left out: 2 * P(X >= 3 | n=4) = 2 * 5/16
     with pytest.raises(ValueError, match="unknown outcome"):
         P.win_rates([dict.fromkeys(CRITERIA, "C")])
 

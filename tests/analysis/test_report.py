@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 
 import nbformat
+import numpy as np
+import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
 from analysis.report import build_report, load_cfg
+from analysis.stats import adjust, ci_test_disagreement
 from analysis.declared_runs import RunRef
 from lethe.core.paths import PROJECT_ROOT
 
@@ -52,6 +55,14 @@ def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(repo
     assert "ndcg@10" not in t2 and "recall@50" not in t2
     report = (first / "report.md").read_text()
     assert "methods x metrics ['nDCG@10', 'R@50', 'coverage@10']" in report
+    # the declared primary test (randomization) is the corrected one; Wilcoxon stays beside it; CI-vs-test flagged
+    csv = pd.read_csv(first / "tables" / "table2_significance.csv")
+    np.testing.assert_allclose(csv["p_holm"], adjust(csv["p_randomization"].to_numpy(), "holm"), rtol=1e-9)
+    flags = csv["ci_vs_test"].fillna("")
+    assert flags.tolist() == [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in
+                              zip(csv["ci_low"], csv["ci_high"], csv["p_randomization"])]
+    assert ("Primary test: the paired randomization (sign-flip) test of the mean difference (`p_randomization`)" in report
+            and f"disagree at 0.05: {int((flags != '').sum())} of {len(csv)} rows." in report)
     assert "| method | n | nDCG@10 | nDCG@10 95% CI | R@50 |" in report
     spelled = load_cfg([f"out_dir={tmp_path}", "bootstrap_resamples=2000", "permutation_resamples=2000",
                         "gate_metric=nDCG@10", "best_baseline_metric=NDCG@10", "family_metrics=[nDCG@10,R@50,coverage@10]"])

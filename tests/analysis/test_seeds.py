@@ -11,14 +11,16 @@ import pytest
 from scipy import stats as sps
 
 from analysis import seeds as S
+from analysis import stats
 from analysis import views as V
+from analysis.formatting import fmt_p
 from analysis.declared_runs import RunRef
 from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS
 
 ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
 CFG = {"bootstrap_resamples": 2000, "permutation_resamples": 2000, "confidence": 0.95, "seed": 0,
-       "coverage_n": 10, "contradiction_k": 10}
+       "coverage_n": 10, "contradiction_k": 10, "primary_test": {"seeds": "randomization"}}
 TABLE = {"name": "t", "source": "s", "rows": [
     {"row": "semantic", "run": "locomo/vector", "full": "locomo/window", "claimed": {"f1": 0.30, "rouge_l": 0.29}},
     {"row": "lexical", "run": "locomo/bm25", "versus": "semantic", "claimed": {"f1": 0.25}},
@@ -65,6 +67,10 @@ def test_paired_difference_and_power_line_by_hand(views):
     d = a.loc[common].to_numpy() - b.loc[common].to_numpy()
     assert r["seed's difference"] == "-0.0500"
     assert r["measured difference [95% CI]"].startswith(f"{d.mean():+.4f}")
+    t = stats.paired_test(a.loc[common].to_numpy(), b.loc[common].to_numpy(), 2000, 0, 0.95)
+    cells = [c for c in cmp.columns if c.startswith("p (")]   # the primary test first, both uncorrected
+    assert cells == ["p (randomization)", "p (Wilcoxon)"]
+    assert (r["p (randomization)"], r["p (Wilcoxon)"]) == (fmt_p(t["p_randomization"]), fmt_p(t["p_wilcoxon"]))
     sd = np.std(d, ddof=1)
     if sd > 0:
         mde = (sps.t.ppf(0.975, 2) + sps.t.ppf(0.8, 2)) * sd / np.sqrt(3)
@@ -75,7 +81,8 @@ def test_paired_difference_and_power_line_by_hand(views):
 
 def test_sections_skip_seeds_this_report_does_not_declare(views):
     spec = {"s1": {"title": "Seed 1", "source": "x", "tables": [TABLE]}}
-    assert S.seed_sections(views, spec, CFG, declared={"locomo/bm25"})[0][0] == "Seed 1"
+    title, md, _ = S.seed_sections(views, spec, CFG, declared={"locomo/bm25"})[0]
+    assert title == "Seed 1" and f"answered ({S.EXPLORATORY}):" in md   # uncorrected p-values say so in the header
     assert S.seed_sections(views, spec, CFG, declared={"techqa/vector"}) == []
     assert S.is_study_label("vector+seed001", ["*+seed0*"]) and not S.is_study_label("vector", ["*+seed0*"])
 

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
-from analysis.stats import adjust, align, correct_family, mean_ci, paired_test
+from analysis.stats import (adjust, align, ci_test_disagreement, correct_family, mean_ci, paired_test, sign_test,
+                            with_primary_test)
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -214,6 +215,48 @@ def test_correct_family_adds_columns_over_whole_frame():
     np.testing.assert_allclose(out["p_bonferroni"], adjust(P, "bonferroni"))
     with pytest.raises(ValueError, match="p_rand"):
         correct_family(df, p_col="p_rand")
+
+
+
+@pytest.mark.parametrize("lo, hi, p, expected", [
+    (0.01, 0.03, 0.001, ""),                               # CI above 0, significant: agree
+    (-0.03, -0.01, 0.02, ""),                              # CI below 0, significant: agree
+    (-0.01, 0.02, 0.40, ""),                               # CI spans 0, not significant: agree
+    (-0.002, 0.028, 0.0006, "CI includes 0, p < 0.05"),    # the TechQA row under Wilcoxon
+    (0.001, 0.03, 0.069, "CI excludes 0, p >= 0.05"),
+    (0.0, 0.03, 0.01, "CI includes 0, p < 0.05"),          # a bound at exactly 0 includes 0
+    (float("nan"), 0.03, 0.01, ""),                        # undefined CI: nothing to compare
+])
+def test_ci_test_disagreement_on_constructed_rows(lo, hi, p, expected):
+    assert ci_test_disagreement(lo, hi, p, 0.05) == expected
+
+
+def test_with_primary_test_corrects_only_the_primary_and_flags_rows():
+    df = pd.DataFrame({"method": list("abcde"), "p_randomization": P, "p_wilcoxon": P[::-1],
+                       "ci_low": [0.01, -0.02, 0.02, -0.01, 0.001], "ci_high": [0.05, 0.01, 0.04, 0.01, 0.01]})
+    out = with_primary_test(df, "randomization", 0.05)
+    np.testing.assert_allclose(out["p_holm"], adjust(P, "holm"))
+    assert out["p_wilcoxon"].tolist() == P[::-1]           # the secondary is left as it is
+    expected = [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in zip(df["ci_low"], df["ci_high"], P)]
+    assert out["ci_vs_test"].tolist() == expected and out.attrs["primary_test"] == "randomization"
+    np.testing.assert_allclose(with_primary_test(df, "wilcoxon", 0.05)["p_holm"], adjust(P[::-1], "holm"))
+    with pytest.raises(ValueError, match="primary test 'ttest'"):
+        with_primary_test(df, "ttest", 0.05)
+
+
+
+def test_sign_test_by_enumeration():
+    def two_sided(k: int, n: int) -> float:   # fair coin, symmetric: twice the tail beyond the larger count
+        hi = max(k, n - k)
+        return min(1.0, 2 * sum(math.comb(n, j) for j in range(hi, n + 1)) / 2 ** n)
+
+    assert sign_test(11, 6) == pytest.approx(two_sided(11, 17), rel=1e-12)   # the cs_local 11 vs 6: p 0.33
+    assert sign_test(11, 6) == pytest.approx(0.3323, abs=1e-4)
+    assert sign_test(6, 11) == sign_test(11, 6)
+    assert sign_test(20, 0) == pytest.approx(two_sided(20, 20), rel=1e-12) and sign_test(20, 0) < 1e-5
+    assert sign_test(5, 5) == 1.0 and math.isnan(sign_test(0, 0))
+    with pytest.raises(ValueError, match="counts >= 0"):
+        sign_test(-1, 3)
 
 
 # ----------------------------------------------------------------------------- invariances
