@@ -11,7 +11,7 @@ from analysis import tables as T
 
 CFG = {"baselines": ["bm25", "hybrid"], "lethe": ["lethe_iter1", "lethe_iter2", "lethe_iter3"],
        "family_metrics": ["ndcg@10"], "best_baseline_metric": "ndcg@10", "permutation_resamples": 2000,
-       "seed": 0, "confidence": 0.95}
+       "seed": 0, "confidence": 0.95, "primary_test": {"table2": "randomization", "ablations": "randomization"}}
 
 
 def _pq(x: np.ndarray) -> pd.DataFrame:
