@@ -36,13 +36,13 @@ def fmt_p(p: float | None) -> str:
     return "<1e-4" if p < 1e-4 else f"{p:.4f}"
 
 
-
 def with_p_strings(show: pd.DataFrame) -> pd.DataFrame:
     """``show`` rounded to 4 decimals for a markdown table, its ``p_*`` columns as ``fmt_p`` strings."""
     out = show.round(4).astype(object)
     for c in [c for c in show.columns if c.startswith("p_")]:
         out[c] = show[c].map(fmt_p)
     return out
+
 
 def _fmt_cell(x: Any) -> str:
     if isinstance(x, float):

@@ -9,17 +9,18 @@ MiniLM answer similarity ("SBERT") as means with BCa intervals over the answered
 (``analysis.stats.mean_ci``); for keyword-boost rows the activation rate (share of the sample's queries whose boost
 ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and on the full data.
 
-Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per
-row the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against
-its ``versus`` row the paired nDCG@10 difference (BCa interval, randomization and Wilcoxon p, uncorrected) and its size relative to the reference
-mean, beside the seed's claimed improvement; also the median tokens per doc unit (the processed dataset's card),
-the index build time (the run's manifest; this machine's, never verified) and, for runs with LLM calls, their
-failure and fallback shares.
+Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per row
+the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against its
+``versus`` row the paired nDCG@10 difference (BCa interval, randomization and Wilcoxon p, uncorrected) and its size
+relative to the reference mean, beside the seed's claimed improvement; also the median tokens per doc unit (the
+processed dataset's card), the index build time (the run's manifest; this machine's, never verified) and, for runs
+with LLM calls, their failure and fallback shares.
 
 Per compared row (:func:`comparison_table`): the paired answer-F1 difference on the questions both rows answered
-(``analysis.stats.paired_test``: mean, BCa interval, randomization and Wilcoxon p, uncorrected), the seed's own difference, and the power line: the
-smallest mean difference a paired t-test at alpha = 0.05 detects with 80% power on that many questions, from the
-measured standard deviation of the per-question differences (``analysis.stats.min_detectable_difference``).
+(``analysis.stats.paired_test``: mean, BCa interval, randomization and Wilcoxon p, uncorrected), the seed's own
+difference, and the power line: the smallest mean difference a paired t-test at alpha = 0.05 detects with 80% power
+on that many questions, from the measured standard deviation of the per-question differences
+(``analysis.stats.min_detectable_difference``).
 """
 
 from __future__ import annotations
@@ -154,9 +155,7 @@ EXPLORATORY = "exploratory: p-values not corrected for multiple comparisons"
 
 def p_cells(t: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, str]:
     """A paired test's two p-values as table cells, the seeds' primary test (``cfg.primary_test.seeds``) first."""
-    primary = cfg["primary_test"]["seeds"]
-    order = [primary, *(x for x in stats.TESTS if x != primary)]
-    return {TEST_COLUMNS[x]: fmt_p(t[f"p_{x}"]) for x in order}
+    return {TEST_COLUMNS[x]: fmt_p(t[f"p_{x}"]) for x in stats.test_order(cfg["primary_test"]["seeds"])}
 
 
 def _chunk_tokens_p50(folder: Path) -> Any:

@@ -343,6 +343,13 @@ TEST_NAMES = {"randomization": "the paired randomization (sign-flip) test of the
               "wilcoxon": "the Wilcoxon signed-rank test"}
 
 
+def test_order(primary: str) -> tuple[str, ...]:
+    """``TESTS`` with ``primary`` first (the others are secondary)."""
+    if primary not in TESTS:
+        raise ValueError(f"primary test {primary!r}: expected one of {TESTS}")
+    return (primary, *(t for t in TESTS if t != primary))
+
+
 def ci_test_disagreement(ci_low: float, ci_high: float, p: float, alpha: float) -> str:
     """"" when the CI of the mean difference and a test's (unadjusted) p agree at level ``alpha``
     (CI excludes 0 exactly when p < alpha), else which way they disagree; "" when either is undefined."""
@@ -358,8 +365,7 @@ def with_primary_test(df: pd.DataFrame, primary: str, alpha: float) -> pd.DataFr
     """``correct_family`` over ``p_<primary>`` (the test that decides; the other p columns stay as they are), plus
     ``ci_vs_test``: ``ci_test_disagreement`` of each row's CI and unadjusted primary p. ``attrs["primary_test"]``
     records the choice."""
-    if primary not in TESTS:
-        raise ValueError(f"primary test {primary!r}: expected one of {TESTS}")
+    test_order(primary)   # a known test, or ValueError
     out = correct_family(df, p_col=f"p_{primary}")
     out["ci_vs_test"] = [ci_test_disagreement(lo, hi, p, alpha)
                          for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"])]
@@ -385,7 +391,6 @@ def proportion_ci(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     return {"share": k / n, "ci_low": float(ci.low), "ci_high": float(ci.high), "k": k, "n": n}
 
 
-
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test of ``wins`` against ``losses`` (ties left out): the binomial p of a split at least
     this uneven when each decisive outcome is a fair coin; NaN when there is no decisive outcome."""
@@ -395,6 +400,7 @@ def sign_test(wins: int, losses: int) -> float:
     if wins + losses == 0:
         return float("nan")
     return float(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue)
+
 
 def min_detectable_difference(sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest mean paired difference a two-sided test at level ``alpha`` detects with probability ``power`` on

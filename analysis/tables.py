@@ -111,8 +111,7 @@ def corrected(df: pd.DataFrame, cfg: Mapping[str, Any], table: str) -> pd.DataFr
 def tests_note(df: pd.DataFrame, cfg: Mapping[str, Any]) -> str:
     """What a tested table's p columns mean: which test is primary (corrected over the family), which secondary, and
     how many rows the CI and the primary test disagree on."""
-    primary = df.attrs["primary_test"]
-    secondary = next(t for t in stats.TESTS if t != primary)
+    primary, secondary = stats.test_order(df.attrs["primary_test"])
     conf = float(cfg["confidence"])
     flagged = int((df["ci_vs_test"] != "").sum())
     return (f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); the adjusted p-values (`p_holm`, `p_bh`, "
