@@ -191,7 +191,23 @@ def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> l
     names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]
-    return [t for t in tiers if t.report == report]
+    group = [t for t in tiers if t.report == report]
+    _check_publish(group, reference_dir)
+    return group
+
+
+def _check_publish(tiers: Sequence[Tier], reference_dir: str | Path) -> None:
+    """ValueError when two studies of one report publish to the same folder with the same module: they write files
+    of the same names, so the later copy would silently replace the earlier one in the report's folder."""
+    seen: dict[tuple[str, str], str] = {}
+    for t in tiers:
+        for st in t.studies:
+            where = f"{reference_dir}/{t.name}.yaml: studies.{st.name}"
+            other = seen.setdefault((st.publish, st.module), where)
+            if other != where:
+                raise ValueError(f"{where} and {other} both publish {st.module}'s files to {st.publish}/: the later "
+                                 "copy would replace the earlier one; give each its own `publish` folder "
+                                 f"(e.g. publish: tables/{st.name})")
 
 
 def matches(key: str, patterns: Sequence[str]) -> bool:
