@@ -19,6 +19,8 @@ import yaml
 from omegaconf import OmegaConf
 
 from analysis import ce_selection as CS
+from analysis import claims as CL
+from analysis import verdicts as VD
 from analysis import gates as G
 from analysis import plans as P
 from analysis import seeds as SEEDS
@@ -33,17 +35,13 @@ from lethe.core.faults import kill_point
 from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
-# the paper's Table 1 keys -> our Table 1 headers (analysis.tables.table1)
-CLAIM_COLUMNS = {"ndcg_at_10": display_metric("ndcg@10"), "recall_at_50": display_metric("recall@50"), "coverage_at_n": "Coverage@10",
-                 "latency_ms": "P95 latency (ms, this machine)", "contradiction_rate": "Contradiction@10",
-                 "hallucination_rate": "Hallucination"}
 CAPTIONS = {
     "fig1": "Figure 1: entity Coverage@10 per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only.",
-    "fig2": "Figure 2: iteration-2 ablation (left); nDCG@10 by query complexity (right).",
-    "fig3": "Figure 3: learned vs static fusion (left); progression over iterations against the best baseline (right).",
-    "fig4": "Figure 4: iteration 4 on LetheBench: quality vs LLM rerank budget, the share of the top 10 judged, the stale-doc rate, the model-choice frontier and latency by stage; and iteration 4 against iteration 3 on the same queries per dataset.",
+    "fig2": "Figure 2: iteration-2 ablation (left); nDCG@10 per method by query complexity, means with 95% BCa CIs (right); main family only.",
+    "fig3": "Figure 3: learned fusion (iteration 3, and its alpha-only variant) against static fusion (iteration 2), paired nDCG@10 differences with 95% BCa CIs (left); mean nDCG@10 per iteration with 95% BCa CIs against the best baseline's mean and CI band (right).",
+    "fig4": "Figure 4: iteration 4 on LetheBench: quality vs LLM rerank budget, the share of the top 10 judged, the stale-doc rate, the model-choice frontier and latency by stage; and iteration 4 against iteration 3 on the same queries per dataset. A budget shorter than one LLM call judges nothing (share 0): the predictive stop never starts a call it cannot finish, so there the LLM reorders nothing.",
     "fig5": "Figure 5: per dataset, paired mean differences in nDCG@10 against the best baseline with BCa CIs and d_z (top), and mean nDCG@10 with 95% CIs (bottom); main family only.",
-    "fig6": "Figure 6: nDCG@10, Recall@50, Coverage@10 and contradiction rate by LetheBench domain; main family only.",
+    "fig6": "Figure 6: nDCG@10, Recall@50, Coverage@10 and contradiction rate per method by LetheBench domain, means with 95% BCa CIs (one marker per domain); main family only.",
     "fig7": "Figure 7: Lethe steps, ablations and side studies against their references (nDCG@10, paired, 95% BCa CIs), per dataset.",
 }
 
@@ -67,45 +65,28 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     return out  # type: ignore[return-value]
 
 
-def claims_vs_measured(views: Mapping[str, V.DatasetView], t1: Mapping[str, pd.DataFrame], claims_path: Path,
-                       cfg: Mapping[str, Any]) -> str:
-    """Markdown: the paper's printed Table 1 beside our LetheBench measurements, with differences (a reranker
-    below its own first stage marked), then what the sanity gates found on every dataset."""
-    if not claims_path.is_file():
-        return f"The claims file {claims_path} was not found; no comparison.\n\n" + gate_claims(views, cfg)
-    below = set(G.excluded_from_best(views["lethebench"], cfg)) if "lethebench" in views else set()
-    marked = False
-    claims = yaml.safe_load(claims_path.read_text())["table1_performance_summary"]
-    cols = claims["columns"]
-    meas = t1.get("lethebench")
-    lines = ["The paper's numbers below were **not measurements**: the repository behind the paper produced them "
-             "from hard-coded formulas plus random noise. They are shown only to set them beside what this harness "
-             "measured on its own LetheBench (test split, 500 queries; not the paper's dataset, which never existed as "
-             "described). A cell says n/m where the method or metric has not been measured yet.", "",
-             "| method | metric | claimed | measured | measured - claimed |", "|---|---|---|---|---|"]
-    for method, row in claims["rows"].items():
-        claim = dict(zip(cols, row))
-        mrow = None
-        if meas is not None and method in set(meas["method"]):
-            mrow = meas[meas["method"] == method].iloc[0]
-        for key, label in CLAIM_COLUMNS.items():
-            c = claim.get(key)
-            m = mrow[label] if mrow is not None and label in mrow else F.NM
-            diff = F.NM
-            if not str(m).startswith(F.NM) and c is not None:
-                # the hallucination cell carries its judged count ("0.1667 (n=30)"), a contended latency a ‡
-                mv = float(str(m).split()[0].rstrip("‡"))
-                diff = f"{mv - float(c):+.4f}" if key != "latency_ms" else f"{mv - float(c):+.1f}"
-            if method in below and key == "ndcg_at_10":
-                m = f"{m} {G.BELOW}"
-                marked = True
-            lines.append(f"| {method} | {label} | {c} | {m} | {diff} |")
-    lines += ["", "Latency: the paper's figure is a mean per query of a simulated pipeline; ours is the measured P95 per "
-              "query on this machine (2 CPU cores). Methods run on a seeded query sample (iteration 4) are measured on "
-              "that sample (its size is the `n` of Table 1); hallucination is over the answers the judge could judge."]
-    if marked:
-        lines += ["", G.BELOW_NOTE]
-    return "\n".join(lines) + "\n\n" + gate_claims(views, cfg)
+def claims_section(all_views: Mapping[str, V.DatasetView], views: Mapping[str, V.DatasetView], t2: pd.DataFrame,
+                   cfg: Mapping[str, Any], tdir: Path, studies: Mapping[str, Mapping[str, Any]] | None = None,
+                   declared: set[str] | None = None) -> str:
+    """Markdown: the claims table (analysis/claims.py; written as ``table_claims``) of the paper and of every seed
+    whose runs the report declares (``declared``: run keys; None = every seed), the verdict rule, then what the sanity
+    gates found on every dataset."""
+    path = Path(cfg["claims"])
+    paper = yaml.safe_load(path.read_text()) if path.is_file() else None
+    seeds = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {} if cfg.get("seeds") else {}
+    if declared is not None:
+        seeds = {k: s for k, s in seeds.items() if SEEDS.run_keys({k: s}) & declared}
+    table = CL.claims_table(all_views, t2, paper, seeds, cfg, studies)
+    missing = "" if paper else f"The paper's claims file {path} was not found: only the seeds' claims are below. "
+    note = (f"{missing}The paper's numbers were **not measurements**: the repository behind the paper produced them from "
+            "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench (test split; not "
+            "the paper's dataset, which never existed as described). The seeds' numbers are copied from "
+            f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
+            f"{VD.RULE} {CL.verdict_counts(table)}.")
+    F.write_table(table, tdir, "table_claims", "Claims: every printed claim, measured, with its verdict", footnote=note)
+    fidelity = CL.fidelity_lines(seeds)
+    fidelity = ["What each seed study approximates:", "", *fidelity, ""] if fidelity else []
+    return "\n".join([note, "", F.to_markdown(table), *fidelity]) + "\n" + gate_claims(views, cfg)
 
 
 def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> str:
@@ -222,9 +203,11 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = ()) -> Path:
+def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = (),
+                 studies: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
     """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
-    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section. Runs whose label matches
+    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section, ``studies`` the JSON
+    document of each finished study by name (the claims table reads seed 003's). Runs whose label matches
     ``study_labels`` are left out (the seed studies' report, analysis/seed_report.py, shows them); ``seeds_report``,
     when set, names that report in a pointer section."""
     t0 = time.perf_counter()
@@ -261,10 +244,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
                 "interpolation. " + CS.regime_finding(regimes))
         F.write_table(regimes, tdir, "table_ce_regimes", "Cross-encoder training regimes (test)", footnote=note)
         md += ["## Cross-encoder: training regimes (test)", "", F.to_markdown(regimes, note)]
-    t1s: dict[str, pd.DataFrame] = {}
     for ds, v in sorted(views.items()):
         t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
-        t1s[ds] = t1
         t1_note = " ".join([F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING])
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
@@ -320,7 +301,7 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         md += [f"![{name}](figures/{paths[0].name})", "", CAPTIONS.get(name, name), ""]
     for title, body in extra:
         md += [f"## {title}", "", body, ""]
-    md += ["## Claimed vs measured", "", claims_vs_measured(views, t1s, Path(cfg["claims"]), cfg)]
+    md += ["## Claims: verdicts", "", claims_section(all_views, views, t2, cfg, tdir, studies, {r.key for r in refs})]
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
     print(f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "

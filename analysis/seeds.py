@@ -50,7 +50,8 @@ NOTE = ("Claimed = printed in the seed (copied, never measured here); measured =
         "not run yet.")
 
 
-def _run(views: Mapping[str, DatasetView], key: str | None) -> tuple[DatasetView | None, str | None]:
+def resolve_run(views: Mapping[str, DatasetView], key: str | None) -> tuple[DatasetView | None, str | None]:
+    """(view, label) of the finished run ``<dataset>/<label>`` among ``views``; (None, None) when not finished."""
     if not key:
         return None, None
     ds, label = key.split("/", 1)
@@ -110,7 +111,7 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
     """One row per spec row: claimed and measured answer metrics, activation, nDCG@10 on the sample and full data."""
     rows = []
     for r in table["rows"]:
-        v, label = _run(views, r.get("run"))
+        v, label = resolve_run(views, r.get("run"))
         out: dict[str, Any] = {"row": r["row"], "run": r.get("run")}
         if v is None:
             out.update({"n": "n/m†"})
@@ -132,14 +133,14 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         out["s per answer"] = _seconds_per_answer(gen)
         _add_llm_failures(out, v.runs[label].metrics)
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
-        fv, flabel = _run(views, r.get("full"))
+        fv, flabel = resolve_run(views, r.get("full"))
         out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
                                if fv is not None else ("n/m†" if r.get("full") else "-"))
         rows.append(out)
     return pd.DataFrame(rows).fillna("-")
 
 
-def _paired(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tuple[dict[str, Any] | None, np.ndarray]:
+def paired_on_common(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tuple[dict[str, Any] | None, np.ndarray]:
     """``analysis.stats.paired_test`` of ``a`` against ``b`` on the queries both scored (None under 2 queries), and
     the per-query differences a - b on those queries."""
     common = a.dropna().index.intersection(b.dropna().index)
@@ -171,7 +172,7 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
     by_name = {r["row"]: r for r in table["rows"]}
     rows = []
     for r in table["rows"]:
-        v, label = _run(views, r.get("run"))
+        v, label = resolve_run(views, r.get("run"))
         out: dict[str, Any] = {"row": r["row"], "run": r.get("run")}
         if v is None:
             out["n"] = "n/m†"
@@ -187,8 +188,8 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
         secs = run.manifest.get("index_build_seconds")
         out["index s (this machine)"] = f"{secs:.1f}" if isinstance(secs, (int, float)) else NM
         if r.get("versus"):
-            vb, lb = _run(views, by_name[r["versus"]].get("run"))
-            t = _paired(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg)[0] if vb is not None else None
+            vb, lb = resolve_run(views, by_name[r["versus"]].get("run"))
+            t = paired_on_common(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg)[0] if vb is not None else None
             if t is None:
                 out["vs reference: nDCG@10 difference [95% CI]"] = "n/m†"
             else:
@@ -216,12 +217,12 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
         claimed_a, claimed_b = (r.get("claimed") or {}).get(metric), (ref.get("claimed") or {}).get(metric)
         out["seed's difference"] = (f"{claimed_a - claimed_b:+.4f}" if None not in (claimed_a, claimed_b)
                                     else (r.get("claimed") or {}).get("improvement", "-"))
-        (va, la), (vb, lb) = _run(views, r.get("run")), _run(views, ref.get("run"))
+        (va, la), (vb, lb) = resolve_run(views, r.get("run")), resolve_run(views, ref.get("run"))
         if va is None or vb is None or col not in va.per_query[la] or col not in vb.per_query[lb]:
             out.update({"n": "n/m†"})
             rows.append(out)
             continue
-        t, d = _paired(va.per_query[la][col], vb.per_query[lb][col], cfg)
+        t, d = paired_on_common(va.per_query[la][col], vb.per_query[lb][col], cfg)
         out["n"] = int(len(d))
         if t is None:
             rows.append(out)
@@ -275,14 +276,15 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
     for seed, s in spec.items():
         if declared is not None and not run_keys({seed: s}) & declared:
             continue
+        fidelity = [f"What this approximates: {s['fidelity']}", ""] if s.get("fidelity") else []
         if s.get("kind") == "agent":
             tables_ = agent_tables(views, s, cfg)
-            md = [f"Seed: `{s['source']}`. " + str(s.get("note", "")), ""]
+            md = [f"Seed: `{s['source']}`. " + str(s.get("note", "")), "", *fidelity]
             for title, frame in tables_:
                 md += [f"**{title}**", "", to_markdown(frame) if not frame.empty else "No finished runs yet (n/m†).", ""]
             out.append((s["title"], "\n".join(md), [(f"{seed}_{i + 1}", f) for i, (_, f) in enumerate(tables_)]))
             continue
-        md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, ""]
+        md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, "", *fidelity]
         frames: list[tuple[str, pd.DataFrame]] = []
         for i, table in enumerate(s["tables"]):
             if table.get("kind") == "retrieval":
@@ -303,6 +305,9 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
                 frames.append((f"{seed}_{i + 1}_paired", cmp))
         if s.get("not_run_note"):
             md += [str(s["not_run_note"]), ""]
+        if s.get("not_run_claims"):
+            md += ["Not run, with the improvement the seed expected:", "",
+                   *(f"- {c['claim']}: {c['why']}" for c in s["not_run_claims"]), ""]
         if s.get("not_run"):
             md += [f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
                    "loader accepts them where present).", ""]
@@ -383,7 +388,7 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
     rows = s["rows"]
     scores: dict[str, pd.DataFrame] = {}
     for r in rows:
-        v, label = _run(views, r["run"])
+        v, label = resolve_run(views, r["run"])
         if v is not None:
             scores[r["row"]] = agent_scores(v, label)
     t1, t2, t3 = [], [], []
@@ -403,7 +408,7 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
                    "tool diversity@20 measured": cell("tool diversity@20"),
                    "planning pattern coverage claimed": claim("planning_pattern_coverage"),
                    "planning pattern coverage measured": UNDEFINED})
-        v, label = _run(views, r["run"])
+        v, label = resolve_run(views, r["run"])
         if v is None:
             t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"), "P95 ms measured": "n/m†"})
             continue
@@ -427,7 +432,7 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
         for m in lethe:
             if col not in scores[m]:
                 continue
-            t = _paired(scores[m][col], scores[best][col], cfg)[0]
+            t = paired_on_common(scores[m][col], scores[best][col], cfg)[0]
             if t is not None:
                 tests.append({"metric": col, "method": m, "best baseline": best, "n": t["n"],
                               "difference": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],

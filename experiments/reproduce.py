@@ -442,6 +442,19 @@ def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
     return out
 
 
+def study_docs(report: str, cfg: DictConfig) -> dict[str, dict]:
+    """The JSON document of every finished study of the report group ``report`` (its first .json file other than
+    the manifest), by name: what the claims table reads (analysis/claims.py)."""
+    out = {}
+    for t in report_tiers(report, cfg.reference_dir):
+        for st in t.studies:
+            folder = study_folder(st, cfg)
+            docs = [f for f in sorted(folder.glob("*.json")) if f.name != MANIFEST] if (folder / "DONE").is_file() else []
+            if docs:
+                out[st.name] = json.loads(docs[0].read_text())
+    return out
+
+
 def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
     """Every declared run of the report group ``report``, located by config hash (``source=store``: in the
     reference store's index, without composing any config; a run the store lacks is not finished there)."""
@@ -522,7 +535,8 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir:
         rel = os.path.relpath(report_dir(SEEDS_GROUP, cfg) / "report.md", out_dir)
         pointer = [f"seeds_report={rel}"]
-    path = build_report(load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra)
+    path = build_report(load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra,
+                        study_docs(report, cfg))
     if refs and not from_store(cfg):
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)

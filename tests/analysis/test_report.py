@@ -43,7 +43,7 @@ def test_tables_are_byte_identical_across_runs(report_cfg, refs, tmp_path):
     assert {p.name: p.read_bytes() for p in sorted((first / "tables").iterdir())} == snap
     assert sorted(p.name for p in (first / "figures").glob("*.png")) == [f"fig{i}.png" for i in range(1, 8)]
     report = (first / "report.md").read_text()
-    assert "not measurements" in report and "| bm25 | nDCG@10 | 0.435 | n/m |" in report
+    assert "not measurements" in report and "| paper Table 1 | bm25: nDCG@10 = 0.435 | 0.435 | - | - | not measured |" in report
 
 
 def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(report_cfg, refs, tmp_path):
@@ -137,6 +137,16 @@ def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_pa
     assert "vector+seed001" not in (main_dir / "tables" / "table1_locomo.md").read_text()
     assert "| locomo | vector+seed001 | test |" in report   # the setup table lists every declared run
     assert "## Seed 001" not in report and "`seeds/report.md`" in report
+    # the claims table: the paper's claims and those of the seeds whose runs are declared (seeds 001 and 004 name locomo/vector+seed001)
+    claims = pd.read_csv(main_dir / "tables" / "table_claims.csv", dtype=str).set_index("claim")
+    assert set(claims["source"].str.split(":").str[0]) == {"paper Table 1", "paper Table 2", "paper Table 3",
+                                                          "paper Table 4", "seed001", "seed004"}
+    hit = claims.loc["Baseline (semantic only): answer F1 = 0.3059"]   # its run is finished, without answers
+    assert (hit["verdict"], hit["reason"]) == ("not measured", "locomo/vector+seed001 records no answer_f1 (answers off?)")
+    assert claims.loc["RRF Fusion: answer F1 = 0.2818", "reason"] == "no finished run of the declared method (n/m†)"
+    assert claims.loc["bm25: nDCG@10 = 0.435", "verdict"] == "not measured"   # no LetheBench run here
+    section = report.split("## Claims: verdicts", 1)[1]
+    assert "Verdict rule (analysis/verdicts.py" in section and f"{len(claims)} claims: " in section
     seeds = build_seed_report({**report_cfg, "out_dir": str(seeds_dir)}, refs + [seed_ref]).read_text()
     section = seeds.split("## Seed 001")[1].split("\n## ")[0]
     assert "| Baseline (semantic only) | locomo/vector+seed001 |" in section and "0.3059" in section   # claimed beside

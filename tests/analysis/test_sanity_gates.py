@@ -98,7 +98,7 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
         ("random_rerank", "10", "bm25", "random_rerank+seed1", "10", "302")
     assert row["verdict"].startswith("▼ below first stage")
     assert "## Sanity gates" in report and "| locomo | random_rerank | 10 | bm25 |" in report
-    claims = report.split("## Claimed vs measured", 1)[1]
+    claims = report.split("## Claims: verdicts", 1)[1]
     assert "locomo: random_rerank (depth 10) scores nDCG@10" in claims
     assert "once rerankers below their own first stage are left out (locomo: window)" in claims
 
