@@ -5,7 +5,9 @@ the baselines and the Lethe iterations, in their fixed order, each with the same
 figure); ablations, sweeps and side studies have their own figures (2, 4, 7). Method comparisons are
 horizontal, so every method's name sits on its own row and no label can overlap another; scatter
 plots name their points in a legend, never beside them. Panels whose runs do not exist yet say so.
-Greyscale-readable: methods differ by hatch and marker as well as shade; CIs are error bars.
+Colour-blind-safe (the Okabe-Ito palette) and print-readable: methods and groups differ by marker
+(and bars by hatch) as well as colour. Every mean carries its 95% BCa CI: breakdowns by a query column
+(complexity, domain) are dot plots, one row per method, one marker per group, each with its CI.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ import pandas as pd  # noqa: E402
 
 from analysis.iteration4 import budget_points  # noqa: E402
 from analysis.tables import best_baseline  # noqa: E402
-from analysis.views import DatasetView, cached_mean_ci, main_family  # noqa: E402
+from analysis.views import DatasetView, cached_mean_ci, main_family, paired_row  # noqa: E402
 from lethe.core.atomic import atomic_write_bytes  # noqa: E402
 from lethebench.runs import timings_frame  # noqa: E402
 
 HATCHES = ["", "//", "\\\\", "xx", "..", "--", "++", "oo", "**", "||", "OO", "//.", "\\\\."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d"]
-# no near-black fill: black error bars and hatches stay visible on every bar
-GREYS = ["0.35", "0.55", "0.75", "0.92", "0.45", "0.65", "0.85", "0.4", "0.6", "0.8", "0.5", "0.7", "0.97"]
+# Okabe & Ito's colour-blind-safe palette without its black (black error bars and hatches stay visible on every
+# bar), then a grey; 13 markers against 8 colours, so no two of the first 13 methods share colour and marker
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "figure.dpi": 110, "svg.hashsalt": "lethe",
                      "pdf.fonttype": 42, "legend.fontsize": 7})
 
@@ -50,14 +53,19 @@ class Styles:
 
     def bar(self, m: str) -> dict[str, Any]:
         i = self._i(m)
-        return {"color": GREYS[i % len(GREYS)], "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black", "linewidth": 0.6,
-                "error_kw": {"elinewidth": 1.2, "capthick": 1.2}}
+        return {"color": PALETTE[i % len(PALETTE)], "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black",
+                "linewidth": 0.6, "error_kw": {"elinewidth": 1.2, "capthick": 1.2}}
 
     def marker(self, m: str) -> dict[str, Any]:
         i = self._i(m)
-        grey = GREYS[i % len(GREYS)]
-        return {"marker": MARKERS[i % len(MARKERS)], "color": grey if float(grey) <= 0.7 else "0.5",
-                "edgecolors": "black", "linewidths": 0.6, "s": 36}
+        return {"marker": MARKERS[i % len(MARKERS)], "color": PALETTE[i % len(PALETTE)], "edgecolors": "black",
+                "linewidths": 0.6, "s": 36}
+
+
+def group_style(j: int) -> dict[str, Any]:
+    """The style of the ``j``-th group (a domain, a complexity level) in a dot plot: colour and marker."""
+    return {"marker": MARKERS[j % len(MARKERS)], "color": PALETTE[j % len(PALETTE)], "markeredgecolor": "black",
+            "markeredgewidth": 0.5, "ecolor": PALETTE[j % len(PALETTE)]}
 
 
 def not_yet(ax, what: str) -> None:
@@ -123,11 +131,19 @@ def pareto(ax, v: DatasetView | None, cfg: Mapping[str, Any], styles: Styles, da
     ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
 
 
-def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], styles: Styles, group_col: str, metric: str, title: str,
-             methods: list[str]) -> list:
-    """Grouped vertical bars: ``metric`` per value of a query column (domain, complexity) per method;
-    returns the legend handles (the figure draws one legend for all panels)."""
+def group_levels(v: DatasetView, group_col: str) -> tuple[pd.Series, list]:
+    """(query id -> group, the groups in display order: low/medium/high when they are levels, else sorted)."""
     groups = v.queries.set_index("query_id")[group_col]
+    levels = [g for g in ["low", "medium", "high"] if g in set(groups.dropna())] or sorted(groups.dropna().unique())
+    return groups, levels
+
+
+def dots_by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, metric: str, title: str,
+                  methods: list[str], show_names: bool = True) -> list:
+    """Dot plot: one row per method (top to bottom in ``methods`` order), one marker per value of a query column
+    (domain, complexity) at the mean of ``metric`` over that group's queries, with its 95% BCa CI; returns the
+    legend handles (one per group; the figure draws one legend for all panels)."""
+    groups, levels = group_levels(v, group_col)
     if groups.isna().all():
         not_yet(ax, f"{group_col} labels on {v.name}")
         return []
@@ -135,15 +151,30 @@ def by_group(ax, v: DatasetView, cfg: Mapping[str, Any], styles: Styles, group_c
     if not methods:
         not_yet(ax, f"{metric} on {v.name}")
         return []
-    levels = [g for g in ["low", "medium", "high"] if g in set(groups.dropna())] or sorted(groups.dropna().unique())
-    w = 0.8 / len(methods)
+    y = np.arange(len(methods))[::-1]
+    step = 0.7 / max(1, len(levels))
     handles = []
-    for i, m in enumerate(methods):
-        pq = v.per_query[m]
-        vals = [float(pq.loc[pq.index[pq.index.map(groups) == g], metric].mean()) for g in levels]
-        handles.append(ax.bar(np.arange(len(levels)) + i * w, vals, width=w, label=m, **styles.bar(m)))
-    ax.set_xticks(np.arange(len(levels)) + w * (len(methods) - 1) / 2, levels)
-    ax.set_ylabel(f"{metric} (mean)")
+    for j, g in enumerate(levels):
+        xs, los, his, ys = [], [], [], []
+        for yi, m in zip(y, methods):
+            pq = v.per_query[m]
+            vals = pq.loc[pq.index[pq.index.map(groups) == g], metric].dropna().to_numpy(float)
+            if len(vals) == 0:
+                continue
+            mean, lo, hi = _ci(vals, cfg)
+            lo, hi = (mean, mean) if np.isnan(lo) else (lo, hi)
+            xs.append(mean), los.append(mean - lo), his.append(hi - mean)
+            ys.append(yi + 0.35 - step * (j + 0.5))   # the groups of a method stacked inside its row
+        if xs:
+            handles.append(ax.errorbar(xs, ys, xerr=[los, his], linestyle="none", capsize=1.5, markersize=4, elinewidth=1,
+                                       label=str(g), **group_style(j)))
+    ax.set_yticks(y, methods)
+    ax.tick_params(axis="y", labelleft=show_names)   # panels sharing the rows name them once
+    for yi in y[:-1]:
+        ax.axhline(yi - 0.5, color="0.9", linewidth=0.6, zorder=0)   # row separators
+    ax.set_ylim(-0.5, len(methods) - 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.set_xlabel(f"{metric} (mean, 95% BCa CI)")
     ax.set_title(title)
     return handles
 
@@ -155,7 +186,7 @@ def budget_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
         g = g.sort_values("budget_ms")
         x = g["budget_ms"] * (1.0 + 0.04 * (i - 1))  # models side by side at a budget: CIs never overlap
         ax.errorbar(x, g["ndcg"], yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
-                    marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)], capsize=2, label=model, lw=1)
+                    marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)], capsize=2, label=model, lw=1)
     base = pts["iter3_same"].dropna()
     if len(base):
         ax.axhline(float(base.iloc[0]), ls="--", color="0.4", lw=0.8, label=f"lethe_iter3 (same {int(pts['n'].iloc[0])} queries)")
@@ -177,7 +208,7 @@ def share_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
     """Share of the top candidates the LLM judged within the budget, one line per model."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
-        ax.plot(g["budget_ms"], g["share_judged"], marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)],
+        ax.plot(g["budget_ms"], g["share_judged"], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
                 lw=1, label=model)
     _budget_axis(ax, pts)
     ax.set_ylim(0, 1)
@@ -191,7 +222,7 @@ def frontier(ax, pts: pd.DataFrame, dataset: str) -> None:
     budgets (in budget order); the models are named in the legend."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
-        ax.plot(g["rerank_p95"], g["ndcg"], marker=MARKERS[i % len(MARKERS)], color=GREYS[i % len(GREYS)],
+        ax.plot(g["rerank_p95"], g["ndcg"], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
                 lw=0.8, label=model)
     ax.set_xlabel("rerank stage P95 latency on this machine (ms)")
     ax.set_ylabel("nDCG@10 (mean)")
@@ -211,8 +242,8 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
             cols = [c for c in names if c in st.columns]
             vals.append(float(st[cols].fillna(0).sum(axis=1).mean()) if cols else 0.0)
         if any(vals):
-            ax.barh(y, vals, left=lefts, height=0.6, label=g, color=GREYS[gi % len(GREYS)], hatch=HATCHES[gi % len(HATCHES)],
-                    edgecolor="black", linewidth=0.6)
+            ax.barh(y, vals, left=lefts, height=0.6, label=g, color=PALETTE[gi % len(PALETTE)],
+                    hatch=HATCHES[gi % len(HATCHES)], edgecolor="black", linewidth=0.6)
         lefts += np.array(vals)
     ax.set_yticks(y, methods)
     ax.set_xlabel("mean latency per query on this machine (ms)")
@@ -233,6 +264,25 @@ def forest(ax, rows: pd.DataFrame, label: Callable[[Any], str], xlabel: str, tit
     ax.set_yticks(y, [label(r) for r in rows.itertuples()])
     ax.set_xlabel(xlabel)
     ax.set_title(title)
+
+
+def progression(ax, v: DatasetView, cfg: Mapping[str, Any], its: list[str], base: str | None) -> None:
+    """Mean nDCG@10 per Lethe iteration (95% BCa CI, n per iteration: a sampled iteration has fewer queries), and
+    the best baseline's mean and CI as a line and band."""
+    x = np.arange(len(its))
+    ci = [_ci(v.per_query[m]["ndcg@10"].dropna().to_numpy(float), cfg) for m in its]
+    mean = np.array([c[0] for c in ci])
+    ax.errorbar(x, mean, yerr=[mean - [c[1] for c in ci], [c[2] for c in ci] - mean], fmt="-o", color=PALETTE[0],
+                capsize=2, markeredgecolor="black", markeredgewidth=0.5, label="Lethe iteration")
+    if base:
+        bm, blo, bhi = _ci(v.per_query[base]["ndcg@10"].dropna().to_numpy(float), cfg)
+        ax.axhspan(blo, bhi, color=PALETTE[1], alpha=0.25, lw=0)
+        ax.axhline(bm, color=PALETTE[1], ls="--", lw=1, label=f"best baseline: {base} (mean, 95% CI band)")
+    ax.set_xticks(x, [f"{m.replace('lethe_', '')}\n(n={int(v.per_query[m]['ndcg@10'].notna().sum())})" for m in its])
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.set_ylabel("nDCG@10 (mean, 95% BCa CI)")
+    ax.set_title("Progression over iterations")
+    ax.legend(loc="lower right", frameon=False)
 
 
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
@@ -279,7 +329,7 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     out["fig1"] = _save(fig, out_dir, "fig1")
 
     # Figure 2: iteration-2 ablation and nDCG@10 by query complexity (main family)
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [0.8, 1.4]})
+    fig, ax = plt.subplots(1, 2, figsize=(11, max(3.4, 0.34 * len(mm) + 1.2)), gridspec_kw={"width_ratios": [0.8, 1.2]})
     abl = [m for m in ("lethe_iter1", "lethe_iter2+rewrite_only", "lethe_iter2+decompose_only", "lethe_iter2") if has(m)]
     if len([m for m in abl if m.startswith("lethe_iter2")]) < 2:
         not_yet(ax[0], "iteration-2 ablations (rewrite / decompose / both)")
@@ -289,26 +339,24 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     if v is None:
         not_yet(ax[1], f"runs on {main}")
     else:
-        handles = by_group(ax[1], v, cfg, styles, "complexity", "ndcg@10", f"{main}: nDCG@10 by query complexity", mm)
+        handles = dots_by_group(ax[1], v, cfg, "complexity", "ndcg@10", f"{main}: nDCG@10 by query complexity", mm)
     if handles:
-        ax[1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+        ax[1].legend(handles=handles, title="complexity", loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     out["fig2"] = _save(fig, out_dir, "fig2")
 
-    # Figure 3: learned vs static fusion, and the progression over iterations against the best baseline
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.2))
-    fus = [m for m in ("lethe_iter2", "lethe_iter3", "lethe_iter3+alpha_only") if has(m)]
-    if len(fus) < 2:
-        not_yet(ax[0], "learned vs static fusion runs (iteration 3)")
-    else:
-        hbars(ax[0], v, "ndcg@10", cfg, styles, fus, "Static (iter2) vs learned fusion (iter3)")
+    # Figure 3: what learned fusion adds over static fusion (paired), and the mean per iteration against the best
+    # baseline, each with its 95% BCa CI
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.0), gridspec_kw={"width_ratios": [1, 1]})
+    fus = [m for m in ("lethe_iter3+alpha_only", "lethe_iter3") if has(m)] if has("lethe_iter2") else []
+    diffs = pd.DataFrame([r for m in fus if (r := paired_row(v, main, m, "lethe_iter2", "ndcg@10", cfg))])
+    forest(ax[0], diffs, lambda r: f"{r.method} (n={r.n})", "nDCG@10: method - lethe_iter2 (paired, 95% BCa CI)",
+           "Learned fusion against static fusion (iteration 2)")
     its = [m for m in cfg["lethe"] if has(m)]
     if not its:
         not_yet(ax[1], "Lethe iterations 1-4")
     else:
-        base = best_baseline(v, cfg)
-        hbars(ax[1], v, "ndcg@10", cfg, styles, ([base] if base else []) + its,
-              f"Progression over iterations (best baseline: {base})")
+        progression(ax[1], v, cfg, its, best_baseline(v, cfg))
     fig.tight_layout()
     out["fig3"] = _save(fig, out_dir, "fig3")
 
@@ -366,20 +414,21 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     fig.tight_layout()
     out["fig5"] = _save(fig, out_dir, "fig5")
 
-    # Figure 6: LetheBench by domain (main family), one legend for the four panels
-    fig, ax = plt.subplots(1, 4, figsize=(15, 3.4))
+    # Figure 6: LetheBench by domain (main family): four small multiples sharing the method rows, one legend
+    fig, ax = plt.subplots(1, 4, figsize=(14, max(3.4, 0.34 * len(mm) + 1.4)), sharey=True)
     handles = []
-    for a, metric in zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"]):
+    for i, (a, metric) in enumerate(zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"])):
         if v is None:
             not_yet(a, f"runs on {main}")
         elif not any(metric in v.per_query[m] for m in mm):
             not_yet(a, f"{metric} on {main}")
         else:
-            handles = by_group(a, v, cfg, styles, "domain", metric, f"{main}: {metric} by domain", mm) or handles
+            title = f"{metric} (lower is better)" if metric.startswith("contradiction") else metric
+            handles = dots_by_group(a, v, cfg, "domain", metric, title, mm, show_names=i == 0) or handles
     if handles:
-        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 11), frameon=False,
-                   bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+        fig.legend(handles=handles, title=f"{main} domain", loc="lower center", ncol=len(handles), frameon=False,
+                   bbox_to_anchor=(0.5, -0.01))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     out["fig6"] = _save(fig, out_dir, "fig6")
 
     # Figure 7: steps, ablations and side studies against their references (nDCG@10), per dataset
