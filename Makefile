@@ -91,7 +91,7 @@ report: install
 	$(PY) -m experiments.reproduce tier=all action=report source=store
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30   # the 30 slowest tests listed: the suite should stay under about 15 min
 
 bench: install
 	$(PY) -m experiments.bench
