@@ -274,7 +274,7 @@ def _seed_row_claims(views, src, r, by_name, table, cfg, paired) -> list[dict[st
         text = f"{r['row']}: {name(key)} = {value}"
         if key == "improvement":
             ref = by_name[r["versus"]]
-            col = "ndcg@10" if retrieval else S.ANSWER_COLUMNS["f1"]
+            col = S.compared_metric(table, cfg) if retrieval else S.ANSWER_COLUMNS["f1"]
             text = f"{r['row']} vs {r['versus']}: {display_metric(col) if retrieval else 'answer F1'} improvement {value}"
             lo, hi = VD.parse_range(value)
             a, b = _series(views, r.get("run"), col, not retrieval), _series(views, ref.get("run"), col, not retrieval)

@@ -10,8 +10,9 @@ MiniLM answer similarity ("SBERT") as means with BCa intervals over the answered
 ran, flag ``keyword_boost``) with a Wilson interval; nDCG@10 on the sample and on the full data.
 
 Tables of ``kind: retrieval`` (:func:`retrieval_table`, seed 004) compare retrieval on the full data instead: per row
-the evaluated queries, nDCG@10 and R@50 with BCa intervals, the number of docs (chunks) indexed, and against its
-``versus`` row the paired nDCG@10 difference (BCa interval, randomization and Wilcoxon p, uncorrected) and its size
+the evaluated queries, nDCG@10 and R@50 with BCa intervals (and, for a table compared on answer recall, that too),
+the number of docs (chunks) indexed, and against its ``versus`` row the paired difference of the table's ``metric``
+(:func:`compared_metric`: nDCG@10 unless named) (BCa interval, randomization and Wilcoxon p, uncorrected) and its size
 relative to the reference mean, beside the seed's claimed improvement; also the median tokens per doc unit (the
 processed dataset's card), the index build time (the run's manifest; this machine's, never verified) and, for runs
 with LLM calls, their failure and fallback shares.
@@ -35,6 +36,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.formatting import NM, fmt, fmt_p, llm_failure_cell
+from analysis.metric_names import display_metric
 from analysis.views import DatasetView
 
 ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": "answer_similarity"}
@@ -167,9 +169,22 @@ def _chunk_tokens_p50(folder: Path) -> Any:
     return (json.loads(card.read_text()).get("chunking") or {}).get("tokens_p50", NM)
 
 
+def compared_metric(table: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
+    """The per-query column a retrieval table's rows are compared on (its ``metric``): ndcg@10, or ``answer_recall``
+    for the answer recall at the configured text budget (``answer_recall_chars``: chunkings of different unit sizes)."""
+    name = table.get("metric", "ndcg@10")
+    if name == "answer_recall":
+        if not cfg.get("answer_recall_chars"):
+            raise ValueError(f"table {table.get('name')!r} compares answer recall, but answer_recall_chars is not set")
+        return f"answer_recall@{int(cfg['answer_recall_chars'])}c"
+    return str(name)
+
+
 def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any]) -> pd.DataFrame:
     """``kind: retrieval`` tables (module docstring)."""
     by_name = {r["row"]: r for r in table["rows"]}
+    metric = compared_metric(table, cfg)
+    recall = metric if metric.startswith("answer_recall@") else None
     rows = []
     for r in table["rows"]:
         v, label = resolve_run(views, r.get("run"))
@@ -182,6 +197,8 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
         out["n"] = int(pq["ndcg@10"].notna().sum())
         out["nDCG@10"] = _mean_cell(pq["ndcg@10"], cfg)
         out["R@50"] = _mean_cell(pq["recall@50"], cfg) if "recall@50" in pq else NM
+        if recall:
+            out[recall] = _mean_cell(pq[recall], cfg) if recall in pq else NM
         run = v.runs[label]
         out["docs"] = (run.manifest["dataset"].get("card_counts") or {}).get("docs", NM)
         out["doc tokens p50"] = _chunk_tokens_p50(run.dataset_folder)
@@ -189,12 +206,13 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
         out["index s (this machine)"] = f"{secs:.1f}" if isinstance(secs, (int, float)) else NM
         if r.get("versus"):
             vb, lb = resolve_run(views, by_name[r["versus"]].get("run"))
-            t = paired_on_common(pq["ndcg@10"], vb.per_query[lb]["ndcg@10"], cfg)[0] if vb is not None else None
+            have = vb is not None and metric in pq and metric in vb.per_query[lb]
+            t = paired_on_common(pq[metric], vb.per_query[lb][metric], cfg)[0] if have else None
+            head = f"vs reference: {display_metric(metric)} difference [95% CI]"
             if t is None:
-                out["vs reference: nDCG@10 difference [95% CI]"] = "n/m†"
+                out[head] = "n/m†" if vb is None else NM
             else:
-                out["vs reference: nDCG@10 difference [95% CI]"] = (
-                    f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})")
+                out[head] = f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}] (n={t['n']})"
                 out["relative"] = f"{t['mean_diff'] / t['mean_b']:+.1%}" if t["mean_b"] else "-"
                 out.update(p_cells(t, cfg))
         _add_llm_failures(out, run.metrics)

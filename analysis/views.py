@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.labels import contradiction_at_k, coverage_at_n, read_contradictions
+from analysis.labels import answer_recall_at_chars, contradiction_at_k, coverage_at_n, read_contradictions
 from analysis.declared_runs import RunInfo, RunRef, load_declared
 from analysis.metric_names import canonical_or_other, is_retrieval_metric
 from analysis.metrics import run_scores
@@ -62,13 +62,16 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         v.runs[method] = run
         pq = run.per_query.set_index("query_id")
         n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
+        chars = cfg.get("answer_recall_chars")
         stored = run.stored_labels
         if stored is not None:   # a reference-store run: its label metrics were computed when it was stored
-            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k):
-                raise ValueError(f"{run.folder} stores coverage@{stored['coverage_n']} and contradiction@"
-                                 f"{stored['contradiction_k']}; coverage_n={n}, contradiction_k={k} need the run folders")
+            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k) or \
+                    stored.get("answer_recall_chars", chars) != chars:   # a store made before it: the metric is missing
+                raise ValueError(f"{run.folder} stores coverage@{stored['coverage_n']}, contradiction@"
+                                 f"{stored['contradiction_k']} and answer recall@{stored.get('answer_recall_chars')}c; "
+                                 f"coverage_n={n}, contradiction_k={k}, answer_recall_chars={chars} need the run folders")
         else:
-            add_label_metrics(v, run, pq, n, k)
+            add_label_metrics(v, run, pq, n, k, chars)
         unstored = [m for m in asked_metrics(cfg) if m not in pq.columns]
         if unstored:   # a metric the run did not store: from its run files (metrics are not part of a run's identity)
             if stored is not None:
@@ -79,13 +82,15 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         if ref.dataset in views:
             views[ref.dataset].missing[ref.label] = ref
     for v in views.values():
-        v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns if c.startswith(("coverage@", "contradiction@"))})
+        v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns
+                                  if c.startswith(("coverage@", "contradiction@", "answer_recall@"))})
     return views
 
 
-def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k: int) -> None:
-    """Add Coverage@n and contradiction@k to ``pq`` (indexed by query_id) where ``v``'s dataset has their labels,
-    from ``run``'s rankings; the corpus text and the labels are read once per dataset."""
+def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k: int, chars: int | None = None) -> None:
+    """Add Coverage@n, contradiction@k and (``chars`` set) answer recall@``chars``c to ``pq`` (indexed by query_id)
+    where ``v``'s dataset has their labels, from ``run``'s rankings; the corpus text and the labels are read once per
+    dataset."""
     if not hasattr(v, "_corpus"):
         folder = run.dataset_folder
         v._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
@@ -97,6 +102,10 @@ def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k:
     con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
     if len(con):
         pq[f"contradiction@{k}"] = con.reindex(pq.index)
+    if chars:
+        rec = answer_recall_at_chars(run.run, evaluated, v._corpus, int(chars))  # type: ignore[attr-defined]
+        if len(rec):
+            pq[f"answer_recall@{int(chars)}c"] = rec.reindex(pq.index)
 
 
 _CI_CACHE: dict[tuple, dict[str, Any]] = {}

@@ -681,7 +681,8 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
                          f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)")
     store = project_path(str(cfg.store_dir))
     settings = load_cfg(base=cfg.analysis)
-    labels = {"coverage_n": int(settings["coverage_n"]), "contradiction_k": int(settings["contradiction_k"])}
+    labels = {"coverage_n": int(settings["coverage_n"]), "contradiction_k": int(settings["contradiction_k"]),
+              "answer_recall_chars": settings.get("answer_recall_chars")}
     roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
     refs = [RunRef(r.declared.dataset, r.declared.label, tier.name, r.folder, r.dataset_folder, r.declared.describe())
             for r in runs]

@@ -20,7 +20,7 @@ from tests.conftest import TWO_CONVS
 
 ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
 CFG = {"bootstrap_resamples": 2000, "permutation_resamples": 2000, "confidence": 0.95, "seed": 0,
-       "coverage_n": 10, "contradiction_k": 10, "primary_test": {"seeds": "randomization"}}
+       "coverage_n": 10, "contradiction_k": 10, "answer_recall_chars": 3000, "primary_test": {"seeds": "randomization"}}
 TABLE = {"name": "t", "source": "s", "rows": [
     {"row": "semantic", "run": "locomo/vector", "full": "locomo/window", "claimed": {"f1": 0.30, "rouge_l": 0.29}},
     {"row": "lexical", "run": "locomo/bm25", "versus": "semantic", "claimed": {"f1": 0.25}},
