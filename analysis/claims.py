@@ -10,11 +10,11 @@ names.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 
+from analysis import seeds as S
 from analysis import stats
 from analysis import verdicts as VD
 from analysis.iteration4 import hallucination
@@ -207,23 +207,19 @@ def _paper_table4(v: DatasetView | None, spec: Mapping[str, Any], cfg: Mapping[s
 
 
 def seed_rows(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Mapping[str, Any],
-              studies: Mapping[str, Mapping[str, Any]] | None = None,
-              paired: Callable[..., tuple[Any, np.ndarray]] | None = None) -> list[dict[str, Any]]:
+              studies: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The rows of every seed's printed numbers (``spec``: the parsed seed_claims.yaml); ``studies`` maps a
     finished study's name to its JSON document (seed 003's pairwise judgments)."""
-    from analysis import seeds as S
-
-    paired = paired or S.paired_on_common
     out: list[dict[str, Any]] = []
     for seed, s in spec.items():
         if s.get("kind") == "agent":
-            out += _agent_rows(views, seed, s, cfg, paired)
+            out += _agent_rows(views, seed, s, cfg)
             continue
         for table in s.get("tables") or []:
             src = f"{seed}: {table['name']}"
             by_name = {r["row"]: r for r in table["rows"]}
             for r in table["rows"]:
-                out += _seed_row_claims(views, src, r, by_name, table, cfg, paired)
+                out += _seed_row_claims(views, src, r, by_name, table, cfg)
         if s.get("study"):
             out += _pairwise_rows(seed, s, (studies or {}).get(s["study"]), cfg)
         for c in s.get("not_run_claims") or []:
@@ -240,8 +236,6 @@ def fidelity_lines(spec: Mapping[str, Any]) -> list[str]:
 
 def _series(views: Mapping[str, DatasetView], key: str | None, col: str, answered: bool) -> pd.Series | None:
     """Run ``key``'s per-query ``col`` (only the answered questions when ``answered``); None when not measured."""
-    from analysis import seeds as S
-
     v, label = S.resolve_run(views, key)
     if v is None or col not in v.per_query[label]:
         return None
@@ -253,8 +247,6 @@ def _series(views: Mapping[str, DatasetView], key: str | None, col: str, answere
 
 def _why_not(views: Mapping[str, DatasetView], *cells: tuple[str | None, str]) -> str:
     """Why a (run key, column) of ``cells`` has no values: the run is not finished, or it did not record the column."""
-    from analysis import seeds as S
-
     for key, col in cells:
         v, label = S.resolve_run(views, key)
         if v is None:
@@ -264,9 +256,7 @@ def _why_not(views: Mapping[str, DatasetView], *cells: tuple[str | None, str]) -
     return "no measured value"
 
 
-def _seed_row_claims(views, src, r, by_name, table, cfg, paired) -> list[dict[str, Any]]:
-    from analysis import seeds as S
-
+def _seed_row_claims(views, src, r, by_name, table, cfg) -> list[dict[str, Any]]:
     out = []
     claimed = r.get("claimed") or {}
     retrieval = table.get("kind") == "retrieval"
@@ -285,19 +275,18 @@ def _seed_row_claims(views, src, r, by_name, table, cfg, paired) -> list[dict[st
             acted, note = True, ""
             v, label = S.resolve_run(views, r.get("run"))
             gen = v.runs[label].flag("generation") if not retrieval else None
-            if gen is not None and "duplicates_skipped" in gen:
-                skipped = int((gen["duplicates_skipped"].fillna(0) > 0).sum())
+            skipped = S.duplicates_skipped(gen) if gen is not None else None
+            if skipped is not None:
                 acted, note = skipped > 0, f"a duplicate was skipped for {skipped} of {len(gen)} questions"
-            out.append(diff_row(src, text, VD.Claim(lo, hi, 0.0), paired(a, b, cfg)[0], relative=True, acted=acted,
+            out.append(diff_row(src, text, VD.Claim(lo, hi, 0.0), S.paired_on_common(a, b, cfg)[0], relative=True, acted=acted,
                                 note=note))
         elif key == "activation":
             v, label = S.resolve_run(views, r.get("run"))
-            fl = v.runs[label].flags() if v is not None else {}
-            if v is None or "keyword_boost" not in fl:
+            counts = S.activation_counts(v, label) if v is not None else None
+            if counts is None:
                 out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, NO_RUN)))
                 continue
-            on = fl["keyword_boost"].dropna().astype(bool)
-            out.append(share_row(src, text, value, int(on.sum()), len(on), cfg,
+            out.append(share_row(src, text, value, *counts, cfg,
                                  note="share of the sample's questions whose keyword boost ran"))
         else:
             col = S.ANSWER_COLUMNS.get(key, key)
@@ -310,14 +299,12 @@ def _seed_row_claims(views, src, r, by_name, table, cfg, paired) -> list[dict[st
         c = VD.Claim.point(round(claimed["f1"] - ref["claimed"]["f1"], 6), null=0.0)
         text = f"{r['row']} - {r['versus']}: answer F1 {claimed['f1']} - {ref['claimed']['f1']}"
         a, b = _series(views, r.get("run"), col, True), _series(views, ref.get("run"), col, True)
-        out.append(diff_row(src, text, c, paired(a, b, cfg)[0]) if a is not None and b is not None else
+        out.append(diff_row(src, text, c, S.paired_on_common(a, b, cfg)[0]) if a is not None and b is not None else
                    row(src, text, c, fixed=(VD.NOT_MEASURED, _why_not(views, (r.get("run"), col), (ref.get("run"), col)))))
     return out
 
 
-def _agent_rows(views, seed, s, cfg, paired) -> list[dict[str, Any]]:
-    from analysis import seeds as S
-
+def _agent_rows(views, seed, s, cfg) -> list[dict[str, Any]]:
     out, src = [], f"{seed}: {str(s.get('title', seed)).split(': ', 1)[-1]}"
     scores = {}
     for r in s["rows"]:
@@ -348,7 +335,7 @@ def _agent_rows(views, seed, s, cfg, paired) -> list[dict[str, Any]]:
         if h["row"] not in scores or h["versus"] not in scores:
             out.append(row(src, text, claimed, fixed=(VD.NOT_MEASURED, NO_RUN), pct=True))
             continue
-        t = paired(scores[h["row"]][col], scores[h["versus"]][col], cfg)[0]
+        t = S.paired_on_common(scores[h["row"]][col], scores[h["versus"]][col], cfg)[0]
         out.append(diff_row(src, text, claimed, t, relative=True, note=f"{h['row']} against {h['versus']}, {col}"))
     return out
 

@@ -76,22 +76,35 @@ def _claim(row: Mapping[str, Any], key: str) -> str:
     return "-" if v is None else f"{v:.4f}" if key != "activation" else f"{v:.0%}"
 
 
-def _activation(v: DatasetView, label: str) -> str:
-    run = v.runs[label]
-    fl = run.flags()
+def activation_counts(v: DatasetView, label: str) -> tuple[int, int] | None:
+    """(questions whose keyword boost ran, questions with the flag) of a run; None when it has no boost."""
+    fl = v.runs[label].flags()
     if "keyword_boost" not in fl:
-        return "-"
+        return None
     on = fl["keyword_boost"].dropna().astype(bool)
-    ci = stats.proportion_ci(int(on.sum()), int(len(on)))
+    return int(on.sum()), int(len(on))
+
+
+def _activation(v: DatasetView, label: str) -> str:
+    counts = activation_counts(v, label)
+    if counts is None:
+        return "-"
+    ci = stats.proportion_ci(*counts)
     return f"{ci['share']:.0%} ({ci['k']}/{ci['n']}) [{ci['ci_low']:.0%}, {ci['ci_high']:.0%}]"
 
 
-def _duplicates_skipped(gen: pd.DataFrame) -> str | None:
-    """With context deduplication on: how many of the answered questions (the rows of ``gen``, their
-    ``generation`` flag) had a near-duplicate doc skipped; None when the run does not deduplicate."""
+def duplicates_skipped(gen: pd.DataFrame) -> int | None:
+    """With context deduplication on: how many rows of ``gen`` (questions' ``generation`` flags) had a
+    near-duplicate doc skipped; None when the run does not deduplicate."""
     if "duplicates_skipped" not in gen:
         return None
-    return f"{int((gen['duplicates_skipped'].fillna(0) > 0).sum())}/{len(gen)}"
+    return int((gen["duplicates_skipped"].fillna(0) > 0).sum())
+
+
+def _duplicates_skipped(gen: pd.DataFrame) -> str | None:
+    """:func:`duplicates_skipped` over the answered questions (the rows of ``gen``) as ``k/n``."""
+    k = duplicates_skipped(gen)
+    return None if k is None else f"{k}/{len(gen)}"
 
 
 def _seconds_per_answer(gen: pd.DataFrame) -> str:

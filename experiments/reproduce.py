@@ -31,7 +31,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import hydra
 import pandas as pd
@@ -430,15 +430,22 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
     return lines
 
 
-def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
-    """The Markdown table of every finished study of the report group ``report`` (its first .md file), by name."""
-    out = {}
+def _finished_studies(report: str, cfg: DictConfig) -> Iterator[tuple[Study, Path]]:
+    """(study, folder) of every study of the report group ``report`` whose folder is finished (``DONE``)."""
     for t in report_tiers(report, cfg.reference_dir):
         for st in t.studies:
             folder = study_folder(st, cfg)
-            md = sorted(folder.glob("*.md")) if (folder / "DONE").is_file() else []
-            if md:
-                out[st.name] = md[0].read_text()
+            if (folder / "DONE").is_file():
+                yield st, folder
+
+
+def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
+    """The Markdown table of every finished study of the report group ``report`` (its first .md file), by name."""
+    out = {}
+    for st, folder in _finished_studies(report, cfg):
+        md = sorted(folder.glob("*.md"))
+        if md:
+            out[st.name] = md[0].read_text()
     return out
 
 
@@ -446,12 +453,10 @@ def study_docs(report: str, cfg: DictConfig) -> dict[str, dict]:
     """The JSON document of every finished study of the report group ``report`` (its first .json file other than
     the manifest), by name: what the claims table reads (analysis/claims.py)."""
     out = {}
-    for t in report_tiers(report, cfg.reference_dir):
-        for st in t.studies:
-            folder = study_folder(st, cfg)
-            docs = [f for f in sorted(folder.glob("*.json")) if f.name != MANIFEST] if (folder / "DONE").is_file() else []
-            if docs:
-                out[st.name] = json.loads(docs[0].read_text())
+    for st, folder in _finished_studies(report, cfg):
+        docs = [f for f in sorted(folder.glob("*.json")) if f.name != MANIFEST]
+        if docs:
+            out[st.name] = json.loads(docs[0].read_text())
     return out
 
 
