@@ -15,8 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from lethebench.generator import templates as T
-from lethebench.generator import vocab as V
+from lethebench.generator.family import Attribute, Family, get_family
 
 CATEGORIES = ["single_hop", "multi_hop", "temporal", "updated_fact", "elliptical", "identifier", "paraphrase", "broad"]
 PLAN_LABEL = {"identifier": "verify", "updated_fact": "verify", "broad": "explore", "multi_hop": "explore",
@@ -25,7 +24,6 @@ DOMAINS = ["code_heavy", "chatty_prose", "tool_results", "mixed"]
 # probability of rendering a fact as prose / code / tool output, per domain
 KIND_WEIGHTS = {"code_heavy": (0.25, 0.55, 0.20), "chatty_prose": (0.85, 0.05, 0.10),
                 "tool_results": (0.15, 0.15, 0.70), "mixed": (0.34, 0.33, 0.33)}
-ENV_PARAPHRASE = {"production": [" on the live side", " that customers hit"], "staging": [" in pre-prod", " on the rehearsal cluster"]}
 
 
 @dataclass
@@ -49,7 +47,7 @@ class Turn:
 @dataclass
 class Fact:
     svc: Service
-    attr: T.Attribute
+    attr: Attribute
     value: str
     env: str | None
     turn: int
@@ -78,11 +76,13 @@ def _snake(s: str) -> str:
 
 
 class SessionBuilder:
-    """Generates one session; see :meth:`build`."""
+    """Generates one session from a template family (default: dev); see :meth:`build`."""
 
-    def __init__(self, rng: random.Random, domain: str):
+    def __init__(self, rng: random.Random, domain: str, family: Family | None = None):
         self.rng = rng
         self.domain = domain
+        self.family = family or get_family("dev")
+        self.T, self.V = self.family.templates, self.family.vocab
         self.turns: list[Turn] = []
         self.facts: list[Fact] = []
         self.blocks = 0
@@ -95,7 +95,7 @@ class SessionBuilder:
 
     def _add(self, role: str, kind: str, text: str, entities: list[str], block: int = -1) -> int:
         if kind == "prose" and self.domain == "chatty_prose" and self.rng.random() < 0.7:
-            text = f"{self.rng.choice(V.PROSE_FILLER)} {text} {self.rng.choice(V.SMALL_TALK)}"
+            text = f"{self.rng.choice(self.V.PROSE_FILLER)} {text} {self.rng.choice(self.V.SMALL_TALK)}"
         self.turns.append(Turn(role, kind, text, entities, block))
         return len(self.turns) - 1
 
@@ -108,41 +108,21 @@ class SessionBuilder:
         return "tool" if kind == "tool" else rng.choice(["user", "assistant"])
 
     # ---------- values ----------
-    def _value(self, attr: T.Attribute, svc: Service, avoid: str | None = None) -> tuple[str, dict[str, str]]:
-        r = self.rng
+    def _value(self, attr: Attribute, svc: Service, avoid: str | None = None) -> tuple[str, dict[str, str]]:
         for _ in range(50):
-            extra: dict[str, str] = {}
-            if attr.name == "port":
-                v = str(r.randint(1025, 9999))
-            elif attr.name == "timeout":
-                v = str(r.choice([250, 500, 750, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 8000, 10000, 15000, 30000]))
-            elif attr.name == "version":
-                v = f"{r.randint(0, 4)}.{r.randint(0, 19)}.{r.randint(0, 29)}"
-            elif attr.name == "replicas":
-                v = str(r.randint(2, 24))
-            elif attr.name == "database":
-                engine = r.choice(V.DB_ENGINES)
-                host = r.choice(V.DB_HOSTS).format(n=r.randint(1, 40))
-                v = f"{engine} at {host}"
-                extra["url"] = f"{engine}://{host}/{svc.root}"
-            elif attr.name == "owner":
-                v = r.choice(V.TEAMS)
-            elif attr.name == "region":
-                v = r.choice(V.REGIONS)
-            else:  # memory
-                v = r.choice(["256Mi", "384Mi", "512Mi", "768Mi", "1Gi", "2Gi", "3Gi", "4Gi", "6Gi", "8Gi"])
+            v, extra = self.family.draw_value(self.rng, attr, svc.root)
             if v != avoid:
                 return v, extra
         raise RuntimeError("could not draw a distinct value")
 
     def _fmt(self, tpl: str, f: Fact, extra: dict[str, str], old: str | None = None) -> str:
-        env = f" in {f.env}" if f.env else ""
+        env = self.family.env_phrase.format(env=f.env) if f.env else ""
         return tpl.format(svc=f.svc.name, SVC=_snake(f.svc.name), v=f.value, old=old or "", env=env,
                           envw=f.env or "default", vl=f.value.lower(), url=extra.get("url", f.value))
 
     def _fact_entities(self, f: Fact) -> list[str]:
-        if f.attr.name == "database":  # "engine at host": written as a URL in some templates
-            return [f.svc.name, *f.value.split(" at ")]
+        if f.attr.entity_sep:  # "engine at host": written as a URL in some templates
+            return [f.svc.name, *f.value.split(f.attr.entity_sep)]
         return [f.svc.name] + ([f.value] if f.attr.entity_value else [])
 
     def _state_fact(self, f: Fact, extra: dict[str, str], block: int = -1) -> int:
@@ -153,15 +133,15 @@ class SessionBuilder:
     # ---------- universe ----------
     def make_universe(self) -> None:
         r = self.rng
-        roots = r.sample(V.SERVICE_ROOTS, r.randint(4, 6))
+        roots = r.sample(self.V.SERVICE_ROOTS, r.randint(4, 6))
         for root, aliases in roots:
-            self.services.append(Service(root + r.choice(V.SERVICE_SUFFIXES), root, r.choice(aliases), r.choice(V.COMPONENT_NOUNS)))
+            self.services.append(Service(root + r.choice(self.V.SERVICE_SUFFIXES), root, r.choice(aliases), r.choice(self.V.COMPONENT_NOUNS)))
         for svc in self.services:
-            attrs = r.sample(T.ATTRIBUTES, r.randint(3, 5))
+            attrs = r.sample(self.T.ATTRIBUTES, r.randint(3, 5))
             if not any(a.name == "owner" for a in attrs):
-                attrs.append(T.ATTRIBUTE_BY_NAME["owner"])
+                attrs.append(self.T.ATTRIBUTE_BY_NAME["owner"])
             for attr in attrs:
-                envs = [e for e, _ in V.ENVIRONMENTS] if attr.env_aware else [None]
+                envs = [e for e, _ in self.V.ENVIRONMENTS] if attr.env_aware else [None]
                 used: list[str] = []
                 for env in envs:
                     v, extra = self._value(attr, svc, avoid=used[0] if used else None)
@@ -187,9 +167,9 @@ class SessionBuilder:
     def _question(self, f: Fact, paraphrase: bool = False) -> str:
         r = self.rng
         if paraphrase:
-            envp = r.choice(ENV_PARAPHRASE[f.env]) if f.env else ""
+            envp = r.choice(self.family.env_paraphrase[f.env]) if f.env else ""
             return r.choice(f.attr.paraphrase).format(alias=f.svc.alias, noun=f.svc.noun, envp=envp)
-        env = f" in {f.env}" if f.env else ""
+        env = self.family.env_phrase.format(env=f.env) if f.env else ""
         return r.choice(f.attr.question).format(svc=f.svc.name, env=env)
 
     # ---------- query families ----------
@@ -215,11 +195,11 @@ class SessionBuilder:
         self.turns[f.turn].block = block
         cur = Fact(f.svc, f.attr, new, f.env, -1)
         text = self._fmt(r.choice(f.attr.update), cur, getattr(f, "extra", {}), old=f.value)
-        kind = "tool" if text.startswith(("$", "autoscaler", "deploy/")) else ("code" if "=" in text.split("\n")[0] and "_" in text else "prose")
+        kind = self.family.update_kind(text)
         cur.turn = self._add(self._role(kind, r), kind, text, self._fact_entities(cur), block)
         f.updated = True
         q = self._question(f)
-        suffix = r.choice([" now?", " at the moment?", " after the change?", " these days?"])
+        suffix = r.choice(self.family.current_suffixes)
         q = q[:-1] + suffix if q.endswith("?") else q + suffix
         return GenQuery("updated_fact", q, new, {cur.turn: 2}, self._fact_entities(cur), f.svc.name, stale=[(f.turn, cur.turn)])
 
@@ -233,42 +213,42 @@ class SessionBuilder:
         team = owner.value
         kind = r.choice(["oncall", "channel"])
         # the answer, plus the same fact for other teams (distractors naming people/channels)
-        others = [t for t in V.TEAMS if t != team]
+        others = [t for t in self.V.TEAMS if t != team]
         if kind == "oncall":
-            person = r.choice(V.PEOPLE)
-            ans_turn = self._add(r.choice(["user", "assistant"]), "prose", r.choice(T.ONCALL).format(p=person, t=team), [team, person])
+            person = r.choice(self.V.PEOPLE)
+            ans_turn = self._add(r.choice(["user", "assistant"]), "prose", r.choice(self.T.ONCALL).format(p=person, t=team), [team, person])
             for t in r.sample(others, 2):
-                p = r.choice([x for x in V.PEOPLE if x != person])
-                self._add(r.choice(["user", "assistant"]), "prose", r.choice(T.ONCALL).format(p=p, t=t), [t, p])
+                p = r.choice([x for x in self.V.PEOPLE if x != person])
+                self._add(r.choice(["user", "assistant"]), "prose", r.choice(self.T.ONCALL).format(p=p, t=t), [t, p])
             answer, ents = person, [svc, team, person]
         else:
-            ch = r.choice(V.CHANNELS)
-            ans_turn = self._add(r.choice(["user", "assistant"]), "prose", r.choice(T.CHANNEL).format(c=ch, t=team), [team, ch])
+            ch = r.choice(self.V.CHANNELS)
+            ans_turn = self._add(r.choice(["user", "assistant"]), "prose", r.choice(self.T.CHANNEL).format(c=ch, t=team), [team, ch])
             for t in r.sample(others, 2):
-                c = r.choice([x for x in V.CHANNELS if x != ch])
-                self._add(r.choice(["user", "assistant"]), "prose", r.choice(T.CHANNEL).format(c=c, t=t), [t, c])
+                c = r.choice([x for x in self.V.CHANNELS if x != ch])
+                self._add(r.choice(["user", "assistant"]), "prose", r.choice(self.T.CHANNEL).format(c=c, t=t), [t, c])
             answer, ents = "#" + ch, [svc, team, ch]
-        q = r.choice(T.MULTIHOP_Q[kind]).format(svc=svc)
+        q = r.choice(self.T.MULTIHOP_Q[kind]).format(svc=svc)
         return GenQuery("multi_hop", q, answer, {ans_turn: 2, owner.turn: 1}, ents, svc, hops=2)
 
     def q_temporal(self) -> GenQuery | None:
         r = self.rng
         block = self._new_block()
         steps = []
-        for a in r.sample(T.ACTIONS, 4):
+        for a in r.sample(self.T.ACTIONS, 4):
             svc = r.choice(self.services).name
-            action = a.format(svc=svc, flag=r.choice(V.FEATURE_FLAGS))
+            action = a.format(svc=svc, flag=r.choice(self.V.FEATURE_FLAGS))
             kind = r.choice(["prose", "tool"]) if self.domain != "chatty_prose" else "prose"
-            text = r.choice(T.ACTION_TURNS).format(a=action)
+            text = r.choice(self.T.ACTION_TURNS).format(a=action)
             steps.append((self._add(self._role(kind, r), kind, text, [svc], block), action, svc))
         if r.random() < 0.5:
             i = r.randrange(0, 3)
             anchor, target = steps[i], steps[i + 1]
-            q = r.choice(T.TEMPORAL_Q["after"]).format(a=anchor[1])
+            q = r.choice(self.T.TEMPORAL_Q["after"]).format(a=anchor[1])
         else:
             i = r.randrange(1, 4)
             anchor, target = steps[i], steps[i - 1]
-            q = r.choice(T.TEMPORAL_Q["before"]).format(a=anchor[1])
+            q = r.choice(self.T.TEMPORAL_Q["before"]).format(a=anchor[1])
         ents = list(dict.fromkeys([target[2], anchor[2]]))
         return GenQuery("temporal", q, target[1], {target[0]: 2, anchor[0]: 1}, ents, anchor[2], hops=2)
 
@@ -277,7 +257,7 @@ class SessionBuilder:
         svc = r.choice(self.services).name
         sub = r.choice(["error", "function", "pin"])
         if sub == "error":
-            prefix = r.choice(V.ERROR_PREFIXES)
+            prefix = r.choice(self.V.ERROR_PREFIXES)
             digits = [r.randint(1, 9) for _ in range(4)]
             variants = []
             for _ in range(3):  # near-duplicate codes: one digit changed or two swapped
@@ -290,41 +270,41 @@ class SessionBuilder:
                 variants.append(d)
             codes = [prefix + "".join(map(str, digits))] + [prefix + "".join(map(str, d)) for d in variants]
             codes = list(dict.fromkeys(codes))
-            msgs = r.sample(V.ERROR_MESSAGES, len(codes))
+            msgs = r.sample(self.V.ERROR_MESSAGES, len(codes))
             turn_ids = []
             for c, m in zip(codes, msgs):
-                text = r.choice(T.ERROR_TURNS).format(ts=f"2024-0{r.randint(1, 9)}-1{r.randint(0, 9)}T{r.randint(10, 23)}:{r.randint(10, 59)}:0{r.randint(0, 9)}Z",
+                text = r.choice(self.T.ERROR_TURNS).format(ts=f"2024-0{r.randint(1, 9)}-1{r.randint(0, 9)}T{r.randint(10, 23)}:{r.randint(10, 59)}:0{r.randint(0, 9)}Z",
                                                       svc=svc, code=c, msg=m, ln=r.randint(20, 400))
                 turn_ids.append(self._add("tool", "tool", text, [svc, c]))
-            q = r.choice(T.ERROR_Q).format(code=codes[0])
+            q = r.choice(self.T.ERROR_Q).format(code=codes[0])
             return GenQuery("identifier", q, msgs[0], {turn_ids[0]: 2}, [codes[0]], svc)
         if sub == "function":
-            verb, noun = r.choice(V.VERBS), r.choice(V.NOUNS)
+            verb, noun = r.choice(self.V.VERBS), r.choice(self.V.NOUNS)
             style = r.choice(["camel", "snake"])
 
             def name(v: str, n: str) -> str:
                 return v + n if style == "camel" else f"{v}_{n[0].lower()}{''.join('_' + c.lower() if c.isupper() else c for c in n[1:])}"
 
-            fns = [name(verb, noun), name(verb, noun + "s"), name(r.choice([x for x in V.VERBS if x != verb]), noun),
-                   name(verb, r.choice([x for x in V.NOUNS if x != noun]))]
+            fns = [name(verb, noun), name(verb, noun + "s"), name(r.choice([x for x in self.V.VERBS if x != verb]), noun),
+                   name(verb, r.choice([x for x in self.V.NOUNS if x != noun]))]
             fns = list(dict.fromkeys(fns))
-            rets = r.sample(V.RETURNS, len(fns))
+            rets = r.sample(self.V.RETURNS, len(fns))
             turn_ids = []
             for fn, ret in zip(fns, rets):
-                tpl = r.choice(T.FUNC_TURNS)
+                tpl = r.choice(self.T.FUNC_TURNS)
                 kind = "code" if tpl.startswith(("def", "function")) else "prose"
                 turn_ids.append(self._add(self._role(kind, r), kind, tpl.format(fn=fn, svc=svc, ret=ret), [svc, fn]))
-            q = r.choice(T.FUNC_Q).format(fn=fns[0])
+            q = r.choice(self.T.FUNC_Q).format(fn=fns[0])
             return GenQuery("identifier", q, rets[0], {turn_ids[0]: 2}, [fns[0]], svc)
-        libs = r.sample(V.LIBRARIES, 3)
+        libs = r.sample(self.V.LIBRARIES, 3)
         major, minor = r.randint(0, 5), r.randint(0, 30)
         patches = r.sample(range(0, 20), 3)
         turn_ids = []
         for lib, p in zip(libs, patches):
             kind = r.choice(["prose", "code", "tool"])
-            tpl = r.choice(T.PIN_TURNS)
+            tpl = r.choice(self.T.PIN_TURNS)
             turn_ids.append(self._add(self._role(kind, r), kind, tpl.format(lib=lib, ver=f"{major}.{minor}.{p}", svc=svc), [svc, lib]))
-        q = r.choice(T.PIN_Q).format(ver=f"{major}.{minor}.{patches[0]}")
+        q = r.choice(self.T.PIN_Q).format(ver=f"{major}.{minor}.{patches[0]}")
         return GenQuery("identifier", q, libs[0], {turn_ids[0]: 2}, [libs[0]], svc)
 
     def q_elliptical(self) -> GenQuery | None:
@@ -334,15 +314,15 @@ class SessionBuilder:
             return None
         if r.random() < 0.5:  # same attribute, other service
             f2 = self._pick_fact(lambda f: f.attr is f1.attr and f.svc is not f1.svc and f.env == f1.env)
-            text = r.choice(T.ELLIPSIS_ENTITY).format(svc=f2.svc.name) if f2 else None
+            text = r.choice(self.T.ELLIPSIS_ENTITY).format(svc=f2.svc.name) if f2 else None
         else:  # same service, other attribute
             f2 = self._pick_fact(lambda f: f.svc is f1.svc and f.attr is not f1.attr and f.env in (None, f1.env))
-            text = r.choice(T.ELLIPSIS_ATTR).format(phrase=f2.attr.phrase) if f2 else None
+            text = r.choice(self.T.ELLIPSIS_ATTR).format(phrase=f2.attr.phrase) if f2 else None
         if f2 is None or text is None:
             f1.used = False
             return None
         history = [self._question(f1),
-                   r.choice(T.HISTORY_ANSWER).format(phrase=f1.attr.phrase, svc=f1.svc.name, v=f1.value)]
+                   r.choice(self.T.HISTORY_ANSWER).format(phrase=f1.attr.phrase, svc=f1.svc.name, v=f1.value)]
         return GenQuery("elliptical", text, f2.value, {f2.turn: 2}, self._fact_entities(f2), f2.svc.name,
                         history=history, ellipsis=1)
 
@@ -354,19 +334,19 @@ class SessionBuilder:
             return None
         answer = "; ".join(f"{f.attr.phrase}{' (' + f.env + ')' if f.env else ''}: {f.value}" for f in facts)
         ents = list(dict.fromkeys(e for f in facts for e in self._fact_entities(f)))
-        return GenQuery("broad", r.choice(T.BROAD_Q).format(svc=svc.name), answer, {f.turn: 2 for f in facts}, ents, svc.name)
+        return GenQuery("broad", r.choice(self.T.BROAD_Q).format(svc=svc.name), answer, {f.turn: 2 for f in facts}, ents, svc.name)
 
     # ---------- assembly ----------
     def _fill(self, target: int) -> None:
         r = self.rng
-        small = {"code_heavy": V.CODE_FILLER, "chatty_prose": V.PROSE_FILLER, "tool_results": V.TOOL_FILLER,
-                 "mixed": V.CODE_FILLER + V.PROSE_FILLER + V.TOOL_FILLER}[self.domain]
+        small = {"code_heavy": self.V.CODE_FILLER, "chatty_prose": self.V.PROSE_FILLER, "tool_results": self.V.TOOL_FILLER,
+                 "mixed": self.V.CODE_FILLER + self.V.PROSE_FILLER + self.V.TOOL_FILLER}[self.domain]
         while len(self.turns) < target:
             if r.random() < 0.35:
-                self._add(r.choice(["user", "assistant"]), "chat", r.choice(V.SMALL_TALK), [])
+                self._add(r.choice(["user", "assistant"]), "chat", r.choice(self.V.SMALL_TALK), [])
             else:
                 text = r.choice(small)
-                kind = "code" if text in V.CODE_FILLER else "tool" if text in V.TOOL_FILLER else "prose"
+                kind = "code" if text in self.V.CODE_FILLER else "tool" if text in self.V.TOOL_FILLER else "prose"
                 self._add(self._role(kind, r), kind, text, [])
 
     def _order(self) -> None:

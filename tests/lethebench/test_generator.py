@@ -1,4 +1,4 @@
-"""LetheBench generator: determinism, label consistency, split disjointness."""
+"""LetheBench generator: determinism, label consistency, split disjointness, for every template family."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from lethebench.build import build_dataset
 from lethebench.card import content_tokens
 from lethe.core.hashing import sha256_file
 from lethebench.generator import generate
+from lethebench.generator.family import FAMILIES, get_family
 from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL
 from lethebench.schema import read_dataset
 
@@ -21,9 +22,9 @@ def cfg(seed: int = 0) -> dict:
     return {"name": "lethebench", "loader": "lethebench", "files": [], "params": {"seed": seed, "splits": SMALL}}
 
 
-@pytest.fixture(scope="module")
-def small():
-    return generate(seed=0, splits=SMALL)
+@pytest.fixture(scope="module", params=FAMILIES)
+def small(request):
+    return generate(seed=0, splits=SMALL, family=request.param)
 
 
 def test_same_seed_gives_byte_identical_files(tmp_path, embedder):
@@ -36,7 +37,7 @@ def test_same_seed_gives_byte_identical_files(tmp_path, embedder):
 
 
 def test_other_seed_gives_other_sessions(small):
-    other = generate(seed=1, splits=SMALL)
+    other = generate(seed=1, splits=SMALL, family=small.card["template_family"]["name"])
     assert set(small.sources["text"]) != set(other.sources["text"])
     assert list(small.queries["text"]) != list(other.queries["text"])
 
@@ -103,3 +104,35 @@ def test_splits_are_disjoint_sessions(small):
         by_split.setdefault(split_of_scope[scope], set()).add(texts)
     assert not (by_split["train"] & by_split["test"]) and not (by_split["dev"] & by_split["test"])
     assert isinstance(small.sources, pd.DataFrame)
+
+
+def test_families_share_no_vocabulary_and_give_other_text(small):
+    dev, heldout = (get_family(f) for f in ("dev", "heldout"))
+    for pool in ("SERVICE_ROOTS", "TEAMS", "PEOPLE", "CHANNELS", "LIBRARIES", "ERROR_MESSAGES", "SMALL_TALK",
+                 "PROSE_FILLER", "CODE_FILLER", "TOOL_FILLER"):
+        assert not set(map(str, getattr(dev.vocab, pool))) & set(map(str, getattr(heldout.vocab, pool))), pool
+    for tpl in ("ELLIPSIS_ENTITY", "ELLIPSIS_ATTR", "ERROR_Q", "FUNC_Q", "PIN_Q", "BROAD_Q", "ONCALL", "CHANNEL"):
+        assert not set(getattr(dev.templates, tpl)) & set(getattr(heldout.templates, tpl)), tpl
+    other = "heldout" if small.card["template_family"]["name"] == "dev" else "dev"
+    texts = set(generate(seed=0, splits=SMALL, family=other).sources["text"])
+    assert len(set(small.sources["text"]) & texts) < 0.05 * len(texts)  # only a few shared filler-free lines
+
+
+def test_the_card_says_what_was_written_against_the_family(small):
+    fam = small.card["template_family"]
+    assert fam["written_against"] == get_family(fam["name"]).written_against
+    assert small.card["loader"]["family"] == fam["name"] and "kind" in small.card["method_visible_metadata"]
+    with pytest.raises(ValueError, match="dataset.params.family='nope'"):
+        generate(seed=0, splits=SMALL, family="nope")
+
+
+def test_the_heldout_dataset_config_generates_the_heldout_family():
+    from experiments.config import load_config, to_dict
+    from lethebench.build import load_sources
+
+    ds = to_dict(load_config(["dataset=lethebench_heldout"]).dataset)
+    assert ds["name"] == "lethebench_heldout" and ds["params"]["family"] == "heldout"
+    src = load_sources(ds["loader"], [], {**ds["params"], "splits": {"test": 2, "train": 1, "dev": 1}})
+    assert src.card["template_family"]["name"] == "heldout"
+    roots = {r for r, _ in get_family("heldout").vocab.SERVICE_ROOTS}
+    assert any(str(e).startswith(tuple(roots)) for e in src.sources["entities"].explode().dropna())

@@ -1,4 +1,4 @@
-"""Entity pools for LetheBench, written for this project.
+"""The dev family's entity pools (``lethebench.generator.family``), written for this project.
 
 Every service has a root word and aliases that avoid the root (for paraphrase queries that share
 little vocabulary with the turn that holds the answer). Lists, never sets, so that generation is

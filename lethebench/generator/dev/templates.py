@@ -1,4 +1,6 @@
-"""Phrasing templates for LetheBench, written for this project.
+"""The dev family's phrasing templates: the family LetheBench was first written from, and the one the
+rule-based components (iteration 2's rewrite rules, the rules contradiction detector, the boost's kind
+affinities) were written and tuned against (``lethebench/generator/family.py``).
 
 Each attribute of a service has several templates per turn kind (prose, code, tool output), for
 mentions that hold no value (hard negatives), for updates, and for direct and paraphrased
@@ -10,26 +12,7 @@ avoids its name, ``{envp}`` a paraphrased environment phrase.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One kind of fact about a service (port, timeout, ...), with all its phrasings."""
-
-    name: str
-    phrase: str  # how a question names it: "port", "timeout", ...
-    prose: list[str]
-    code: list[str]
-    tool: list[str]
-    mention: list[str]  # names service and attribute, holds no value
-    update: list[str]
-    question: list[str]
-    paraphrase: list[str]
-    env_aware: bool = False
-    entity_value: bool = False  # the value is itself an entity (a team, a region, ...)
-    extra: dict[str, list[str]] = field(default_factory=dict)
-
+from lethebench.generator.family import Attribute
 
 ATTRIBUTES: list[Attribute] = [
     Attribute(
@@ -124,7 +107,7 @@ ATTRIBUTES: list[Attribute] = [
         question=["Which database does {svc} use?", "What database is {svc} connected to?"],
         paraphrase=["Where does the {alias} {noun} keep its records?",
                     "What storage engine holds the data of the {alias} {noun}?"],
-        entity_value=True,
+        entity_value=True, entity_sep=" at ",
     ),
     Attribute(
         "owner", "owning team",
