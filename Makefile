@@ -29,7 +29,7 @@ install: $(STAMP)
 CUDA ?= 0
 TORCH_CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
 
-DATASETS ?= locomo,lethebench,techqa,ultradomain_cs,ultradomain_mix
+DATASETS ?= locomo,lethebench,lethebench_heldout,techqa,ultradomain_cs,ultradomain_mix
 
 # Build processed datasets only (make reproduce builds what its runs need by itself): a sweep of
 # experiments.build_data (conf/build_data.yaml), one job per dataset.

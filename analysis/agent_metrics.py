@@ -2,14 +2,17 @@
 
 Every label comes from the generator, never from the text: a doc's ``kind`` (``tool`` = a tool output turn), its
 ``entities`` (the service a turn is about first, then identifiers), the qrels (which turns answer a query) and the
-query ``category``. Methods never see them. Per query (a pandas Series indexed by query_id):
+query ``category``. Methods never see the labelled entities, the qrels or the category. ``kind`` is different: it
+is method-visible metadata, a turn's message type as a real agent log records it, and the metadata boost of the
+Lethe iterations reads it (``lethe/stages/boost.py``). The two metrics marked [kind] below are defined on it. Per
+query (a pandas Series indexed by query_id):
 
-- **tool-result recall@k** (seed Table 1): over queries with at least one relevant (grade >= 1) tool-output doc,
+- **tool-result recall@k** [kind] (seed Table 1): over queries with at least one relevant (grade >= 1) tool-output doc,
   the share of those docs in the top k.
 - **action-pair recall@k** (our operational "action consistency", seed Table 1): over ``temporal`` queries, whose
   qrels are two steps of one labelled action sequence (the step asked about, grade 2, and its anchor, grade 1),
   the share of the two in the top k. The seed gives no definition; this one is stated, not the seed's.
-- **tool diversity@k** (seed Table 3): over queries whose eligible history holds tool outputs, the number of
+- **tool diversity@k** [kind] (seed Table 3): over queries whose eligible history holds tool outputs, the number of
   distinct tool sources among the tool-output docs of the top k, divided by min(k, the number of distinct tool
   sources among the eligible tool-output docs); a tool output's source is its first labelled entity (the service
   the command ran against).

@@ -27,7 +27,6 @@ HOW = ("A printed value is tested against the 95% CI of the measured mean (BCa o
        "in pairwise judgments against the Wilson interval of A's share of the pairs the judge decided. A row names a "
        "redefined metric; a quantity that is not the claimed one is `not comparable`, with the reason.")
 COLUMNS = ["source", "claim", "claimed", "measured [95% CI]", "n", "verdict", "reason"]
-PAPER_DATASET = "lethebench"
 NO_RUN = "no finished run of the declared method (n/m†)"
 # the paper's Table 1 keys that are not the quantity measured here, and why
 PAPER_NOT_COMPARABLE = {
@@ -120,8 +119,10 @@ def diff_row(source: str, claim: str, claimed: VD.Claim, t: Mapping[str, Any] | 
 
 
 def paper_rows(views: Mapping[str, DatasetView], t2: pd.DataFrame, claims: Mapping[str, Any],
-               cfg: Mapping[str, Any], dataset: str = PAPER_DATASET) -> list[dict[str, Any]]:
-    """The rows of the paper's Tables 1-4 (``claims``: the parsed ``claims.yaml``), measured on ``dataset``."""
+               cfg: Mapping[str, Any], dataset: str | None = None) -> list[dict[str, Any]]:
+    """The rows of the paper's Tables 1-4 (``claims``: the parsed ``claims.yaml``), measured on ``dataset``
+    (default: ``cfg["paper_dataset"]``)."""
+    dataset = dataset or str(cfg["paper_dataset"])
     v = views.get(dataset)
     n_cov = int(cfg["coverage_n"])
     metric_of = {"ndcg_at_10": "ndcg@10", "recall_at_50": "recall@50", "coverage_at_n": f"coverage@{n_cov}"}

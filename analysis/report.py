@@ -79,8 +79,8 @@ def claims_section(all_views: Mapping[str, V.DatasetView], views: Mapping[str, V
     table = CL.claims_table(all_views, t2, paper, seeds, cfg, studies)
     missing = "" if paper else f"The paper's claims file {path} was not found: only the seeds' claims are below. "
     note = (f"{missing}The paper's numbers were **not measurements**: the repository behind the paper produced them from "
-            "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench (test split; not "
-            "the paper's dataset, which never existed as described). The seeds' numbers are copied from "
+            "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench, dataset "
+            f"`{cfg['paper_dataset']}` (test split; not the paper's dataset, which never existed as described). The seeds' numbers are copied from "
             f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
             f"{VD.RULE} {CL.verdict_counts(table)}.")
     F.write_table(table, tdir, "table_claims", "Claims: every printed claim, measured, with its verdict", footnote=note)
@@ -250,7 +250,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
-        md += [f"## {ds}", "", f"Table 1 ({ds}): performance summary", "",
+        note = (cfg.get("dataset_notes") or {}).get(ds)
+        md += [f"## {ds}", "", *([str(note), ""] if note else []), f"Table 1 ({ds}): performance summary", "",
                F.to_markdown(t1, t1_note),
                f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
                "wall time)", "",

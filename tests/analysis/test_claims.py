@@ -119,7 +119,7 @@ def test_every_claim_of_the_committed_specs_has_a_row():
         pytest.skip(f"{path} is not on this machine")
     paper = yaml.safe_load(path.read_text())
     seeds = yaml.safe_load((CONF_DIR / "reference" / "seed_claims.yaml").read_text())
-    table = CL.claims_table({}, pd.DataFrame(), paper, seeds, CFG, {})
+    table = CL.claims_table({}, pd.DataFrame(), paper, seeds, {**CFG, "paper_dataset": "lethebench_heldout"}, {})
     t1 = paper["table1_performance_summary"]
     n_t1 = len(t1["rows"]) * sum(not c.endswith(("_ci_low", "_ci_high")) for c in t1["columns"])
     n_t2 = sum(len(c) - 1 for c in paper["table2_significance_vs_best_baseline"].values())

@@ -15,7 +15,7 @@ from experiments.reference import (NOT_TIERS, DeclaredRun, ResolvedRun, load_tie
 from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in NOT_TIERS)
-CORE_DATASETS = {"lethebench", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
+CORE_DATASETS = {"lethebench", "lethebench_heldout", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
 CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "random_rerank", "faiss_ivf", "mmr",
                 "lethe_iter1", "lethe_iter2", "lethe_iter3"}
 
@@ -33,9 +33,9 @@ def test_every_real_tier_loads_with_unique_keys():
     assert len(keys) == len(set(keys))
 
 
-def test_core_tier_is_five_datasets_by_ten_methods():
+def test_core_tier_is_six_datasets_by_eleven_methods():
     core = load_tier("core")
-    assert len(core.runs) == 55
+    assert len(core.runs) == 66
     assert {r.dataset for r in core.runs} == CORE_DATASETS and {r.method for r in core.runs} == CORE_METHODS
     keys = {r.key for r in core.runs}
     assert "techqa/cross_encoder" in keys and "locomo/bm25" in keys
