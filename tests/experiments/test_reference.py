@@ -16,8 +16,8 @@ from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in NOT_TIERS)
 CORE_DATASETS = {"lethebench", "lethebench_heldout", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
-CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "random_rerank", "faiss_ivf", "mmr",
-                "lethe_iter1", "lethe_iter2", "lethe_iter3"}
+CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "cross_encoder_alone", "random_rerank",
+                "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2", "lethe_iter3"}
 
 
 def test_every_real_tier_loads_with_unique_keys():
@@ -33,9 +33,9 @@ def test_every_real_tier_loads_with_unique_keys():
     assert len(keys) == len(set(keys))
 
 
-def test_core_tier_is_six_datasets_by_eleven_methods():
+def test_core_tier_is_six_datasets_by_twelve_methods():
     core = load_tier("core")
-    assert len(core.runs) == 66
+    assert len(core.runs) == 72
     assert {r.dataset for r in core.runs} == CORE_DATASETS and {r.method for r in core.runs} == CORE_METHODS
     keys = {r.key for r in core.runs}
     assert "techqa/cross_encoder" in keys and "locomo/bm25" in keys
@@ -164,7 +164,7 @@ def test_select():
     assert select(runs, None) == list(runs) and select(runs, []) == list(runs)
     picked = select(runs, ["locomo/bm25", "techqa/lethe_iter*"])
     assert [r.key for r in picked] == ["locomo/bm25", "techqa/lethe_iter1", "techqa/lethe_iter2", "techqa/lethe_iter3"]
-    assert len(select(runs, ["*/vector"])) == 5
+    assert len(select(runs, ["*/vector"])) == 6
     assert select(runs, ["locomo/*", "locomo/bm25"]) == [r for r in runs if r.dataset == "locomo"]
     with pytest.raises(ValueError, match=r"\['locomo/bm26'\] match no declared run"):
         select(runs, ["locomo/bm25", "locomo/bm26"])
