@@ -51,14 +51,15 @@ def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Pat
 
 
 def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path,
-                     beside_card: bool = True) -> dict[str, Any]:
-    """Write ``<cards_dir>/<name>.md`` and (``beside_card``) ``difficulty.json`` beside the dataset's card; return
-    the section. The reference store's datasets are read only (``beside_card=False``)."""
+                     beside_card: bool = True, note: str | None = None) -> dict[str, Any]:
+    """Write ``<cards_dir>/<name>.md`` (``note`` first, when given) and (``beside_card``) ``difficulty.json`` beside
+    the dataset's card; return the section. The reference store's datasets are read only (``beside_card=False``)."""
     section, ds_folder = difficulty_section(folders)
     if beside_card:
         atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
     card = json.loads((ds_folder / "card.json").read_text())
-    atomic_write_text(project_path(cards_dir) / f"{name}.md", render_card_md({**card, "difficulty": section}))
+    page = {"name": card.get("name", name), **({"note": note} if note else {}), **card, "difficulty": section}
+    atomic_write_text(project_path(cards_dir) / f"{name}.md", render_card_md(page))
     print(f"{name}: nDCG@10 " + ", ".join(f"{m} {v:.4f}" for m, v in section["overall"].items()))
     return section
 

@@ -271,6 +271,7 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
     the report, after every run, so no run of the same reproduction sees a changed tracked file."""
     from experiments.difficulty import write_difficulty
 
+    notes = (cfg.get("analysis") or {}).get("dataset_notes") or {}   # what a reader must know (conf/analysis)
     for t in report_tiers(report, cfg.reference_dir):
         if not t.difficulty:
             continue
@@ -279,7 +280,7 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
             folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_done}
             if len(folders) == len(t.difficulty):
                 write_difficulty(ds, {m: folders[m] for m in t.difficulty}, report_dir(report, cfg) / "cards",
-                                 beside_card=not from_store(cfg))
+                                 beside_card=not from_store(cfg), note=notes.get(ds))
 
 
 def from_store(cfg: DictConfig) -> bool:

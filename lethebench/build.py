@@ -28,6 +28,7 @@ from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethe.core.hashing import sha256_file_cached
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
+from lethebench.source_pins import pinned_version
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = "2"  # bump when the build output (incl. the card) changes
@@ -45,16 +46,20 @@ LOADERS: dict[str, str] = {
 }
 
 
-def loader_version(loader: str) -> str:
-    """The loader's LOADER_VERSION plus a hash of its source (a package: all its .py files), so an
-    edited loader or generator never reuses a folder built by older code."""
+def loader_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
+    """The loader's LOADER_VERSION plus a hash of its source (a package: all its .py files, or the part of them its
+    ``source_files(files, params)`` says the build with ``params`` runs), so an edited loader or generator never
+    reuses a folder built by older code; a source pin (:mod:`lethebench.source_pins`) keeps the version of a
+    refactor proven to leave the output byte-identical."""
     mod = importlib.import_module(LOADERS[loader].split(":")[0])
     src = Path(mod.__file__)
     files = sorted(src.parent.rglob("*.py")) if src.name == "__init__.py" else [src]
+    if hasattr(mod, "source_files"):
+        files = mod.source_files(files, dict(params or {}))
     h = hashlib.sha256()
     for f in files:
         h.update(f.read_bytes())
-    return f"{getattr(mod, 'LOADER_VERSION', '?')}+{h.hexdigest()[:12]}"
+    return pinned_version(loader, f"{getattr(mod, 'LOADER_VERSION', '?')}+{h.hexdigest()[:12]}")
 
 
 def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> SourceDataset:
@@ -77,7 +82,8 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
             )
         inputs[f] = sha256_file_cached(p)   # stat-keyed: resolving many declared runs hashes each input once
     blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
-            "loader_version": loader_version(dataset_cfg["loader"]), "params": dict(dataset_cfg.get("params") or {}),
+            "loader_version": loader_version(dataset_cfg["loader"], dataset_cfg.get("params")),
+            "params": dict(dataset_cfg.get("params") or {}),
             "inputs": inputs, "chunking": chunking.key(), "tokenizer_sha256": tokenizer_sha}
     if dataset_cfg.get("provenance"):  # only when given, so configs without one keep their key
         blob["provenance"] = dict(dataset_cfg["provenance"])
