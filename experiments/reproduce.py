@@ -534,7 +534,7 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     _refuse_unless_finished(report, refs, out_dir, _store_if_read(cfg))
     write_cards(report, cfg, refs)
     studies = publish_studies(report, cfg, out_dir)
-    extra = [("LLM studies", "Studies that call the LLMs themselves, outside the runner; each table is regenerated "
+    extra = [("Studies", "Studies run outside the runner (most call the LLMs themselves); each table is regenerated "
               "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
               + "\n".join(studies))] if studies else []
     pointer = []
