@@ -21,7 +21,7 @@ pairs: the gold answer against the question's gold passages (its relevant docs' 
 most ``context_docs``) is labelled supported; the other answer against the same passages is labelled unsupported
 (another question's answer, a changed number, date or name). Truncations are left out (a true fragment is neither).
 Per (judge, label side and perturbation) and over all items: judged, accuracy with a Wilson interval; over all
-items also Cohen's kappa (``analysis.judge_agreement.cohen_kappa``).
+items also Cohen's kappa (``analysis.judge_agreement.agreement_scores``).
 
 Writes judge_validation.json (rows, pair counts), judge_validation.md, judgments.jsonl (every call) and
 manifest.json to ``out_dir``.
@@ -40,13 +40,13 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from analysis.formatting import fmt, fmt_p
-from analysis.judge_agreement import cohen_kappa
+from analysis.judge_agreement import agreement_scores
 from analysis.judge_pairs import build_pairs
-from analysis.stats import proportion_ci, sign_test
+from analysis.stats import proportion_cells, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
 from lethe.stages.generation import HallucinationJudge
-from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge
+from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.schema import Dataset, read_dataset
 
 ALL = "all"
@@ -83,11 +83,6 @@ def gold_contexts(ds: Dataset, query_id: str, context_docs: int) -> list[str]:
     return [text[d] for d, _ in rel if d in text][:context_docs]
 
 
-def _share(k: int, n: int, confidence: float, name: str) -> dict[str, Any]:
-    ci = proportion_ci(k, n, confidence)
-    return {name: ci["share"], f"{name}_low": ci["ci_low"], f"{name}_high": ci["ci_high"]}
-
-
 def pairwise_rows(model: str, pairs: pd.DataFrame, judgments: Sequence[PairJudgment], criterion: str,
                   confidence: float = 0.95) -> list[dict[str, Any]]:
     """Per perturbation and over all pairs (module docstring): the pairwise judge against the known winner."""
@@ -104,18 +99,13 @@ def pairwise_rows(model: str, pairs: pd.DataFrame, judgments: Sequence[PairJudgm
         got = list(g["outcome"])
         correct, wrong, tie = got.count("correct"), got.count("wrong"), got.count("tie")
         judged = correct + wrong + tie
-        first = total = 0
-        for j in g["judgment"]:
-            for o in j.orders:
-                v = o.verdicts.get(criterion)
-                if v is not None:
-                    total += 1
-                    first += v == 1
+        bias = position_bias(g["judgment"], [criterion])
+        first, total = bias["first_position"], bias["verdicts"]
         rows.append({"judge": "pairwise", "model": model, "perturbation": pert, "criterion": criterion,
                      "n": len(got), "judged": judged, "correct": correct, "wrong": wrong, "ties": tie,
-                     "unjudged": len(got) - judged, **_share(correct, judged, confidence, "accuracy"),
-                     **_share(tie, judged, confidence, "tie_rate"), "sign_test_p": sign_test(correct, wrong),
-                     "verdicts": total, **_share(first, total, confidence, "first_position"),
+                     "unjudged": len(got) - judged, **proportion_cells("accuracy", correct, judged, confidence),
+                     **proportion_cells("tie_rate", tie, judged, confidence), "sign_test_p": sign_test(correct, wrong),
+                     "verdicts": total, **proportion_cells("first_position", first, total, confidence),
                      "position_p": sign_test(first, total - first)})
     return rows
 
@@ -139,18 +129,21 @@ def hallucination_items(ds: Dataset, pairs: pd.DataFrame, context_docs: int) -> 
 
 def hallucination_rows(model: str, items: Sequence[Mapping[str, Any]], preds: Sequence[str | None],
                        confidence: float = 0.95) -> list[dict[str, Any]]:
-    """Per item group (gold, each perturbation) and over all items: the hallucination judge against the labels."""
-    frame = pd.DataFrame({"perturbation": [it["perturbation"] for it in items], "label": [it["label"] for it in items],
-                          "pred": list(preds)})
+    """Per item group (gold, each perturbation) and over all items: the hallucination judge against the labels
+    (``analysis.judge_agreement.agreement_scores``)."""
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(str(it["perturbation"]), []).append(i)
     rows = []
-    for pert, g in [*frame.groupby("perturbation", sort=True), (ALL, frame)]:
-        judged = g[g["pred"].notna()]
-        correct = int((judged["pred"] == judged["label"]).sum())
-        row = {"judge": "hallucination", "model": model, "perturbation": pert, "label": "/".join(sorted(set(g["label"]))),
-               "n": len(g), "judged": len(judged), "correct": correct, "wrong": len(judged) - correct,
-               "unjudged": len(g) - len(judged), **_share(correct, len(judged), confidence, "accuracy")}
+    for pert, idx in [*sorted(groups.items()), (ALL, list(range(len(items))))]:
+        labels = [items[i]["label"] for i in idx]
+        sc = agreement_scores(labels, [preds[i] for i in idx])
+        correct = sum(sc["confusion"][f"gold_{c}"][f"pred_{c}"] for c in ("supported", "unsupported"))
+        row = {"judge": "hallucination", "model": model, "perturbation": pert, "label": "/".join(sorted(set(labels))),
+               "n": sc["n"], "judged": sc["judged"], "correct": correct, "wrong": sc["judged"] - correct,
+               "unjudged": sc["unjudged"], **proportion_cells("accuracy", correct, sc["judged"], confidence)}
         if pert == ALL:
-            row["cohen_kappa"] = cohen_kappa(list(judged["label"]), list(judged["pred"]))
+            row["cohen_kappa"] = sc["cohen_kappa"]
         rows.append(row)
     return rows
 

@@ -30,7 +30,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from analysis.formatting import fmt_p
-from analysis.stats import proportion_ci, sign_test
+from analysis.stats import proportion_cells, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
@@ -54,8 +54,7 @@ def win_rates(winners: Sequence[Mapping[str, str | None]], confidence: float = 0
         row: dict[str, Any] = {"criterion": c, "pairs": len(got), "judged": judged, "a_wins": a, "b_wins": b,
                                "ties": tie, "unjudged": len(got) - judged, "sign_test_p": sign_test(b, a)}
         for key, k in (("b_win_rate", b), ("a_win_rate", a), ("tie_rate", tie)):
-            ci = proportion_ci(k, judged, confidence)
-            row.update({key: ci["share"], f"{key}_low": ci["ci_low"], f"{key}_high": ci["ci_high"]})
+            row.update(proportion_cells(key, k, judged, confidence))
         rows.append(row)
     return rows
 

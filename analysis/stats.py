@@ -391,6 +391,12 @@ def proportion_ci(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     return {"share": k / n, "ci_low": float(ci.low), "ci_high": float(ci.high), "k": k, "n": n}
 
 
+def proportion_cells(name: str, k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
+    """``{name, name_low, name_high}``: :func:`proportion_ci`'s share and Wilson interval, as table cells."""
+    ci = proportion_ci(k, n, confidence)
+    return {name: ci["share"], f"{name}_low": ci["ci_low"], f"{name}_high": ci["ci_high"]}
+
+
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test of ``wins`` against ``losses`` (ties left out): the binomial p of a split at least
     this uneven when each decisive outcome is a fair coin; NaN when there is no decisive outcome."""

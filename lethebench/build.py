@@ -46,11 +46,9 @@ LOADERS: dict[str, str] = {
 }
 
 
-def loader_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
+def source_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
     """The loader's LOADER_VERSION plus a hash of its source (a package: all its .py files, or the part of them its
-    ``source_files(files, params)`` says the build with ``params`` runs), so an edited loader or generator never
-    reuses a folder built by older code; a source pin (:mod:`lethebench.source_pins`) keeps the version of a
-    refactor proven to leave the output byte-identical."""
+    ``source_files(files, params)`` says the build with ``params`` runs)."""
     mod = importlib.import_module(LOADERS[loader].split(":")[0])
     src = Path(mod.__file__)
     files = sorted(src.parent.rglob("*.py")) if src.name == "__init__.py" else [src]
@@ -59,7 +57,14 @@ def loader_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
     h = hashlib.sha256()
     for f in files:
         h.update(f.read_bytes())
-    return pinned_version(loader, f"{getattr(mod, 'LOADER_VERSION', '?')}+{h.hexdigest()[:12]}")
+    return f"{getattr(mod, 'LOADER_VERSION', '?')}+{h.hexdigest()[:12]}"
+
+
+def loader_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
+    """The version a build is keyed by: :func:`source_version`, so an edited loader or generator never reuses a
+    folder built by older code, unless a source pin (:mod:`lethebench.source_pins`) keeps the version of a refactor
+    proven to leave the output byte-identical."""
+    return pinned_version(loader, source_version(loader, params))
 
 
 def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> SourceDataset:

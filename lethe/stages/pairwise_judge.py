@@ -156,13 +156,15 @@ class PairwiseJudge:
         return PairJudgment(winners, (ab, ba))
 
 
-def position_bias(judgments: Iterable[PairJudgment]) -> dict[str, Any]:
-    """Over every parsed per-criterion verdict of both orders: how many named position 1, and their share."""
+def position_bias(judgments: Iterable[PairJudgment], criteria: Iterable[str] | None = None) -> dict[str, Any]:
+    """Over every parsed verdict of both orders on ``criteria`` (default: all): how many named position 1, and their
+    share."""
+    keep = None if criteria is None else set(criteria)
     first = total = 0
     for j in judgments:
         for o in j.orders:
-            for v in o.verdicts.values():
-                if v is not None:
+            for c, v in o.verdicts.items():
+                if v is not None and (keep is None or c in keep):
                     total += 1
                     first += v == 1
     return {"verdicts": total, "first_position": first, "share_first": first / total if total else None}
