@@ -10,7 +10,8 @@
   checkpoint. One model set per evaluated dataset.
 - ``in_domain``: the evaluated dataset's own labels. With ``train``/``dev`` splits (LetheBench): one
   fold, train on ``train``, select on ``dev``. Otherwise grouped k-fold (``folds``): whole scopes when
-  there are at least k of them (LoCoMo), else queries; held-out fold f is scored by a model trained on
+  there are at least k of them (LoCoMo), else queries grouped by gold document (``fold_groups``; TechQA's
+  technotes, UltraDomain's contexts: ``experiments/folds.py``); held-out fold f is scored by a model trained on
   the other folds except f+1, which selects its checkpoint. One model set per evaluated dataset.
 
 The ``test`` split is never read. Each fold records the query ids (per dataset) it was trained and
@@ -33,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.runner import QuerySelection, select_queries
-from experiments.train_fusion import assign_folds
+from experiments.folds import assign_folds, gold_groups, source_ids
 from lethebench.schema import Dataset, read_dataset
 
 FORBIDDEN_SPLIT = "test"
@@ -104,11 +105,19 @@ def split_plan(lab: Labelled) -> FoldPlan:
     return FoldPlan({lab.name: train}, {lab.name: dev}, None, {lab.name: _scopes(lab, train + dev)})
 
 
-def kfold_plans(lab: Labelled, k: int, seed: int) -> tuple[list[FoldPlan], str]:
-    """Grouped k-fold over ``lab``'s labelled queries: (plans, grouping 'scope' or 'query')."""
+FOLD_GROUPS = ("gold_document", "query")
+
+
+def kfold_plans(lab: Labelled, k: int, seed: int, fold_groups: str = "gold_document") -> tuple[list[FoldPlan], str]:
+    """Grouped k-fold over ``lab``'s labelled queries (:func:`experiments.folds.assign_folds`): (plans, grouping
+    'scope', 'gold document' or 'query'). ``fold_groups`` is the grouping below k scopes."""
     if k < 3:
         raise ValueError(f"method.model.train.folds={k}: k-fold needs at least 3 folds (train, dev, held out)")
-    fold_no, group = assign_folds(lab.queries[["scope_id", "query_id"]], k, seed)
+    if fold_groups not in FOLD_GROUPS:
+        raise ValueError(f"method.model.train.fold_groups={fold_groups!r}: expected one of {', '.join(FOLD_GROUPS)}")
+    ids = lab.queries["query_id"].astype(str).tolist()
+    groups = gold_groups(ids, lab.ds.qrels, source_ids(lab.ds.corpus)) if fold_groups == "gold_document" else None
+    fold_no, group = assign_folds(lab.queries[["scope_id", "query_id"]], k, seed, groups)
     ids = lab.queries["query_id"].to_numpy()
     plans = []
     for f in range(k):
@@ -171,7 +180,7 @@ def plans_for(regime: str, target: Labelled | None, sources: Mapping[str, Labell
         return [transfer_plan(target, list(sources.values()), float(train["dev_share"]), seed)], "transfer"
     if has_splits(target):
         return [split_plan(target)], "splits"
-    plans, group = kfold_plans(target, int(train["folds"]), seed)
+    plans, group = kfold_plans(target, int(train["folds"]), seed, str(train["fold_groups"]))
     return plans, f"k-fold by {group}"
 
 

@@ -41,6 +41,7 @@ from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
+from experiments.folds import assign_folds
 from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
@@ -168,20 +169,6 @@ def fit_fold(X: np.ndarray, y: np.ndarray, informative: np.ndarray, train: np.nd
     return model, {"dev_ndcg@10": {f: round(v, 4) for f, v in dev_scores.items()}, "chosen": chosen,
                    "n_train": int(train.sum()), "n_dev": int(dev.sum()), "n_fit": int(both.sum()),
                    "n_uninformative_train_dev": int(((train | dev) & ~informative).sum())}
-
-
-def assign_folds(meta: pd.DataFrame, k: int, seed: int) -> tuple[np.ndarray, str]:
-    """Fold number per query, grouping by scope when there are at least k scopes."""
-    rng = np.random.default_rng(seed)
-    scopes = sorted(meta["scope_id"].unique())
-    if len(scopes) >= k:
-        order = rng.permutation(len(scopes))
-        fold_of = {scopes[i]: r % k for r, i in enumerate(order)}
-        return meta["scope_id"].map(fold_of).to_numpy(), "scope"
-    order = rng.permutation(len(meta))
-    folds = np.empty(len(meta), dtype=np.int64)
-    folds[order] = np.arange(len(meta)) % k
-    return folds, "query"
 
 
 def train(cfg: DictConfig, progress: bool = True) -> FusionModel:

@@ -394,8 +394,11 @@ def regime_of(model_cfg: Mapping[str, Any]) -> str:
 
 def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
     """16-hex key of a model set: the training settings and, for per-dataset regimes, the evaluated
-    dataset's name and build (the ids in the fold records refer to that build)."""
+    dataset's name and build (the ids in the fold records refer to that build). ``fold_groups`` keys only the
+    k-fold regime (``in_domain``), so adding it left every other regime's sets where they were."""
     train = dict(model_cfg["train"])
+    if regime_of(model_cfg) != "in_domain":
+        train.pop("fold_groups", None)
     blob = {"train": train, "base": model_cfg.get("name")}
     if regime_of(model_cfg) in PER_DATASET:
         blob["dataset"] = {"name": dataset, "build_key": build_key}
@@ -406,8 +409,6 @@ def set_folder(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> Pa
     """``<path>/<dataset>/<key>`` (per-dataset regimes) or ``<path>/any/<key>``: a model set's folder."""
     scope = dataset if regime_of(model_cfg) in PER_DATASET else "any"
     return project_path(str(model_cfg["path"])) / scope / set_key(model_cfg, dataset, build_key)
-
-
 
 
 def fold_allows(record: Mapping[str, Any], dataset: str, query_id: str, scope_id: str | None) -> bool:
