@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from analysis import ce_recipe as CR
 from analysis import ce_selection as CS
 from analysis import claims as CL
 from analysis import verdicts as VD
@@ -237,6 +238,13 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     if not sel.empty:
         F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
         md += ["## Cross-encoder: how each model set was chosen (dev)", "", F.to_markdown(sel, CS.NOTE)]
+    recipe = CR.recipe_table(views, cfg)
+    if not recipe.empty:
+        note = CR.note(cfg) + " " + CR.finding(recipe, cfg)
+        F.write_table(recipe, tdir, "table_ce_recipe", "Cross-encoder recipe chosen on recipe-dev, reported on the "
+                      "other queries", footnote=note)
+        md += ["## Cross-encoder: recipe chosen on recipe-dev, reported on the other queries", "",
+               F.to_markdown(recipe, note)]
     regimes = CS.regime_table(views, cfg)
     if not regimes.empty:
         note = ("Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "

@@ -11,7 +11,7 @@
 - ``in_domain``: the evaluated dataset's own labels. With ``train``/``dev`` splits (LetheBench): one
   fold, train on ``train``, select on ``dev``. Otherwise grouped k-fold (``folds``): whole scopes when
   there are at least k of them (LoCoMo), else queries grouped by gold document (``fold_groups``; TechQA's
-  technotes, UltraDomain's contexts: ``experiments/folds.py``); held-out fold f is scored by a model trained on
+  technotes, UltraDomain's contexts: ``lethebench/folds.py``); held-out fold f is scored by a model trained on
   the other folds except f+1, which selects its checkpoint. One model set per evaluated dataset.
 
 The ``test`` split is never read. Each fold records the query ids (per dataset) it was trained and
@@ -34,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.runner import QuerySelection, select_queries
-from experiments.folds import assign_folds, gold_groups, source_ids
+from lethebench.folds import assign_folds, gold_groups, source_ids
 from lethebench.schema import Dataset, read_dataset
 
 FORBIDDEN_SPLIT = "test"
@@ -109,7 +109,7 @@ FOLD_GROUPS = ("gold_document", "query")
 
 
 def kfold_plans(lab: Labelled, k: int, seed: int, fold_groups: str = "gold_document") -> tuple[list[FoldPlan], str]:
-    """Grouped k-fold over ``lab``'s labelled queries (:func:`experiments.folds.assign_folds`): (plans, grouping
+    """Grouped k-fold over ``lab``'s labelled queries (:func:`lethebench.folds.assign_folds`): (plans, grouping
     'scope', 'gold document' or 'query'). ``fold_groups`` is the grouping below k scopes."""
     if k < 3:
         raise ValueError(f"method.model.train.folds={k}: k-fold needs at least 3 folds (train, dev, held out)")

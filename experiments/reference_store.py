@@ -11,7 +11,8 @@ reads, machine-independent, as MTEB keeps its results repository::
     <store_dir>/<tier>/<dataset>/<label>/       # per declared run: manifest.json, metrics.json,
                                                 #   per_query.parquet (with the label metrics), labels.json
     <store_dir>/<tier>/studies/<name>/          # per study: its Markdown, JSON, command.txt and DONE
-    <store_dir>/datasets/<dataset>/<build key>/ # queries.parquet (no text), card.json, contradictions.parquet
+    <store_dir>/datasets/<dataset>/<build key>/ # queries.parquet (no text; with gold_group), card.json,
+                                                #   contradictions.parquet
 
 Every folder reads like a run folder (:class:`lethebench.runs.RunFolder`); what the report computes from the
 rankings and the dataset's labels (Coverage@N, contradiction@k, the agent metrics of seed 002) is computed once,
@@ -32,7 +33,9 @@ import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import PROJECT_ROOT, portable_location, project_path
+from lethebench.folds import GROUP_COLUMN, query_gold_groups
 from lethebench.runs import DONE, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
+from lethebench.schema import read_dataset
 
 INDEX = "index.json"
 LABELS = "labels.json"                    # the label metrics computed here, and their settings
@@ -90,8 +93,11 @@ def store_dataset(folder: Path, name: str, store: Path, roots: Sequence[tuple[st
     if (dest / "card.json").is_file():
         return dest
     with atomic_dir(dest) as tmp:
-        queries = pd.read_parquet(folder / "queries.parquet")
-        queries[[c for c in QUERY_COLUMNS if c in queries.columns]].to_parquet(tmp / "queries.parquet", index=False)
+        ds = read_dataset(folder)
+        queries = ds.queries[[c for c in QUERY_COLUMNS if c in ds.queries.columns]].copy()
+        groups = query_gold_groups(ds.queries, ds.qrels, ds.corpus)
+        queries[GROUP_COLUMN] = queries["query_id"].astype(str).map(groups)
+        queries.to_parquet(tmp / "queries.parquet", index=False)
         contra = folder / "contradictions.parquet"
         if contra.is_file():
             pd.read_parquet(contra)[list(CONTRADICTION_COLUMNS)].to_parquet(tmp / "contradictions.parquet", index=False)

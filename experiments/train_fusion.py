@@ -41,7 +41,7 @@ from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
-from experiments.folds import assign_folds
+from lethebench.folds import assign_folds
 from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query

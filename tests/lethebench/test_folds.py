@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from experiments.folds import assign_folds, gold_groups
+from lethebench.folds import assign_folds, gold_groups
 from lethebench.loaders.techqa import load_techqa
 from tests.conftest import DATA_ROOT
 

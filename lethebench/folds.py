@@ -50,6 +50,14 @@ def gold_groups(query_ids: list[str], qrels: Qrels, source_of: Mapping[str, str]
     return {q: find(q) for q in query_ids}
 
 
+GROUP_COLUMN = "gold_group"   # the reference store's queries.parquet column holding query_gold_groups()
+
+
+def query_gold_groups(queries: pd.DataFrame, qrels: Qrels, corpus: pd.DataFrame) -> dict[str, str]:
+    """:func:`gold_groups` over every query of a processed dataset (its queries, qrels and corpus)."""
+    return gold_groups(queries["query_id"].astype(str).tolist(), qrels, source_ids(corpus))
+
+
 def assign_folds(meta: pd.DataFrame, k: int, seed: int,
                  groups: Mapping[str, str] | None = None) -> tuple[np.ndarray, str]:
     """Fold number (0..k-1) per row of ``meta`` (columns scope_id, query_id) and the grouping used: 'scope' when
