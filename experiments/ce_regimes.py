@@ -13,6 +13,8 @@
   there are at least k of them (LoCoMo), else queries grouped by gold document (``fold_groups``; TechQA's
   technotes, UltraDomain's contexts: ``lethebench/folds.py``); held-out fold f is scored by a model trained on
   the other folds except f+1, which selects its checkpoint. One model set per evaluated dataset.
+- ``label_free``: no label at all: questions the local LLM wrote for sampled documents of the evaluated
+  collection (:mod:`experiments.synthetic_queries`), split train/dev. One model set per evaluated dataset.
 
 The ``test`` split is never read. Each fold records the query ids (per dataset) it was trained and
 selected on and, for k-fold, the ids it is for; the reranker uses a fold only for a query it never
@@ -167,6 +169,27 @@ def transfer_plan(target: Labelled, sources: Sequence[Labelled], share: float, s
     return plan
 
 
+def label_free_target(cfg: DictConfig, progress: bool) -> tuple[Labelled, dict[str, Any]]:
+    """The evaluated dataset with its generated questions as its only labelled queries (split train/dev), and the
+    generated set's manifest; generated first when missing (:mod:`experiments.synthetic_queries`)."""
+    from experiments import synthetic_queries as SQ
+
+    folder = prepare_dataset(cfg)
+    ds = read_dataset(folder, cfg.dataset.name)
+    key = dataset_key(cfg, folder, ds)
+    settings = to_dict(cfg.method.model.train.label_free)
+    gen = SQ.generate(ds, key, settings, cfg.cache_dir, progress)
+    syn = SQ.synthetic_dataset(ds, gen, float(settings["dev_share"]), int(settings["seed"]))
+    q = syn.queries.sort_values(["scope_id", "position", "query_id"], kind="stable").reset_index(drop=True)
+    return Labelled(str(cfg.dataset.name), cfg, syn, key, q), {"folder": gen.name, **SQ.manifest(gen)}
+
+
+def label_free_plan(lab: Labelled) -> FoldPlan:
+    """One fold: generated questions of the ``train`` split train, those of ``dev`` select; no scope is withheld
+    (no evaluated query was read), so the model may score every evaluated query."""
+    return FoldPlan({lab.name: _split_ids(lab, "train")}, {lab.name: _split_ids(lab, "dev")}, None, {})
+
+
 def plans_for(regime: str, target: Labelled | None, sources: Mapping[str, Labelled], train: Mapping[str, Any],
               seed: int) -> tuple[list[FoldPlan], str]:
     """The fold plans of ``regime`` and how they were cut ('splits', 'transfer', or 'k-fold by scope/query')."""
@@ -176,6 +199,8 @@ def plans_for(regime: str, target: Labelled | None, sources: Mapping[str, Labell
             raise ValueError(f"regime lethebench: dataset {lab.name} has no train and dev splits")
         return [split_plan(lab)], "splits"
     assert target is not None
+    if regime == "label_free":
+        return [label_free_plan(target)], "label-free (generated questions)"
     if regime == "transfer":
         return [transfer_plan(target, list(sources.values()), float(train["dev_share"]), seed)], "transfer"
     if has_splits(target):

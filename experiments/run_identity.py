@@ -20,6 +20,7 @@ from experiments.config import to_dict
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
 from lethe.core.typed_config import ConfigError
+from lethe.retrieval.crossencoder import REGIME_ONLY_KEYS
 from lethebench.runs import run_path
 
 
@@ -105,6 +106,21 @@ def with_replay_content(method: Mapping[str, Any]) -> Any:
     return {**method, "llm_rerank": {**method["llm_rerank"], "replay_sha256": sha256_file(path)}}
 
 
+def without_other_regimes(cfg: Any) -> Any:
+    """``cfg`` (nested dicts and lists) with every cross-encoder training section (a ``train`` mapping with a
+    ``regime``) stripped of the keys only another regime reads (``REGIME_ONLY_KEYS``): they were added after runs of
+    the other regimes existed, and those runs' hashes did not move."""
+    if isinstance(cfg, Mapping):
+        out = {k: without_other_regimes(v) for k, v in cfg.items()}
+        train = out.get("train")
+        if isinstance(train, Mapping) and "regime" in train:
+            out["train"] = {k: v for k, v in train.items() if REGIME_ONLY_KEYS.get(k, train["regime"]) == train["regime"]}
+        return out
+    if isinstance(cfg, list):
+        return [without_other_regimes(v) for v in cfg]
+    return cfg
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths, display options and
     ``run.metrics`` excluded, paths under ``cache_dir`` :func:`relocated`); ``run.metrics`` is checked for
@@ -119,7 +135,7 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
     return relocated({
         "dataset": resolved["dataset"],
         "dataset_build_key": build_key,
-        "method": with_replay_content(without_placement(resolved["method"])),
+        "method": with_replay_content(without_other_regimes(without_placement(resolved["method"]))),
         "chunking": chunking_identity(resolved["chunking"]),
         "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
         **extra,

@@ -224,7 +224,12 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     mcfg = to_dict(cfg.method.model)
     tcfg = mcfg["train"]
     regime = regime_of(mcfg)
-    target = CR.load_labelled(cfg) if regime in PER_DATASET else None
+    progress = bool(cfg.run.progress)
+    generated = None
+    if regime == "label_free":
+        target, generated = CR.label_free_target(cfg, progress)
+    else:
+        target = CR.load_labelled(cfg) if regime in PER_DATASET else None
     folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
     if (folder / FOLDS_JSON).is_file() and not force:
         print(f"[skip] {folder} exists (force=true retrains)")
@@ -235,7 +240,6 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     seed = int(tcfg["seed"])
     plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
     data = {**sources, **({target.name: target} if target else {})}
-    progress = bool(cfg.run.progress)
     base = resolve_model(base_model_config(str(tcfg["base_model"])))
     print(f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
           f"({scheme}) -> {folder}", flush=True)
@@ -251,7 +255,7 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
         folds.append(record)
     doc = {"regime": regime, "scheme": scheme, "evaluated_dataset": cfg.dataset.name if target else None,
            "datasets": {n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()},
-           "train": tcfg, "folds": folds, "created": started.isoformat(),
+           "train": tcfg, "folds": folds, **({"generated_questions": generated} if generated else {}), "created": started.isoformat(),
            "wall_seconds": round(time.perf_counter() - t_start, 1)}
     atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
     print(f"model set: {folder} ({doc['wall_seconds']} s)")

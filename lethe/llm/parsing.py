@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 __all__ = ["ParseError", "Keywords", "ExactTerms", "extract_json", "parse_rewrite", "parse_subqueries",
-           "parse_keywords", "keywords_schema", "parse_exact_terms", "parse_passage", "normalize"]
+           "parse_keywords", "keywords_schema", "parse_exact_terms", "parse_passage", "parse_question", "normalize"]
 
 _OPEN = {"{": "}", "[": "]"}
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -255,3 +255,23 @@ def parse_passage(text: str, max_chars: int = 2000) -> str:
         else:
             raise ParseError("json_not_text", "expected a plain-text passage")
     return passage[:max_chars]
+
+
+_QUESTION_PREFIX = re.compile(r"^(?:question|q)\s*[:.)-]\s*", re.I)
+
+
+def parse_question(text: str, min_words: int = 3, max_chars: int = 300) -> str:
+    """One search question (the label-free regime's generated query): the first non-empty line, without a
+    ``Question:`` prefix or surrounding quotes, with at least ``min_words`` words."""
+    if not isinstance(text, str):
+        raise ParseError("wrong_type", "not text")
+    m = _FENCE.match(text)
+    lines = [ln for ln in (m.group(1) if m else text).splitlines() if ln.strip()]
+    if not lines:
+        raise ParseError("empty", "no question")
+    q = _QUESTION_PREFIX.sub("", _clean(lines[0])).strip().strip('"\'“”`').strip()
+    if len(q.split()) < min_words:
+        raise ParseError("too_short", f"{len(q.split())} words: {q[:80]!r}")
+    if len(q) > max_chars:
+        raise ParseError("too_long", f"{len(q)} characters")
+    return q

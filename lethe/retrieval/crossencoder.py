@@ -380,8 +380,10 @@ def params_dict(params: TrainParams) -> dict[str, Any]:
 # Model sets: the folds a training regime produced (written by experiments/train_cross_encoder.py,
 # regimes in experiments/ce_regimes.py) and the leakage guard that picks a fold per query.
 
-REGIMES = ("lethebench", "transfer", "in_domain")
-PER_DATASET = ("transfer", "in_domain")   # regimes with one model set per evaluated dataset
+REGIMES = ("lethebench", "transfer", "in_domain", "label_free")
+PER_DATASET = ("transfer", "in_domain", "label_free")   # regimes with one model set per evaluated dataset
+# train keys read by one regime only: left out of the other regimes' set keys, so adding them moved no other set
+REGIME_ONLY_KEYS = {"fold_groups": "in_domain", "label_free": "label_free"}
 FOLDS_JSON = "folds.json"
 
 
@@ -394,11 +396,10 @@ def regime_of(model_cfg: Mapping[str, Any]) -> str:
 
 def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
     """16-hex key of a model set: the training settings and, for per-dataset regimes, the evaluated
-    dataset's name and build (the ids in the fold records refer to that build). ``fold_groups`` keys only the
-    k-fold regime (``in_domain``), so adding it left every other regime's sets where they were."""
-    train = dict(model_cfg["train"])
-    if regime_of(model_cfg) != "in_domain":
-        train.pop("fold_groups", None)
+    dataset's name and build (the ids in the fold records refer to that build). A key of ``REGIME_ONLY_KEYS``
+    enters only its own regime's key."""
+    regime = regime_of(model_cfg)
+    train = {k: v for k, v in dict(model_cfg["train"]).items() if REGIME_ONLY_KEYS.get(k, regime) == regime}
     blob = {"train": train, "base": model_cfg.get("name")}
     if regime_of(model_cfg) in PER_DATASET:
         blob["dataset"] = {"name": dataset, "build_key": build_key}

@@ -225,7 +225,8 @@ TINY_KFOLD = ("dataset=locomo", "dataset.scopes=[conv-26,conv-30]", "method.mode
 
 @pytest.fixture(scope="module")
 def kfold_set(cfg_for) -> Path:
-    """Regime in_domain on two LoCoMo conversations: 3 folds grouped by query, each on 4 train queries."""
+    """Regime in_domain on two LoCoMo conversations (fewer than 3: folds group queries sharing a gold turn),
+    each fold on 4 train queries."""
     from experiments.train_cross_encoder import train_model_set
 
     return train_model_set(cfg_for("method=cross_encoder", *TINY_KFOLD), force=True)
@@ -235,7 +236,7 @@ def test_in_domain_kfold_holds_out_every_query_once(cfg_for, kfold_set):
     from experiments import ce_regimes as CR
 
     doc = json.loads((kfold_set / "folds.json").read_text())
-    assert doc["regime"] == "in_domain" and doc["scheme"] == "k-fold by query" and len(doc["folds"]) == 3
+    assert doc["regime"] == "in_domain" and doc["scheme"] == "k-fold by gold document" and len(doc["folds"]) == 3
     assert kfold_set.parent.name == "locomo"
     lab = CR.load_labelled(cfg_for("method=cross_encoder", *TINY_KFOLD))
     held = [set(f["heldout"]) for f in doc["folds"]]
@@ -302,3 +303,39 @@ def test_transfer_leaves_the_evaluated_dataset_out(cfg_for):
         src = sources[other]
         assert not set(plan.train[other]) & set(plan.dev[other])
         assert set(plan.train[other]) | set(plan.dev[other]) == set(src.queries["query_id"])
+
+
+TINY_LABEL_FREE = ("dataset=locomo", "dataset.scopes=[conv-26,conv-30]", "method.model.train.regime=label_free",
+                   "method.model.train.label_free.llm=smollm2", "method.model.train.label_free.docs=8",
+                   "method.model.train.label_free.dev_share=0.25", "method.model.train.label_free.failure_share=0.5",
+                   "method.model.train.negatives=2", "method.model.train.epochs=1", "method.model.train.batch_size=8",
+                   "method.model.train.eval_every=0", "method.model.train.max_length=96", "method.model.train.candidates=10")
+
+
+def test_label_free_trains_on_generated_questions_and_may_score_every_evaluated_query(cfg_for):
+    """Regime label_free with the real (tiny) SmolLM2: 8 sampled turns of two LoCoMo conversations get questions;
+    no evaluated query id reaches training, so the leakage guard lets every evaluated query through."""
+    from experiments import ce_regimes as CR
+    from experiments.train_cross_encoder import train_model_set
+    from lethe.llm.prompts import load_prompt
+
+    cfg = cfg_for("method=cross_encoder", *TINY_LABEL_FREE)
+    folder = train_model_set(cfg, force=True)
+    doc = json.loads((folder / "folds.json").read_text())
+    assert doc["regime"] == "label_free" and doc["scheme"] == "label-free (generated questions)"
+    (fold,) = doc["folds"]
+    assert fold["heldout"] is None and fold["scopes"] == {}
+    gen = doc["generated_questions"]
+    assert gen["prompt"] == load_prompt("synthetic_query", "v1").describe() and gen["llm"]["name"].startswith("smollm2")
+    assert gen["documents"] == 8 and gen["failed"] <= 4
+    trained = set(fold["train"]["locomo"]) | set(fold["dev"]["locomo"])
+    assert len(trained) == 8 - gen["failed"] and all(q.startswith("synthetic:") for q in trained)
+    evaluated = CR.load_labelled(cfg_for("method=cross_encoder", "dataset=locomo", "dataset.scopes=[conv-26,conv-30]"))
+    assert not trained & set(evaluated.queries["query_id"])
+    ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
+                     progress=False, _convert_="all")
+    ce.bind_dataset({"name": "locomo", "build_key": dataset_build_key(cfg)})
+    ce.set_queries(evaluated.queries["query_id"].tolist())
+    row = evaluated.queries.iloc[0]
+    assert ce._fold(Query(row["text"], (), row["query_id"], row["scope_id"])) == 0
+    ce.close()

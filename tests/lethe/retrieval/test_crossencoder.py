@@ -34,3 +34,21 @@ def test_choose_weight_takes_the_best_dev_score_and_the_larger_weight_on_ties():
     assert choose_weight([0.0, 0.5], dev.__getitem__)["weight"] == 0.5
     with pytest.raises(ValueError, match="interpolation_grid"):
         choose_weight([], dev.__getitem__)
+
+
+def test_a_regime_only_key_keys_only_its_regime():
+    """fold_groups (in_domain) and label_free (label_free) were added after sets of the other regimes existed: a
+    set's key must not move when a key its regime never reads is added or changed."""
+    from lethe.retrieval.crossencoder import set_key
+
+    base = {"name": "ce", "train": {"regime": "transfer", "epochs": 1}}
+    extra = {"fold_groups": "gold_document", "label_free": {"docs": 150}}
+    for regime in ("transfer", "lethebench"):
+        m = {"name": "ce", "train": {**base["train"], "regime": regime}}
+        assert set_key({**m, "train": {**m["train"], **extra}}, "d", "b") == set_key(m, "d", "b")
+    ind = {"name": "ce", "train": {"regime": "in_domain", "epochs": 1, "fold_groups": "gold_document"}}
+    assert set_key({**ind, "train": {**ind["train"], "label_free": {"docs": 1}}}, "d", "b") == set_key(ind, "d", "b")
+    assert set_key({**ind, "train": {**ind["train"], "fold_groups": "query"}}, "d", "b") != set_key(ind, "d", "b")
+    lf = {"name": "ce", "train": {"regime": "label_free", "epochs": 1, "label_free": {"docs": 150}}}
+    assert set_key({**lf, "train": {**lf["train"], "label_free": {"docs": 100}}}, "d", "b") != set_key(lf, "d", "b")
+    assert set_key({**lf, "train": {**lf["train"], "fold_groups": "query"}}, "d", "b") == set_key(lf, "d", "b")

@@ -32,7 +32,7 @@ from lethe.stages.understanding.stage import BACKENDS
 from lethe.stages.understanding.rules import RuleBasedBackend
 
 PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_pairwise", "judge_support", "keywords",
-           "rerank_pointwise", "rewrite"]
+           "rerank_pointwise", "rewrite", "synthetic_query"]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
 PINNED_SHA256 = {
     "contradiction_pairwise": "86ffc3d0d30e",
@@ -45,6 +45,7 @@ PINNED_SHA256 = {
     "answer": "a7db297e6400",
     "judge_support": "c10f2a55a601",
     "judge_pairwise": "c39c011282ab",
+    "synthetic_query": "192b697a08f2",
 }
 PINNED_V2 = {"answer": "28257552b060", "exact_terms": "76e4378880dc", "judge_pairwise": "084c8c4dffb8",
              "keywords": "a2deec2d3047"}
@@ -129,7 +130,8 @@ def test_prompt_placeholders():
     assert got == {"answer": ["context", "query"], "contradiction_pairwise": ["earlier", "later"],
                    "decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"], "judge_pairwise": ["answer1", "answer2", "query"],
                    "judge_support": ["answer", "context", "query"], "keywords": ["query"],
-                   "rerank_pointwise": ["passage", "query"], "rewrite": ["history", "query"]}
+                   "rerank_pointwise": ["passage", "query"], "rewrite": ["history", "query"],
+                   "synthetic_query": ["document"]}
 
 
 def test_render_fills_placeholders_once_and_keeps_json_examples():
