@@ -22,7 +22,9 @@ def chunk_params(cfg: DictConfig) -> ChunkParams:
     c = cfg.chunking
     return ChunkParams(size=int(c.size_tokens), overlap=int(c.overlap_tokens), strategy=str(c.get("strategy", "tokens")),
                        overlap_sentences=int(c.get("overlap_sentences", 1)),
-                       semantic_threshold=float(c.get("semantic_threshold", 0.5)))
+                       semantic_threshold=float(c.get("semantic_threshold", 0.5)),
+                       semantic_breakpoint=str(c.get("semantic_breakpoint", "threshold")),
+                       semantic_percentile=float(c.get("semantic_percentile", 95.0)))
 
 
 def _custom_folder(cfg: DictConfig) -> Path:

@@ -82,9 +82,12 @@ def relocated(cfg: Any, cache_dir: str | None) -> Any:
 
 def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
     """The ``chunking`` section as hashed: token windows (the default strategy) by their size and overlap alone, as
-    before the other strategies existed (so no run's hash moved); another strategy with every key."""
+    before the other strategies existed (so no run's hash moved); another strategy with every key, the semantic
+    breakpoint's two keys only when they say percentile (they came later)."""
     if chunking.get("strategy", "tokens") == "tokens":
         return {k: chunking[k] for k in ("size_tokens", "overlap_tokens")}
+    if chunking.get("semantic_breakpoint", "threshold") == "threshold":   # as before percentile breakpoints existed
+        return {k: v for k, v in chunking.items() if k not in ("semantic_breakpoint", "semantic_percentile")}
     return dict(chunking)
 
 

@@ -7,8 +7,12 @@ tokens stays whole, whatever the strategy. Longer sources are cut by ``strategy`
 - ``sentences``: the source's sentences (:func:`sentence_spans`) packed greedily into windows of at most
   ``size`` tokens, each window after the first starting ``overlap_sentences`` sentences before the previous
   one's end (when that still moves forward).
-- ``semantic``: sentences packed greedily, a new chunk starting where the cosine similarity of adjacent
-  sentences' embeddings falls below ``semantic_threshold`` or where ``size`` tokens would be exceeded.
+- ``semantic``: sentences packed greedily, a new chunk starting at a breakpoint between adjacent sentences or
+  where ``size`` tokens would be exceeded. Breakpoints (``semantic_breakpoint``): ``threshold``, where the cosine
+  similarity of their embeddings falls below ``semantic_threshold`` (a fixed value: on long technical text most
+  adjacent sentences fall below 0.5, so units are one or two sentences); ``percentile``, where their cosine
+  distance is above the source's own ``semantic_percentile``-th percentile of adjacent distances (label-free: the
+  source's largest topic shifts, as LangChain's SemanticChunker does by default).
 
 A single sentence longer than ``size`` tokens is cut into token windows. Chunk text is always an exact character
 span of the source text.
@@ -45,6 +49,7 @@ def hf_token_spans(tokenizer: Any) -> TokenSpans:
 
 
 STRATEGIES = ("tokens", "sentences", "semantic")
+BREAKPOINTS = ("threshold", "percentile")
 # a sentence ends at ., ! or ? (optionally followed by closing quotes/brackets) before whitespace, or at a line break
 _SENTENCE_END = re.compile(r"""[.!?]+["')\]]*(?=\s)|\n+""")
 Embed = Callable[[list[str]], np.ndarray]   # texts -> L2-normalized vectors (n, dim)
@@ -57,6 +62,8 @@ class ChunkParams:
     strategy: str = "tokens"
     overlap_sentences: int = 1
     semantic_threshold: float = 0.5
+    semantic_breakpoint: str = "threshold"
+    semantic_percentile: float = 95.0
 
     def __post_init__(self) -> None:
         if self.size < 1 or not 0 <= self.overlap < self.size:
@@ -67,6 +74,10 @@ class ChunkParams:
             raise ValueError(f"chunking.overlap_sentences must be >= 0, got {self.overlap_sentences}")
         if not -1.0 <= self.semantic_threshold <= 1.0:
             raise ValueError(f"chunking.semantic_threshold must be in [-1, 1], got {self.semantic_threshold}")
+        if self.semantic_breakpoint not in BREAKPOINTS:
+            raise ValueError(f"chunking.semantic_breakpoint must be one of {BREAKPOINTS}, got {self.semantic_breakpoint!r}")
+        if not 0.0 < self.semantic_percentile < 100.0:
+            raise ValueError(f"chunking.semantic_percentile must be in (0, 100), got {self.semantic_percentile}")
 
     def key(self) -> list[Any]:
         """What identifies the chunking in a build key: [size, overlap] for token windows (the key every build had
@@ -75,7 +86,9 @@ class ChunkParams:
             return [self.size, self.overlap]
         if self.strategy == "sentences":
             return ["sentences", self.size, self.overlap_sentences]
-        return ["semantic", self.size, self.semantic_threshold]
+        if self.semantic_breakpoint == "threshold":   # the key semantic builds had before percentile breakpoints
+            return ["semantic", self.size, self.semantic_threshold]
+        return ["semantic", self.size, "percentile", self.semantic_percentile]
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -124,6 +137,15 @@ def _windows(text: str, toks: list[tuple[int, int]], size: int, overlap: int) ->
     return out
 
 
+def semantic_breaks(sims: np.ndarray, params: ChunkParams) -> np.ndarray:
+    """Per adjacent-sentence pair (``sims``: their cosine similarities, shape (n - 1,)): whether a chunk starts
+    after the first sentence of the pair (module docstring, ``semantic_breakpoint``)."""
+    if params.semantic_breakpoint == "threshold":
+        return sims < params.semantic_threshold
+    distances = 1.0 - sims
+    return distances > np.percentile(distances, params.semantic_percentile)
+
+
 def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: Embed | None) -> list[tuple[str, int]]:
     """The sentences and semantic strategies (module docstring)."""
     sents = sentence_spans(text)
@@ -135,7 +157,7 @@ def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: E
         if len(sents) > 1:
             vecs = np.asarray(embed([text[a:b] for a, b in sents]), dtype=np.float64)
             sims = np.einsum("ij,ij->i", vecs[:-1], vecs[1:])
-            breaks = {i + 1 for i in np.flatnonzero(sims < params.semantic_threshold)}
+            breaks = {i + 1 for i in np.flatnonzero(semantic_breaks(sims, params))}
     out: list[tuple[str, int]] = []
     i = 0
     while i < len(sents):
@@ -189,7 +211,10 @@ def chunk_corpus(
         "size_tokens": params.size,
         "overlap_tokens": params.overlap,
         **({"overlap_sentences": params.overlap_sentences} if params.strategy == "sentences" else {}),
-        **({"semantic_threshold": params.semantic_threshold} if params.strategy == "semantic" else {}),
+        **({"semantic_threshold": params.semantic_threshold} if params.strategy == "semantic"
+           and params.semantic_breakpoint == "threshold" else {}),
+        **({"semantic_breakpoint": "percentile", "semantic_percentile": params.semantic_percentile}
+           if params.strategy == "semantic" and params.semantic_breakpoint == "percentile" else {}),
         "sources": int(len(sources)),
         "chunks": int(len(corpus)),
         "sources_split": int(sum(len(v) > 1 for v in src_to_docs.values())),

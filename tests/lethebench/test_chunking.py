@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lethebench.chunking import ChunkParams, chunk_corpus, chunk_text, hf_token_spans, map_qrels
+from lethebench.chunking import ChunkParams, chunk_corpus, chunk_text, hf_token_spans, map_qrels, semantic_breaks
 
 
 def ws_spans(text):
@@ -116,3 +116,25 @@ def test_strategy_enters_the_build_key_and_run_hash_only_when_not_token_windows(
     assert dataset_build_key(default) != dataset_build_key(sent)
     assert hashed_config(to_dict(default), "k")["chunking"] == {"size_tokens": 320, "overlap_tokens": 64}
     assert config_hash(hashed_config(to_dict(sent), "k")) != config_hash(hashed_config(to_dict(default), "k"))
+
+
+def test_percentile_breakpoints_cut_only_at_the_sources_largest_shifts():
+    """A fixed threshold cuts wherever similarity is below it; the label-free percentile breakpoint cuts only at
+    the distances above the source's own percentile, whatever their absolute level."""
+    text = "A a. B b. C c. D d. E e."
+    # adjacent similarities 0.30, 0.35, 0.05, 0.32: all below a 0.5 threshold, one clear topic shift
+    sims = np.array([0.30, 0.35, 0.05, 0.32])
+    angles = np.concatenate([[0.0], np.cumsum(np.arccos(sims))])
+    vec = {s: [np.cos(a), np.sin(a)] for s, a in zip(["A a.", "B b.", "C c.", "D d.", "E e."], angles)}
+    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)   # noqa: E731
+    fixed = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_threshold=0.5)
+    assert len(chunk_text(text, ws_spans, fixed, embed)) == 5   # the degenerate case: one sentence per chunk
+    p = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_breakpoint="percentile", semantic_percentile=75)
+    assert semantic_breaks(sims, p).tolist() == [False, False, True, False]
+    assert chunk_text(text, ws_spans, p, embed) == [("A a. B b. C c.", 6), ("D d. E e.", 4)]
+    assert p.key() == ["semantic", 8, "percentile", 75]
+    assert fixed.key() == ["semantic", 8, 0.5]   # the key threshold builds always had
+    with pytest.raises(ValueError, match="semantic_breakpoint"):
+        ChunkParams(strategy="semantic", semantic_breakpoint="gradient")
+    with pytest.raises(ValueError, match="semantic_percentile"):
+        ChunkParams(strategy="semantic", semantic_percentile=100)
