@@ -90,8 +90,8 @@ def _json(obj: Any) -> str:
 def store_dataset(folder: Path, name: str, store: Path, roots: Sequence[tuple[str, str]]) -> Path:
     """Copy what the report reads of the processed dataset ``folder`` into the store (once per build); its path."""
     dest = store / DATASETS / name / folder.name
-    if (dest / "card.json").is_file():
-        return dest
+    if (dest / "card.json").is_file() and GROUP_COLUMN in pd.read_parquet(dest / "queries.parquet").columns:
+        return dest   # written once per build (a copy from before the gold_group column is rewritten)
     with atomic_dir(dest) as tmp:
         ds = read_dataset(folder)
         queries = ds.queries[[c for c in QUERY_COLUMNS if c in ds.queries.columns]].copy()
