@@ -76,17 +76,23 @@ def source_config(cfg: DictConfig, name: str, overrides: Sequence[str]) -> DictC
     return out
 
 
+def open_dataset(cfg: DictConfig) -> tuple[Dataset, str]:
+    """``cfg.dataset`` processed (built when missing) and its build key."""
+    folder = prepare_dataset(cfg)
+    ds = read_dataset(folder, cfg.dataset.name)
+    return ds, dataset_key(cfg, folder, ds)
+
+
 def load_labelled(cfg: DictConfig) -> Labelled:
     """The labelled non-test queries of ``cfg.dataset`` within its scope and category filters (its
     ``split`` and ``sample`` are the evaluation's, not training's, and are ignored)."""
-    folder = prepare_dataset(cfg)
-    ds = read_dataset(folder, cfg.dataset.name)
+    ds, key = open_dataset(cfg)
     sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None, sample=None)
     q, _ = select_queries(ds, sel)
     if "split" in q.columns:
         q = q[q["split"].fillna("") != FORBIDDEN_SPLIT]
     q = q.sort_values(["scope_id", "position", "query_id"], kind="stable").reset_index(drop=True)
-    return Labelled(str(cfg.dataset.name), cfg, ds, dataset_key(cfg, folder, ds), q)
+    return Labelled(str(cfg.dataset.name), cfg, ds, key, q)
 
 
 def has_splits(lab: Labelled) -> bool:
@@ -110,17 +116,16 @@ def split_plan(lab: Labelled) -> FoldPlan:
 FOLD_GROUPS = ("gold_document", "query")
 
 
-def kfold_plans(lab: Labelled, k: int, seed: int, fold_groups: str = "gold_document") -> tuple[list[FoldPlan], str]:
+def kfold_plans(lab: Labelled, k: int, seed: int, fold_groups: str) -> tuple[list[FoldPlan], str]:
     """Grouped k-fold over ``lab``'s labelled queries (:func:`lethebench.folds.assign_folds`): (plans, grouping
     'scope', 'gold document' or 'query'). ``fold_groups`` is the grouping below k scopes."""
     if k < 3:
         raise ValueError(f"method.model.train.folds={k}: k-fold needs at least 3 folds (train, dev, held out)")
     if fold_groups not in FOLD_GROUPS:
         raise ValueError(f"method.model.train.fold_groups={fold_groups!r}: expected one of {', '.join(FOLD_GROUPS)}")
-    ids = lab.queries["query_id"].astype(str).tolist()
-    groups = gold_groups(ids, lab.ds.qrels, source_ids(lab.ds.corpus)) if fold_groups == "gold_document" else None
-    fold_no, group = assign_folds(lab.queries[["scope_id", "query_id"]], k, seed, groups)
     ids = lab.queries["query_id"].to_numpy()
+    groups = gold_groups(list(ids), lab.ds.qrels, source_ids(lab.ds.corpus)) if fold_groups == "gold_document" else None
+    fold_no, group = assign_folds(lab.queries[["scope_id", "query_id"]], k, seed, groups)
     plans = []
     for f in range(k):
         dev_f = (f + 1) % k
@@ -174,9 +179,7 @@ def label_free_target(cfg: DictConfig, progress: bool) -> tuple[Labelled, dict[s
     generated set's manifest; generated first when missing (:mod:`experiments.synthetic_queries`)."""
     from experiments import synthetic_queries as SQ
 
-    folder = prepare_dataset(cfg)
-    ds = read_dataset(folder, cfg.dataset.name)
-    key = dataset_key(cfg, folder, ds)
+    ds, key = open_dataset(cfg)
     settings = to_dict(cfg.method.model.train.label_free)
     gen = SQ.generate(ds, key, settings, cfg.cache_dir, progress)
     syn = SQ.synthetic_dataset(ds, gen, float(settings["dev_share"]), int(settings["seed"]))

@@ -20,7 +20,7 @@ from experiments.config import to_dict
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
 from lethe.core.typed_config import ConfigError
-from lethe.retrieval.crossencoder import REGIME_ONLY_KEYS
+from lethe.retrieval.crossencoder import regime_train
 from lethebench.runs import run_path
 
 
@@ -111,13 +111,13 @@ def with_replay_content(method: Mapping[str, Any]) -> Any:
 
 def without_other_regimes(cfg: Any) -> Any:
     """``cfg`` (nested dicts and lists) with every cross-encoder training section (a ``train`` mapping with a
-    ``regime``) stripped of the keys only another regime reads (``REGIME_ONLY_KEYS``): they were added after runs of
-    the other regimes existed, and those runs' hashes did not move."""
+    ``regime``) as :func:`lethe.retrieval.crossencoder.regime_train` keys it: the keys only another regime reads were
+    added after runs of the other regimes existed, and those runs' hashes did not move."""
     if isinstance(cfg, Mapping):
         out = {k: without_other_regimes(v) for k, v in cfg.items()}
         train = out.get("train")
         if isinstance(train, Mapping) and "regime" in train:
-            out["train"] = {k: v for k, v in train.items() if REGIME_ONLY_KEYS.get(k, train["regime"]) == train["regime"]}
+            out["train"] = regime_train(train)
         return out
     if isinstance(cfg, list):
         return [without_other_regimes(v) for v in cfg]

@@ -394,13 +394,16 @@ def regime_of(model_cfg: Mapping[str, Any]) -> str:
     return regime
 
 
+def regime_train(train: Mapping[str, Any]) -> dict[str, Any]:
+    """The training settings ``train`` (with its ``regime``) without the keys only another regime reads
+    (``REGIME_ONLY_KEYS``): what keys a model set and a run."""
+    return {k: v for k, v in train.items() if REGIME_ONLY_KEYS.get(k, train["regime"]) == train["regime"]}
+
+
 def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
-    """16-hex key of a model set: the training settings and, for per-dataset regimes, the evaluated
-    dataset's name and build (the ids in the fold records refer to that build). A key of ``REGIME_ONLY_KEYS``
-    enters only its own regime's key."""
-    regime = regime_of(model_cfg)
-    train = {k: v for k, v in dict(model_cfg["train"]).items() if REGIME_ONLY_KEYS.get(k, regime) == regime}
-    blob = {"train": train, "base": model_cfg.get("name")}
+    """16-hex key of a model set: the training settings (:func:`regime_train`) and, for per-dataset regimes, the
+    evaluated dataset's name and build (the ids in the fold records refer to that build)."""
+    blob = {"train": regime_train(model_cfg["train"]), "base": model_cfg.get("name")}
     if regime_of(model_cfg) in PER_DATASET:
         blob["dataset"] = {"name": dataset, "build_key": build_key}
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
