@@ -27,6 +27,7 @@ from lethe.retrieval.embedder import Embedder
 from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethe.core.hashing import sha256_file_cached
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
+from lethebench.duplicates import duplicate_params, inject_duplicates
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
 from lethebench.source_pins import pinned_version
 
@@ -92,6 +93,9 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
             "inputs": inputs, "chunking": chunking.key(), "tokenizer_sha256": tokenizer_sha}
     if dataset_cfg.get("provenance"):  # only when given, so configs without one keep their key
         blob["provenance"] = dict(dataset_cfg["provenance"])
+    dup = duplicate_params(dataset_cfg.get("duplicates"), dataset_cfg["name"])
+    if dup:   # likewise: only a collection with duplicated sources gets another key
+        blob["duplicates"] = {"share": dup[0], "seed": dup[1]}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -115,6 +119,9 @@ def build_dataset(
     t0 = time.perf_counter()
     files = [data_root / f for f in dataset_cfg.get("files", [])]
     src = load_sources(dataset_cfg["loader"], files, dataset_cfg.get("params") or {})
+    dup = duplicate_params(dataset_cfg.get("duplicates"), name)
+    if dup:
+        src = inject_duplicates(src, *dup)
     if src.sources.empty:
         raise DatasetError(f"dataset {name}: loader '{dataset_cfg['loader']}' found nothing to retrieve from in "
                            f"{[str(f) for f in files]}")
