@@ -8,7 +8,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from experiments.config import to_dict
-from lethe.core.paths import project_path
+from lethe.core.paths import plain_name, project_path
 from lethe.retrieval.embedder import Embedder
 from lethe.core.models import resolve_model
 from lethebench.build import build_dataset, build_key
@@ -39,6 +39,7 @@ def prepare_dataset(cfg: DictConfig, force: bool = False, embedder: Embedder | N
 
     A dataset config with ``folder`` names an existing processed folder, used as is.
     """
+    plain_name(cfg.dataset.get("name"), "dataset.name")   # the processed folder is <data.processed>/<name>/<key>
     if cfg.dataset.get("folder"):
         return _custom_folder(cfg)
     emb = embedder or Embedder(to_dict(cfg.embedder), cache_dir=None, show_progress=False)

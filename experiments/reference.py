@@ -19,7 +19,7 @@ import yaml
 from omegaconf import DictConfig
 
 from experiments.config import load_config
-from lethe.core.paths import portable_location, project_path
+from lethe.core.paths import plain_name, portable_location, project_path
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
@@ -116,7 +116,7 @@ def _as_list(x: Any) -> list:
 
 def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
     """Read and expand ``<reference_dir>/<name>.yaml``; errors name the file and the entry."""
-    path = project_path(reference_dir) / f"{name}.yaml"
+    path = project_path(reference_dir) / f"{plain_name(name, 'tier')}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml") if p.stem not in NOT_TIERS)
         raise FileNotFoundError(f"no tier '{name}': {path} does not exist; known tiers: {known} (or 'all')")

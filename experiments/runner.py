@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from analysis.answers import embedding_similarity, score_answer
 from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
-from lethe.core.paths import project_path
+from lethe.core.paths import plain_name, project_path
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.launchers import launch_info
 from lethe.core.threads import set_threads, thread_settings
@@ -283,9 +282,6 @@ class RunPlan:
         return str(self.config["dataset"]["name"])
 
 
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
 def _int_at_least(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
@@ -317,8 +313,7 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
             raise ConfigError(f"run.{key}={share!r}: must be a number in [0, 1]")
     for key, value in (("dataset.name", dataset.get("name")), ("method.name", method.get("name")),
                        ("method.variant", method.get("variant", "x") or "x")):
-        if not isinstance(value, str) or not _PLAIN_NAME.match(value) or ".." in value:
-            raise ConfigError(f"{key}={value!r}: must be a plain name (letters, digits and _ . + -), not a path")
+        plain_name(value, key)
     check_section({k: v for k, v in method.items() if k not in ("name", "variant")}, "method",
                   given=("cache_dir", "progress"))
     answers = resolved.get("answers") or {}

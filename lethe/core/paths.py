@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+from lethe.core.typed_config import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -12,6 +15,17 @@ def project_path(p: str | Path) -> Path:
     """Absolute path; a relative one is taken relative to the project root."""
     p = Path(p).expanduser()
     return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def plain_name(value: object, key: str) -> str:
+    """``value`` when it is a plain name (letters, digits and ``_ . + -``, not starting with a dot, no ``..``): the
+    only kind of name an entry point turns into a folder or file name. Else :class:`ConfigError` naming ``key``."""
+    if not isinstance(value, str) or not _PLAIN_NAME.match(value) or ".." in value:
+        raise ConfigError(f"{key}={value!r}: must be a plain name (letters, digits and _ . + -), not a path")
+    return value
 
 
 PACKAGE_DIRS = ("site-packages", "dist-packages")

@@ -10,6 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.typed_config import ConfigError
 from experiments.reference import (NOT_TIERS, DeclaredRun, ResolvedRun, load_tier, report_tiers, resolve, select,
                                    select_with_studies, selected_studies, tier_names)
 from tests.conftest import DATA_ROOT
@@ -314,3 +315,8 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
         assert set(built) == needed, f"{name}: models no step builds: {sorted(map(str, needed - set(built)))}"
     lethebench = [s.name for s in prepare_steps(resolved_tiers["llm"]) if s.name.startswith("fusion lethebench")]
     assert len(lethebench) == 2 and all(" pool " in n for n in lethebench), lethebench
+
+
+def test_a_tier_name_that_is_a_path_is_refused():
+    with pytest.raises(ConfigError, match=r"tier='../core': must be a plain name"):
+        load_tier("../core")
