@@ -79,17 +79,19 @@ MODEL_KINDS = ("cross_encoder", "fusion")
 
 def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     """Build one model prerequisite of ``kind`` (a cross-encoder model set or a learned-fusion model) from
-    the run config ``cfg`` with ``threads`` torch threads (None: leave torch's setting); picklable, so a
-    worker process can call it."""
+    the run config ``cfg`` with ``threads`` torch threads and llama.cpp threads where an LLM config leaves them null
+    (None: leave both settings); picklable, so a worker process can call it."""
     import torch
 
     from experiments import train_cross_encoder, train_fusion
+    from lethe.llm.backends import set_default_threads
 
     if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model prerequisite {kind!r}; one of {list(MODEL_KINDS)}")
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))
+    llm_before = set_default_threads(threads)   # the label-free questions' LLM keeps to the same budget
     try:
         if kind == "cross_encoder":
             train_cross_encoder.train_model_set(cfg)
@@ -97,6 +99,7 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
             train_fusion.ensure_model(cfg)
     finally:
         torch.set_num_threads(before)
+        set_default_threads(llm_before)
 
 
 def _base_overrides(cfg: DictConfig) -> list[str]:

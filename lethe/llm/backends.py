@@ -207,9 +207,26 @@ class _CachedChat:
         return resp
 
 
+_THREAD_BUDGET: int | None = None   # set_default_threads: this process's share of the machine, if it has one
+
+
+def set_default_threads(n: int | None) -> int | None:
+    """Make ``n`` llama.cpp's thread count in this process wherever a config leaves ``n_threads`` null (None: the
+    physical cores again); returns the previous setting. A worker that shares the machine with other workers sets
+    its budget here, as it sets torch's (OpenMP threads spin-wait on a busy core)."""
+    global _THREAD_BUDGET
+    if n is not None and (isinstance(n, bool) or int(n) < 1):
+        raise ValueError(f"a thread budget is an integer >= 1 or None, got {n!r}")
+    previous, _THREAD_BUDGET = _THREAD_BUDGET, None if n is None else int(n)
+    return previous
+
+
 def default_threads() -> int:
-    """llama.cpp's thread count when a config leaves ``n_threads`` null: the physical cores (hyper-threads share a
-    core's arithmetic units, so they add nothing to matrix products), at least 1."""
+    """llama.cpp's thread count when a config leaves ``n_threads`` null: the process's budget
+    (:func:`set_default_threads`) if it has one, else the physical cores (hyper-threads share a core's arithmetic
+    units, so they add nothing to matrix products), at least 1."""
+    if _THREAD_BUDGET is not None:
+        return _THREAD_BUDGET
     import psutil
 
     return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)

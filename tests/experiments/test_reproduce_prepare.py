@@ -39,6 +39,25 @@ def test_build_model_restores_torch_threads():
         torch.set_num_threads(before)
 
 
+def test_build_model_gives_the_llm_the_same_thread_budget_and_restores_it(monkeypatch):
+    """The label-free questions' LLM runs inside a model build: two workers with two llama.cpp threads each on two
+    cores spin-wait on each other (generations of 120 s for 22 tokens were measured), so it keeps the worker's budget."""
+    import pytest
+
+    from experiments import train_fusion
+    from lethe.llm import backends
+
+    seen = []
+    monkeypatch.setattr(train_fusion, "ensure_model", lambda cfg: seen.append(backends.default_threads()))
+    physical = backends.default_threads()
+    R.build_model("fusion", OmegaConf.create({}), threads=1)
+    assert seen == [1] and backends.default_threads() == physical
+    R.build_model("fusion", OmegaConf.create({}), threads=None)
+    assert seen == [1, physical]
+    with pytest.raises(ValueError, match="thread budget"):
+        backends.set_default_threads(0)
+
+
 def test_workers_take_the_longest_recorded_prerequisite_first():
     # unknown durations (never measured) first, in declared order, then the longest recorded
     assert R.longest_first([5, 6, 7, 8, 9], [90.0, None, 1900.0, 90.0, None]) == [6, 9, 7, 5, 8]
