@@ -91,7 +91,7 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))
-    llm_before = set_default_threads(threads)   # the label-free questions' LLM keeps to the same budget
+        llm_before = set_default_threads(threads)   # the label-free questions' LLM keeps to the same budget
     try:
         if kind == "cross_encoder":
             train_cross_encoder.train_model_set(cfg)
@@ -99,7 +99,8 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
             train_fusion.ensure_model(cfg)
     finally:
         torch.set_num_threads(before)
-        set_default_threads(llm_before)
+        if threads is not None:
+            set_default_threads(llm_before)
 
 
 def _base_overrides(cfg: DictConfig) -> list[str]:

@@ -4,6 +4,7 @@ worker reaches the tier's bookkeeping with its message, and the other prerequisi
 
 from __future__ import annotations
 
+import pytest
 from omegaconf import OmegaConf
 
 from experiments import reproduce as R
@@ -42,8 +43,6 @@ def test_build_model_restores_torch_threads():
 def test_build_model_gives_the_llm_the_same_thread_budget_and_restores_it(monkeypatch):
     """The label-free questions' LLM runs inside a model build: two workers with two llama.cpp threads each on two
     cores spin-wait on each other (generations of 120 s for 22 tokens were measured), so it keeps the worker's budget."""
-    import pytest
-
     from experiments import train_fusion
     from lethe.llm import backends
 
