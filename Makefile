@@ -57,12 +57,12 @@ fusion-models: data
 # The reproduction contract (conf/reference/<tier>.yaml, results/expected/<tier>.yaml): run the tier's
 # declared runs that are not done (prerequisites first), write the report from exactly the declared
 # runs, print the verification table (OK / OKish / FAIL / MISSING) and fail on FAIL or MISSING.
-# TIER: core (default) | ablations | llm | seeds | seed003 | all (= core, ablations, llm, seeds, seed003) | smoke. Extra settings go in
+# TIER: core (default) | ablations | label_free | llm | seeds | seed003 | all (= core, ablations, label_free, llm, seeds, seed003) | smoke. Extra settings go in
 # REPRODUCE_ARGS: reproduce's own keys or any run override, e.g. REPRODUCE_ARGS=action=verify or
 # REPRODUCE_ARGS='run.progress=false data.root=/data' (run overrides are passed on to every declared run).
 TIER ?= core
 REPRODUCE_ARGS ?=
-reproduce: install $(if $(filter llm seeds seed003 all,$(TIER)),llm-models,)
+reproduce: install $(if $(filter label_free llm seeds seed003 all,$(TIER)),llm-models,)
 	$(PY) -m experiments.reproduce tier=$(TIER) $(REPRODUCE_ARGS)
 
 reproduce-all:
