@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig
 
 from experiments.runner import run_job
+from lethe.core.secrets import refuse_secret_arguments
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
@@ -23,4 +25,5 @@ def main(cfg: DictConfig) -> dict[str, object]:
 
 
 if __name__ == "__main__":
+    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
     main()
