@@ -282,7 +282,7 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
             continue
         runs = [r for r in refs if r.tier == t.name and r.label in t.difficulty]
         for ds in dict.fromkeys(r.dataset for r in runs):
-            folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_done}
+            folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_whole}
             if len(folders) == len(t.difficulty):
                 write_difficulty(ds, {m: folders[m] for m in t.difficulty}, report_dir(report, cfg) / "cards",
                                  beside_card=not from_store(cfg), note=notes.get(ds))
@@ -579,7 +579,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
     for r in runs:
         if r.blocked:
             print(f"MISSING {r.blocked}", file=sys.stderr, flush=True)
-    df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
+    df = E.verify([(r.key, r.folder if r.blocked is None and RunFolder(r.folder).is_done else None) for r in runs], expected,
                   verify_metrics(cfg), list(cfg.answer_metrics), stored)
     studies = selected_studies(tier.studies, cfg.select)
     if studies:

@@ -378,6 +378,9 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     plan = plan_run(cfg, resolved, ds_folder, ds)
     ident = plan.identity
     # the run's lock: an identical job running at the same time is waited for, then this one skips
+    damage = RunFolder(ident.folder).damage
+    if damage:
+        print(f"[damaged] {plan.dataset}/{ident.label}/{ident.config_hash}: {damage}; running it again", flush=True)
     with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
         if not fresh:
             log.info("skip: %s is done", ident.folder)
