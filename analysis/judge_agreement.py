@@ -59,7 +59,7 @@ from omegaconf import DictConfig
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
@@ -267,5 +267,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -49,7 +49,7 @@ from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
 from lethe.core.paths import PROJECT_ROOT, project_path
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethebench.runs import RunFolder
 
 
@@ -789,5 +789,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

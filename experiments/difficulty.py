@@ -25,7 +25,7 @@ from experiments.config import load_config
 from lethe.core.paths import project_path
 from experiments.runner import run_experiment
 from lethe.core.atomic import atomic_write_text
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 
@@ -89,5 +89,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from experiments.datasets import prepare_dataset
 from lethe.core.paths import project_path
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethebench.export_beir import beir_files, export_beir
 from lethebench.schema import read_dataset
 
@@ -43,5 +43,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

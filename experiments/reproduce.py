@@ -53,7 +53,7 @@ from experiments.progress import Progress
 from experiments.stopping import stop_on_signals, stop_reason
 from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, report_tiers, resolve,
                                    select_with_studies, selected_studies, tier_names)
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
@@ -823,5 +823,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from experiments.runner import run_job
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
@@ -25,5 +25,5 @@ def main(cfg: DictConfig) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -46,7 +46,7 @@ from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
 from lethe.core.protocol import Doc, Query
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, choose_weight, interpolate,
                                           params_dict, regime_of, save_cross_encoder, score_pairs, set_folder,
                                           train_cross_encoder, write_model_card)
@@ -385,5 +385,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -46,7 +46,7 @@ from lethebench.folds import assign_folds
 from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
-from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.arguments import check_arguments
 from lethebench.provenance import git_info
 from lethebench.schema import Dataset, read_dataset
 
@@ -263,5 +263,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    refuse_secret_arguments(sys.argv[1:])   # before Hydra, whose errors quote overrides
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -115,7 +115,7 @@ def test_one_cli_style_every_entry_point_is_a_hydra_app_with_its_own_top_config(
     assert entry["config"] == "experiments.run" and entry["contradiction_detection"] == "analysis.contradiction_detection"
     for path in ENTRY_SOURCES:
         text = path.read_text()
-        guard = "refuse_secret_arguments(sys.argv[1:])"   # the one look at argv: a credential, before Hydra
+        guard = "check_arguments(sys.argv[1:])"   # the one look at argv, before Hydra (lethe.core.arguments)
         assert "argparse" not in text and "sys.argv" not in text.replace(guard, ""), path   # no hand-made command lines
         if 'if __name__ == "__main__"' in text:   # a module run with python -m is one of the Hydra apps
             assert f"{path.parent.name}.{path.stem}" in entry.values(), path
