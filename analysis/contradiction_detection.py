@@ -49,6 +49,7 @@ from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethe.core.protocol import Doc
+from lethe.core.arguments import check_arguments
 from lethebench.schema import read_dataset
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -372,4 +373,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -9,6 +9,7 @@ finished folder under a results folder (for summaries and for telling undeclared
 from __future__ import annotations
 
 import json
+import sys
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +61,13 @@ class RunRef:
 
 
 def load_run(folder: Path) -> RunInfo | None:
-    """The finished run in ``folder``, or None when it has no ``DONE``."""
+    """The finished run in ``folder``, or None when it has no ``DONE`` or is damaged (a console line says what is
+    wrong: the report shows it as not run, and ``make reproduce`` makes it again)."""
     run = RunInfo(folder)
+    if run.is_done and run.damage is not None:
+        print(f"DAMAGED ({run.damage}): {folder} is left out of the report; make reproduce runs it again",
+              file=sys.stderr, flush=True)
+        return None
     return run if run.is_done else None
 
 
@@ -87,8 +93,9 @@ def undeclared(results_dir: str | Path, refs: list[RunRef]) -> list[RunInfo]:
 
 
 def load_runs(results_dir: str | Path) -> list[RunInfo]:
-    """Every finished run under ``results_dir``, sorted by (dataset, method, end time)."""
-    out = [RunInfo(f.path) for f in finished_runs(results_dir)]
+    """Every finished run under ``results_dir``, sorted by (dataset, method, end time); a damaged one is named on the
+    console and left out (:func:`load_run`)."""
+    out = [run for f in finished_runs(results_dir) if (run := load_run(f.path)) is not None]
     return sorted(out, key=lambda r: (r.dataset, r.method, r.manifest.get("ended", "")))
 
 

@@ -5,7 +5,7 @@ its config hash, its tolerance class, tolerance and why, the expected metrics (n
 MRR@10, the number of evaluated queries and, where answers were generated, the answer metrics) and
 the run's recorded wall time (used for ETAs, never verified). Verification compares a run's
 measured values with the file: OK (identical), OKish (within the run's tolerance), FAIL, or
-MISSING (no finished results folder). Latency and other machine-dependent figures are never compared.
+MISSING (no finished results folder), or DAMAGED (a finished folder missing or with an unreadable file). Latency and other machine-dependent figures are never compared.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lethebench.runs import RunFolder
 
 COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
 ANSWER_PREFIX = "answer_"            # answer metrics are stored as answer_<name>
-STATUSES = ("OK", "OKish", "FAIL", "MISSING")
+STATUSES = ("OK", "OKish", "FAIL", "MISSING", "DAMAGED")
 
 
 @dataclass(frozen=True)
@@ -169,16 +169,20 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     comparing every query (:func:`per_query_rows`): a per-query difference FAILs even where the means agree.
     """
     items = []
-    for key, f in runs:
+    runs = [(key, f, RunFolder(f).damage if f is not None else None) for key, f in runs]
+    for key, f, damage in runs:
+        if damage:   # listed, not read: its files cannot be trusted
+            items.append((key, None, {"damaged": damage}))
+            continue
         got = measure(f, metrics, answer_metrics) if f is not None else None
         prov = {**provenance(f), "stored_differs": stored_differs(f, got)} if f is not None else None
         items.append((key, got, prov))
     df = compare(items, expected, ["evaluated", *metrics])
-    extra = [row for key, f in runs if f is not None and key in (stored or {})
+    extra = [row for key, f, damage in runs if f is not None and not damage and key in (stored or {})
              for row in per_query_rows(key, f, stored[key], metrics, float((expected["runs"].get(key) or {}).get("tolerance", 0.0)))]
     if not extra:
         return df
-    order = {key: i for i, (key, _) in enumerate(runs)}
+    order = {key: i for i, (key, _, _) in enumerate(runs)}
     out = pd.concat([df, pd.DataFrame(extra, columns=df.columns)], ignore_index=True)
     return out.sort_values("run", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
@@ -232,9 +236,11 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
         exp = exp_runs.get(key)
         names = (list(exp["metrics"]) if exp else list(got or {}) or list(default_names)) or ["-"]
         if got is None:
+            damage = (prov or {}).get("damaged")
+            status, note = (("DAMAGED", f"{damage}: running it again (make reproduce) replaces the folder") if damage
+                            else ("MISSING", "not run (no finished results folder)"))
             rows += [{"run": key, "metric": n, "expected": (exp or {}).get("metrics", {}).get(n), "measured": None,
-                      "diff": None, "tolerance": None, "status": "MISSING", "note": "not run (no finished results folder)"}
-                     for n in names]
+                      "diff": None, "tolerance": None, "status": status, "note": note} for n in names]
             continue
         prov = prov or {}
         notes = ["made from a dirty tree"] if prov.get("dirty") else []
@@ -285,12 +291,14 @@ def format_verification(df: pd.DataFrame, title: str) -> str:
 
 
 def summary_line(df: pd.DataFrame) -> str:
-    """'N runs, M values: a OK, b OKish, c FAIL, d MISSING' ('1 run, ...')."""
+    """'N runs, M values: a OK, b OKish, c FAIL, d MISSING' ('1 run, ...'), and ', e DAMAGED' when there are any."""
     counts = {s: int((df["status"] == s).sum()) for s in STATUSES} if len(df) else {s: 0 for s in STATUSES}
+    if not counts["DAMAGED"]:
+        del counts["DAMAGED"]
     runs = df["run"].nunique() if len(df) else 0
     return f"{runs} run{'' if runs == 1 else 's'}, {len(df)} values: " + ", ".join(f"{v} {k}" for k, v in counts.items())
 
 
 def passed(df: pd.DataFrame) -> bool:
-    """True when every value is OK or OKish (no FAIL, nothing MISSING)."""
+    """True when every value is OK or OKish (no FAIL, nothing MISSING or DAMAGED)."""
     return bool(len(df) == 0 or df["status"].isin(["OK", "OKish"]).all())

@@ -48,6 +48,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -58,6 +59,7 @@ from omegaconf import DictConfig
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
+from lethe.core.arguments import check_arguments
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
@@ -265,4 +267,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

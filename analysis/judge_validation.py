@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -45,6 +46,7 @@ from analysis.judge_pairs import build_pairs
 from analysis.stats import proportion_cells, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
+from lethe.core.arguments import check_arguments
 from lethe.stages.generation import HallucinationJudge
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.schema import Dataset, read_dataset
@@ -240,4 +242,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

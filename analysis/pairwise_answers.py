@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -34,6 +35,7 @@ from analysis.stats import proportion_cells, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
+from lethe.core.arguments import check_arguments
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.runs import RunFolder
 
@@ -233,4 +235,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

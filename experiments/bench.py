@@ -38,6 +38,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
 from lethe.core.paths import PROJECT_ROOT, project_path
+from lethe.core.arguments import check_arguments
 from lethebench.runs import RunFolder
 
 
@@ -787,4 +789,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

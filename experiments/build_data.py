@@ -12,12 +12,14 @@ Any key of the run config is an override (``data.root``, ``data.processed``, ``c
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from experiments.datasets import prepare_dataset
+from lethe.core.arguments import check_arguments
 from lethebench.schema import read_dataset
 
 
@@ -35,4 +37,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

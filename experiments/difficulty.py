@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -24,6 +25,7 @@ from experiments.config import load_config
 from lethe.core.paths import project_path
 from experiments.runner import run_experiment
 from lethe.core.atomic import atomic_write_text
+from lethe.core.arguments import check_arguments
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 
@@ -87,4 +89,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -10,6 +10,7 @@ work from a composed config and prints how to load the folder back with ``datase
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -17,6 +18,7 @@ from omegaconf import DictConfig
 
 from experiments.datasets import prepare_dataset
 from lethe.core.paths import project_path
+from lethe.core.arguments import check_arguments
 from lethebench.export_beir import beir_files, export_beir
 from lethebench.schema import read_dataset
 
@@ -41,4 +43,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

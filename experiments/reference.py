@@ -259,7 +259,7 @@ class ResolvedRun:
 
     @property
     def done(self) -> bool:
-        return self.blocked is None and RunFolder(self.folder).is_done
+        return self.blocked is None and RunFolder(self.folder).is_whole
 
 
 REPLAY_KEY = "method.llm_rerank.replay"

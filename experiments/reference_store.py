@@ -34,11 +34,10 @@ import pandas as pd
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import PROJECT_ROOT, portable_location, project_path
 from lethebench.folds import GROUP_COLUMN, query_gold_groups
-from lethebench.runs import DONE, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
+from lethebench.runs import DONE, LABELS, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
 from lethebench.schema import read_dataset
 
 INDEX = "index.json"
-LABELS = "labels.json"                    # the label metrics computed here, and their settings
 REACH = "reach.json"                      # {query_id: reach} of a run whose LLM reranker recorded it (method.llm_rerank.replay)
 DATASETS = "datasets"
 STUDIES = "studies"

@@ -50,9 +50,10 @@ from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
-from experiments.stopping import stop_on_signals, stop_reason
+from experiments.stopping import die_with_parent, stop_on_signals, stop_reason
 from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, report_tiers, resolve,
                                    select_with_studies, selected_studies, tier_names)
+from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
 
@@ -243,18 +244,27 @@ def _timed_build(kind: str, cfg: DictConfig, threads: int | None) -> float:
     return time.perf_counter() - t0
 
 
+def worker_pool(workers: int) -> Any:
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes that end when this process ends, however it ends
+    (``kill -9`` included: :func:`experiments.stopping.die_with_parent`), so no orphan goes on training."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
+
+
 def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], workers: int, threads: int | None,
                      finish: Callable[[int, float, BaseException | None], None]) -> None:
     """Build the model prerequisites ``models`` ((job index, (kind, run config))) in ``workers`` spawned
     processes (each with ``threads`` torch threads); ``finish(index, seconds, error)`` as each one ends.
     Runs are never built this way: their latencies are only comparable when they run alone."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
     print(f"building {len(models)} model prerequisite(s) in {min(workers, len(models))} worker process(es), "
           f"{threads if threads is not None else 'default'} torch thread(s) each", flush=True)
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=min(workers, len(models)), mp_context=multiprocessing.get_context("spawn")) as pool:
+    with worker_pool(min(workers, len(models))) as pool:
         futures = {pool.submit(_timed_build, kind, c, threads): i for i, (kind, c) in models}
         try:
             for fut in as_completed(futures):
@@ -281,7 +291,7 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
             continue
         runs = [r for r in refs if r.tier == t.name and r.label in t.difficulty]
         for ds in dict.fromkeys(r.dataset for r in runs):
-            folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_done}
+            folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_whole}
             if len(folders) == len(t.difficulty):
                 write_difficulty(ds, {m: folders[m] for m in t.difficulty}, report_dir(report, cfg) / "cards",
                                  beside_card=not from_store(cfg), note=notes.get(ds))
@@ -578,7 +588,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
     for r in runs:
         if r.blocked:
             print(f"MISSING {r.blocked}", file=sys.stderr, flush=True)
-    df = E.verify([(r.key, r.folder if r.done else None) for r in runs], expected,
+    df = E.verify([(r.key, r.folder if r.blocked is None and RunFolder(r.folder).is_done else None) for r in runs], expected,
                   verify_metrics(cfg), list(cfg.answer_metrics), stored)
     studies = selected_studies(tier.studies, cfg.select)
     if studies:
@@ -822,4 +832,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig
 
 from experiments.runner import run_job
+from lethe.core.arguments import check_arguments
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
@@ -23,4 +25,5 @@ def main(cfg: DictConfig) -> dict[str, object]:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

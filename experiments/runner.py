@@ -31,6 +31,7 @@ from analysis.metric_names import UnknownMetric, canonical_metrics
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
 from lethe.core.paths import plain_name, project_path
+from lethe.core.secrets import refuse_secrets
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.launchers import launch_info
 from lethe.core.threads import set_threads, thread_settings
@@ -291,7 +292,9 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
     ``run.metrics`` a non-empty list of known metric names in ranx's or ir_measures' spelling
     (analysis.metric_names), ``dataset.sample`` null or >= 1, ``run.max_error_share`` in [0, 1], dataset/method/variant names that
     are plain names (never paths), method parameters that fit their ``_target_``
-    (lethe.core.typed_config), and a writable results folder. Errors name the key and the value."""
+    (lethe.core.typed_config), no credential anywhere (lethe.core.secrets), and a writable results folder. Errors name
+    the key and the value (a credential's key only)."""
+    refuse_secrets(resolved, "the run config")
     run, dataset, method = resolved["run"], resolved["dataset"], resolved["method"]
     if not _int_at_least(run.get("k"), 1):
         raise ConfigError(f"run.k={run.get('k')!r}: must be an integer >= 1 (the depth of each ranked list)")
@@ -375,6 +378,9 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     plan = plan_run(cfg, resolved, ds_folder, ds)
     ident = plan.identity
     # the run's lock: an identical job running at the same time is waited for, then this one skips
+    damage = RunFolder(ident.folder).damage
+    if damage:
+        print(f"[damaged] {plan.dataset}/{ident.label}/{ident.config_hash}: {damage}; running it again", flush=True)
     with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
         if not fresh:
             log.info("skip: %s is done", ident.folder)

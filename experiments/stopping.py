@@ -11,7 +11,11 @@ exits the process while Python goes on calling into it), so ``baselines.pyserini
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import signal
+import threading
+import time
 from typing import Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -46,3 +50,25 @@ def stop_on_signals(signals: tuple[int, ...] = SIGNALS) -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Initializer of a worker process: it gets SIGTERM (and ends) when its parent ``parent_pid`` dies, however the
+    parent dies (``kill -9`` included), so no orphan goes on training. Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere
+    a daemon thread checks the parent every second."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(1.0)
+            os._exit(128 + int(signal.SIGTERM))
+
+        threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+    if os.getppid() != parent_pid:   # the parent died before the request took effect
+        os._exit(128 + int(signal.SIGTERM))

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -14,14 +15,21 @@ from omegaconf import DictConfig
 from lethe.core.paths import project_path
 from analysis.formatting import llm_failure_cell
 from analysis.metric_names import display_metric
+from lethe.core.arguments import check_arguments
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
 
 def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
-    """The metrics of every finished run under ``results_dir`` (sorted by dataset, method, config hash)."""
-    return [r.metrics for r in finished_runs(results_dir)]
+    """The metrics of every finished run under ``results_dir`` (sorted by dataset, method, config hash); a damaged
+    folder gives a row with ``damaged`` (what is wrong) and the names its path holds."""
+    rows = []
+    for r in finished_runs(results_dir):
+        damage = r.damage
+        rows.append({"dataset": r.path.parts[-3], "method": r.path.parts[-2], "config_hash": r.path.name,
+                     "damaged": damage} if damage else r.metrics)
+    return rows
 
 
 def _describe_filter(key: str, value: object) -> str:
@@ -37,8 +45,12 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     """Plain-text table: dataset, method, hash, counts, mean metrics (headed in ir_measures form), latency P50/P95."""
     rows = list(rows)
     head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [display_metric(s) for s in SHOWN] + ["p50 ms", "p95 ms", "llm fail/fallback"]
-    body = []
+    body, damaged = [], []
     for r in rows:
+        if r.get("damaged"):   # listed, not read: running it again (make reproduce, or its command) replaces it
+            damaged.append(f"DAMAGED ({r['damaged']}): {r['dataset']}/{r['method']}/{r['config_hash']}; running it "
+                           "again (make reproduce, or its command) replaces it")
+            continue
         q = r["queries"]
         excl = q["queries_total"] - q["evaluated"]
         fail = sum(v for k, v in q["status"].items() if k != "ok")
@@ -54,7 +66,7 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     notes = ("n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
              " no results or an error (they score 0); llm fail/fallback = shares of LLM-using queries whose LLM call got no"
              " answer / whose unparseable answer a fallback replaced (- = no LLM call, n/m = not counted then)")
-    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), notes])
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), *damaged, notes])
 
 
 def summary(cfg: DictConfig) -> str:
@@ -72,4 +84,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir
+from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from lethe.llm.base import Decoding, LLMError
 from lethe.llm.parsing import ParseError, parse_question
@@ -80,41 +81,42 @@ def generate(ds: Dataset, build_key: str, settings: Mapping[str, Any], cache_dir
         prompt = load_prompt(str(settings["prompt"]["name"]), str(settings["prompt"]["version"]))
         model_sha = str(llm.describe().get("model_sha256") or llm.name)
         folder = root / "synthetic_queries" / ds.name / set_key(build_key, settings, prompt.sha256, model_sha)
-        if (folder / MANIFEST).is_file():
-            return folder
-        docs = sample_docs(ds.corpus, int(settings["docs"]), int(settings["min_chars"]), int(settings["seed"]))
-        decoding = Decoding(max_tokens=int(settings["max_tokens"]), temperature=0.0, seed=int(settings["seed"]))
-        rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.timezone.utc)
-        for i, d in enumerate(tqdm(docs.itertuples(index=False), total=len(docs), disable=not progress,
-                                   desc=f"questions {ds.name}", unit="doc")):
-            text = " ".join(str(d.text).split())[: int(settings["max_doc_chars"])]
-            row = {"query_id": f"{ID_PREFIX}{i:05d}", "doc_id": d.doc_id, "scope_id": d.scope_id, "text": None,
-                   "status": "ok", "error": None, "raw": None}
-            try:
-                resp = llm.chat(prompt.render(document=text), decoding, timeout_s=settings.get("timeout_s"))
-                row["raw"] = resp.text
-                row["text"] = parse_question(resp.text)
-            except ParseError as e:
-                row["status"], row["error"] = "unparsable", str(e)
-            except LLMError as e:
-                row["status"], row["error"] = "llm_error", f"{type(e).__name__}: {e}"[:300]
-            rows.append(row)
-        table = pd.DataFrame(rows)
-        failed = int((table["status"] != "ok").sum())
-        share = failed / len(table)
-        if share > float(settings["failure_share"]):
-            raise RuntimeError(f"label_free questions for {ds.name}: {failed} of {len(table)} generations failed "
-                               f"({share:.0%} > train.label_free.failure_share={settings['failure_share']}); e.g. "
-                               f"{table.loc[table['status'] != 'ok', 'error'].head(3).tolist()}")
-        manifest = {"dataset": ds.name, "build_key": build_key, "settings": dict(settings), "prompt": prompt.describe(),
-                    "llm": llm.describe(), "documents": int(len(table)), "failed": failed,
-                    "failed_by_status": table.loc[table["status"] != "ok", "status"].value_counts().to_dict(),
-                    "created": started.isoformat(), "seconds": round(time.perf_counter() - t0, 1)}
-        with atomic_dir(folder) as tmp:
-            table.to_parquet(tmp / QUERIES, index=False)
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
-        print(f"label_free questions for {ds.name}: {len(table) - failed} of {len(table)} documents "
-              f"({manifest['seconds']} s) -> {folder}", flush=True)
+        with hold(folder):   # one process generates a set; another one waiting for it reads it
+            if (folder / MANIFEST).is_file():
+                return folder
+            docs = sample_docs(ds.corpus, int(settings["docs"]), int(settings["min_chars"]), int(settings["seed"]))
+            decoding = Decoding(max_tokens=int(settings["max_tokens"]), temperature=0.0, seed=int(settings["seed"]))
+            rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.timezone.utc)
+            for i, d in enumerate(tqdm(docs.itertuples(index=False), total=len(docs), disable=not progress,
+                                       desc=f"questions {ds.name}", unit="doc")):
+                text = " ".join(str(d.text).split())[: int(settings["max_doc_chars"])]
+                row = {"query_id": f"{ID_PREFIX}{i:05d}", "doc_id": d.doc_id, "scope_id": d.scope_id, "text": None,
+                       "status": "ok", "error": None, "raw": None}
+                try:
+                    resp = llm.chat(prompt.render(document=text), decoding, timeout_s=settings.get("timeout_s"))
+                    row["raw"] = resp.text
+                    row["text"] = parse_question(resp.text)
+                except ParseError as e:
+                    row["status"], row["error"] = "unparsable", str(e)
+                except LLMError as e:
+                    row["status"], row["error"] = "llm_error", f"{type(e).__name__}: {e}"[:300]
+                rows.append(row)
+            table = pd.DataFrame(rows)
+            failed = int((table["status"] != "ok").sum())
+            share = failed / len(table)
+            if share > float(settings["failure_share"]):
+                raise RuntimeError(f"label_free questions for {ds.name}: {failed} of {len(table)} generations failed "
+                                   f"({share:.0%} > train.label_free.failure_share={settings['failure_share']}); e.g. "
+                                   f"{table.loc[table['status'] != 'ok', 'error'].head(3).tolist()}")
+            manifest = {"dataset": ds.name, "build_key": build_key, "settings": dict(settings), "prompt": prompt.describe(),
+                        "llm": llm.describe(), "documents": int(len(table)), "failed": failed,
+                        "failed_by_status": table.loc[table["status"] != "ok", "status"].value_counts().to_dict(),
+                        "created": started.isoformat(), "seconds": round(time.perf_counter() - t0, 1)}
+            with atomic_dir(folder) as tmp:
+                table.to_parquet(tmp / QUERIES, index=False)
+                (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+            print(f"label_free questions for {ds.name}: {len(table) - failed} of {len(table)} documents "
+                  f"({manifest['seconds']} s) -> {folder}", flush=True)
         return folder
     finally:
         if own:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -42,9 +43,11 @@ from analysis.metrics import evaluate_run
 from experiments import ce_regimes as CR
 from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir, atomic_write_text
+from lethe.core.locking import hold
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
 from lethe.core.protocol import Doc, Query
+from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, choose_weight, interpolate,
                                           params_dict, regime_of, save_cross_encoder, score_pairs, set_folder,
                                           train_cross_encoder, write_model_card)
@@ -231,35 +234,36 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     else:
         target = CR.load_labelled(cfg) if regime in PER_DATASET else None
     folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
-    if (folder / FOLDS_JSON).is_file() and not force:
-        print(f"[skip] {folder} exists (force=true retrains)")
+    with hold(folder):   # one process trains a set; another one waiting for it finds it made
+        if (folder / FOLDS_JSON).is_file() and not force:
+            print(f"[skip] {folder} exists (force=true retrains)")
+            return folder
+        if force and folder.exists():
+            shutil.rmtree(folder)
+        sources = load_sources(cfg, regime)
+        seed = int(tcfg["seed"])
+        plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
+        data = {**sources, **({target.name: target} if target else {})}
+        base = resolve_model(base_model_config(str(tcfg["base_model"])))
+        print(f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
+              f"({scheme}) -> {folder}", flush=True)
+        folds = []
+        for i, plan in enumerate(plans):
+            fold_dir = folder / f"fold{i}"
+            record = {"dir": fold_dir.name, **plan.record()}
+            done = CR.read_json(fold_dir / "model_card.json")
+            if done and done.get("fold") == record:
+                print(f"[skip] fold {i}: {fold_dir} exists", flush=True)
+            else:
+                train_fold(cfg, plan, record, data, base, fold_dir, regime, progress, seed + i)
+            folds.append(record)
+        doc = {"regime": regime, "scheme": scheme, "evaluated_dataset": cfg.dataset.name if target else None,
+               "datasets": {n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()},
+               "train": tcfg, "folds": folds, **({"generated_questions": generated} if generated else {}), "created": started.isoformat(),
+               "wall_seconds": round(time.perf_counter() - t_start, 1)}
+        atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        print(f"model set: {folder} ({doc['wall_seconds']} s)")
         return folder
-    if force and folder.exists():
-        shutil.rmtree(folder)
-    sources = load_sources(cfg, regime)
-    seed = int(tcfg["seed"])
-    plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
-    data = {**sources, **({target.name: target} if target else {})}
-    base = resolve_model(base_model_config(str(tcfg["base_model"])))
-    print(f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
-          f"({scheme}) -> {folder}", flush=True)
-    folds = []
-    for i, plan in enumerate(plans):
-        fold_dir = folder / f"fold{i}"
-        record = {"dir": fold_dir.name, **plan.record()}
-        done = CR.read_json(fold_dir / "model_card.json")
-        if done and done.get("fold") == record:
-            print(f"[skip] fold {i}: {fold_dir} exists", flush=True)
-        else:
-            train_fold(cfg, plan, record, data, base, fold_dir, regime, progress, seed + i)
-        folds.append(record)
-    doc = {"regime": regime, "scheme": scheme, "evaluated_dataset": cfg.dataset.name if target else None,
-           "datasets": {n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()},
-           "train": tcfg, "folds": folds, **({"generated_questions": generated} if generated else {}), "created": started.isoformat(),
-           "wall_seconds": round(time.perf_counter() - t_start, 1)}
-    atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
-    print(f"model set: {folder} ({doc['wall_seconds']} s)")
-    return folder
 
 
 def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], data: Mapping[str, CR.Labelled],
@@ -383,4 +387,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

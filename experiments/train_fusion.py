@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,12 +40,14 @@ from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
+from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
 from lethebench.folds import assign_folds
 from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
+from lethe.core.arguments import check_arguments
 from lethebench.provenance import git_info
 from lethebench.schema import Dataset, read_dataset
 
@@ -243,16 +246,17 @@ def model_folder(cfg: DictConfig) -> Path:
 def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     """(model folder, trained now): train and save the model of ``cfg`` unless it exists (or ``force``)."""
     folder = model_folder(cfg)
-    if (folder / "card.json").is_file() and not force:
-        print(f"[keep] {folder} exists (force=true retrains)")
-        return folder, False
-    model = train(cfg, progress=bool(cfg.run.progress))
-    if config_key(model.card["base"], model.card["training"]) != folder.name:
-        raise RuntimeError("the trained model's configuration key differs from the method's; this is a bug")
-    model.save(folder)
-    print(json.dumps({k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1))
-    print(f"saved: {folder}")
-    return folder, True
+    with hold(folder):   # one process trains a model; another one waiting for it finds it made
+        if (folder / "card.json").is_file() and not force:
+            print(f"[keep] {folder} exists (force=true retrains)")
+            return folder, False
+        model = train(cfg, progress=bool(cfg.run.progress))
+        if config_key(model.card["base"], model.card["training"]) != folder.name:
+            raise RuntimeError("the trained model's configuration key differs from the method's; this is a bug")
+        model.save(folder)
+        print(json.dumps({k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1))
+        print(f"saved: {folder}")
+        return folder, True
 
 
 @hydra.main(config_path="../conf", config_name="train_fusion", version_base="1.3")
@@ -261,4 +265,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
     main()

@@ -137,6 +137,7 @@ def build_dataset(
     # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
     log_dropped(name, src.dropped)
+    refuse_unusable(name, dataset_cfg["loader"], files, src, qrels)
     if not prov and "license" not in src.card:  # the LetheBench generator states its own (it made the data)
         log.warning("dataset %s: its config has no provenance section, so the card will not say where the data "
                     "came from or under which licence (see conf/dataset/locomo.yaml)", name)
@@ -163,6 +164,16 @@ def build_dataset(
     write_dataset(ds, folder)
     log.info("dataset %s: built %s in %.1fs", name, folder, time.perf_counter() - t0)
     return folder
+
+
+def refuse_unusable(name: str, loader: str, files: list[Path], src: SourceDataset, qrels: Mapping[str, Any]) -> None:
+    """DatasetError when the loaded data cannot make a benchmark: no question, or no query with qrels."""
+    if src.queries.empty:
+        raise DatasetError(f"dataset {name}: loader '{loader}' found no questions in {[str(f) for f in files]}")
+    if not qrels:
+        raise DatasetError(f"dataset {name}: no query has qrels: none of its {len(src.queries)} questions names a "
+                           "relevant document that exists (the dropped evidence is listed above), so there is nothing "
+                           "to evaluate")
 
 
 def log_dropped(name: str, dropped: Mapping[str, list[str]]) -> None:

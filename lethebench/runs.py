@@ -48,6 +48,7 @@ PER_QUERY = "per_query.parquet"
 METRICS = "metrics.json"
 MANIFEST = "manifest.json"
 FILES = (RUN_TREC, RUN_PARQUET, QRELS_TREC, PER_QUERY, METRICS, MANIFEST, DONE)
+LABELS = "labels.json"   # a reference store folder's label metrics and their settings (experiments.reference_store)
 
 TIMINGS_COLUMN = "timings_ms"
 FLAGS_COLUMN = "flags"
@@ -140,19 +141,51 @@ class RunFolder:
         """True when the folder is complete (its ``DONE`` exists)."""
         return (self.path / DONE).is_file()
 
+    @property
+    def damage(self) -> str | None:
+        """What makes a finished folder unreadable, e.g. ``missing metrics.json`` or ``unreadable manifest.json``;
+        None when it is whole or not finished. A results folder needs every file of :data:`FILES`; a reference store
+        folder (with ``labels.json``) its metrics, manifest and per-query table. Edited values are not damage here:
+        verification recomputes the metrics from the run files and says where ``metrics.json`` differs."""
+        if not self.is_done:
+            return None
+        store = (self.path / LABELS).is_file()
+        needed = (METRICS, MANIFEST, PER_QUERY) if store else FILES
+        missing = [name for name in needed if not (self.path / name).is_file()]
+        if missing:
+            return f"missing {', '.join(missing)}"
+        for name in (METRICS, MANIFEST):
+            try:
+                if not isinstance(json.loads((self.path / name).read_text()), dict):
+                    return f"unreadable {name} (not a JSON object)"
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                return f"unreadable {name} ({type(exc).__name__})"
+        for name in (PER_QUERY, *(() if store else (RUN_PARQUET,))):
+            with open(self.path / name, "rb") as fh:   # a whole Parquet file starts and ends with its magic bytes
+                head = fh.read(4)
+                fh.seek(max(0, (self.path / name).stat().st_size - 4))
+                if head != b"PAR1" or fh.read(4) != b"PAR1":
+                    return f"unreadable {name} (truncated or not Parquet)"
+        return None
+
+    @property
+    def is_whole(self) -> bool:
+        """Finished and not damaged (see :attr:`damage`): what a reader may read and a resumed run may skip."""
+        return self.is_done and self.damage is None
+
     @contextlib.contextmanager
     def claim(self, overwrite: bool = False, timeout: float | None = None) -> Iterator[bool]:
         """Hold this run's lock for the block; yields whether the caller should run the job.
 
         ``with RunFolder(path).claim(overwrite) as fresh:`` then ``if fresh:`` run and :meth:`write`
-        inside the block. ``fresh`` is False when the folder is done (written before, or by an
-        identical job this one waited for) and ``overwrite`` is false. A holder that crashes or
+        inside the block. ``fresh`` is False when the folder is done and whole (written before, or by an
+        identical job this one waited for) and ``overwrite`` is false; a damaged folder is made again. A holder that crashes or
         fails without writing releases the lock and the next one runs the job. Waits ``timeout``
         seconds at most when given (then :class:`filelock.Timeout`). The lock file
         ``.<config_hash>.lock`` stays beside the folder; readers skip names starting with ``.``.
         """
         with hold(self.path, timeout=timeout):
-            yield overwrite or not self.is_done
+            yield overwrite or not self.is_whole
 
     @property
     def results_dir(self) -> Path:

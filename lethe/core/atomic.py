@@ -72,6 +72,21 @@ def current_umask() -> int:
     return mask
 
 
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def located(exc: BaseException, path: Path) -> BaseException:
+    """``exc`` when it is not a full disk (or quota), or already names ``path``; else an OSError that says which
+    file or folder was being written (``No space left on device`` alone names none)."""
+    if not isinstance(exc, OSError):
+        return exc
+    full = exc.errno in _DISK_FULL or "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+    if not full or str(path) in str(exc):
+        return exc
+    return OSError(exc.errno or errno.ENOSPC, f"{exc.strerror or exc}: the disk holding {path} is full (while "
+                   f"writing {path}); free space there or point the setting that names it at another disk")
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (same-directory temp file + ``os.replace``); the file
     gets the umask's mode (0644 under umask 022), not mkstemp's private 0600."""
@@ -85,10 +100,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
+        where = located(exc, path)
+        if where is exc:
+            raise
+        raise where from exc
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -260,9 +278,12 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
         try:
             yield tmp
             old = _publish(tmp, final)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            where = located(exc, final)
+            if where is exc:
+                raise
+            raise where from exc
     finally:
         if fd is not None:
             os.close(fd)

@@ -6,7 +6,8 @@ and ``vecs`` (float32, one row per key). Shards are written whole to a temporary
 renamed, so a crash leaves either a complete shard or none.
 
 A shard that cannot be read all the same (a disk error, a truncated copy, flipped bytes: a bad zip
-or CRC, missing or mismatched arrays) must not stop every run of its model: it is logged as a
+or CRC, missing or mismatched arrays, vectors of another size than the model's or not finite, a folder where a
+shard should be) must not stop every run of its model, nor enter its rankings: it is logged as a
 warning with its path and the error, moved aside to ``<namespace>/quarantine/<shard>.npz`` (kept
 for inspection, never deleted) and counted in :attr:`EmbeddingCache.quarantined`; its vectors are
 then misses, recomputed by the caller and written to a new shard.
@@ -44,8 +45,11 @@ def text_key(text: str) -> str:
 class EmbeddingCache:
     """Vectors for one namespace (model + role + options); loaded lazily, appended by shards."""
 
-    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool], flush_every: int = 512):
+    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool], flush_every: int = 512,
+                 dim: int | None = None):
+        """``dim``: the model's vector size; a shard of another size is quarantined (None: not checked)."""
         self.namespace = namespace
+        self.dim = dim
         self.flush_every = flush_every
         self._pending: list[tuple[str, np.ndarray]] = []
         ns = hashlib.sha256(json.dumps(namespace, sort_keys=True).encode()).hexdigest()[:20]
@@ -63,9 +67,12 @@ class EmbeddingCache:
                     try:
                         with open(shard, "rb") as fh:
                             inode = os.fstat(fh.fileno()).st_ino
-                            keys, vecs = _read_shard(fh)
+                            keys, vecs = _read_shard(fh, self.dim)
                     except FileNotFoundError:
                         continue  # quarantined by another process meanwhile
+                    except IsADirectoryError as err:
+                        self._quarantine(shard, os.stat(shard).st_ino, err)
+                        continue
                     except _CORRUPT as err:
                         self._quarantine(shard, inode, err)
                         continue
@@ -128,10 +135,15 @@ class EmbeddingCache:
         self._pending = []
 
 
-def _read_shard(fh) -> tuple[list[str], np.ndarray]:
-    """The keys and vectors of one shard, checked whole (raises one of ``_CORRUPT`` if damaged)."""
+def _read_shard(fh, dim: int | None = None) -> tuple[list[str], np.ndarray]:
+    """The keys and vectors of one shard, checked whole: matching lengths, ``dim`` columns when given, finite
+    values (raises one of ``_CORRUPT`` if damaged)."""
     with np.load(fh) as z:
         keys, vecs = z["keys"].tolist(), z["vecs"]
     if vecs.ndim != 2 or len(keys) != len(vecs) or not all(isinstance(k, str) for k in keys):
         raise ValueError(f"{len(keys)} keys for vectors of shape {vecs.shape}")
+    if dim is not None and vecs.shape[1] != dim:
+        raise ValueError(f"vectors of size {vecs.shape[1]}, the model's are {dim}")
+    if not np.isfinite(vecs).all():
+        raise ValueError(f"{int((~np.isfinite(vecs)).any(axis=1).sum())} of {len(vecs)} vectors not finite")
     return keys, vecs

@@ -90,6 +90,8 @@ from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, messages_as_dicts
 from lethe.core.model_types import ResolvedModel
 from lethe.core.models import resolve_model
+from lethe.core.secrets import refuse_secrets, url_has_userinfo
+from lethe.core.typed_config import ConfigError
 
 KINDS = ("llamacpp", "openai_compatible")
 
@@ -475,6 +477,9 @@ class OpenAICompatibleBackend(_CachedChat):
         if schema_format not in ("json_object", "json_schema"):
             raise ValueError(f"schema_format must be 'json_object' or 'json_schema', got {schema_format!r}")
         self.schema_format = schema_format
+        if url_has_userinfo(str(base_url)):
+            raise ConfigError("base_url has a user or password before its host: a credential never goes in a URL here "
+                              "(it would be stored in manifests and the response cache); use api_key_env")
         self.base_url = str(base_url).rstrip("/")
         self.model = model
         self.model_sha256 = model_sha256
@@ -715,6 +720,7 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
     """A backend from a conf/llm/*.yaml mapping; ``cache_dir`` holds joined GGUF files and, unless
     ``cache: false``, the response cache. Unknown ``kind`` -> ValueError listing the known ones."""
     c = _plain(cfg)
+    refuse_secrets(c, "the llm config")
     kind = c.get("kind")
     resp_cache = cache_dir if c.get("cache", True) else None
     if kind == "llamacpp":
@@ -734,9 +740,6 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
         sha = c.get("model_sha256")
         if not sha and c.get("gguf"):
             sha = resolve_model({**c["gguf"], "format": "gguf"}, cache_dir=cache_dir).sha256
-        if c.get("api_key"):
-            raise ValueError("llm.api_key is set: a key never goes in a config (it would be written to manifests and "
-                             "hashed into config hashes); put it in the environment variable named by llm.api_key_env")
         return OpenAICompatibleBackend(c["base_url"], model=c.get("model") or "local",
                                        api_key_env=c.get("api_key_env") or None, cache_dir=resp_cache, model_sha256=sha,
                                        name=c.get("name"), stream=bool(c.get("stream", True)),

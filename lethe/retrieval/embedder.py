@@ -112,7 +112,7 @@ class Embedder:
             if self.backend != "torch":  # torch keeps the namespace (and cached vectors) it had before backends
                 assert self.onnx_options is not None
                 ns.update(backend=self.backend, onnx=self.onnx_options.numerics())
-            self._caches[role] = EmbeddingCache(self.cache_dir, ns)
+            self._caches[role] = EmbeddingCache(self.cache_dir, ns, dim=self.dim)
         return self._caches[role]
 
     def _encode_raw(self, texts: list[str], role: Role, progress: bool = True) -> np.ndarray:

@@ -53,6 +53,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from lethe.core.hashing import sha256_file
+from lethebench.loaders.fields import strict_loads
 from lethebench.schema import CONTRADICTION_COLUMNS, CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, SourceDataset
 from lethebench.trec import Qrels
 
@@ -93,7 +94,7 @@ def _jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for n, line in _lines(path):
         where = f"{path}: line {n}"
         try:
-            obj = json.loads(line)
+            obj = strict_loads(line, where)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
         if not isinstance(obj, dict):

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from lethe.core.hashing import sha256_file
+from lethebench.loaders.fields import checked, strict_loads
 from lethebench.schema import DatasetError, SourceDataset
 
 LOADER_VERSION = "1"
@@ -84,7 +85,7 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             f"({exc.reason}); LoCoMo files are UTF-8 JSON"
         ) from exc
     try:
-        data = json.loads(text)
+        data = strict_loads(text, str(path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
     if not isinstance(data, list):
@@ -102,7 +103,7 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
         for key in ("sample_id", "conversation", "qa"):
             if key not in conv:
                 raise DatasetError(f"{path}: conversation #{ci}: missing key '{key}'")
-        sid = str(conv["sample_id"])
+        sid = str(checked(conv["sample_id"], f"{path}: conversation #{ci}", "sample_id", (str, int), "a string"))
         c = conv["conversation"]
         if not isinstance(c, dict):
             raise DatasetError(f"{path}: {sid}: key 'conversation' must be an object, got {type(c).__name__}")
@@ -120,12 +121,18 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             if not isinstance(turns, list):
                 raise DatasetError(f"{path}: {sid}/{skey}: expected a list of turns, got {type(turns).__name__}")
             when = c.get(f"{skey}_date_time")
+            if when is not None:
+                checked(when, f"{path}: {sid}", f"{skey}_date_time", str, "a string or null")
             for ti, t in enumerate(turns):
                 if not isinstance(t, dict):
                     raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: expected a JSON object, got {type(t).__name__}")
                 for key in ("speaker", "dia_id", "text"):
                     if key not in t:
                         raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: missing key '{key}'")
+                    checked(t[key], f"{path}: {sid}/{skey} turn #{ti}", key, str, "a string")
+                if t.get("blip_caption") is not None:
+                    checked(t["blip_caption"], f"{path}: {sid}/{skey} turn #{ti}", "blip_caption", str,
+                            "a string or null")
                 dia = clean_evidence([t["dia_id"]])[0]
                 if len(dia) != 1:
                     raise DatasetError(f"{path}: {sid}/{skey} turn #{ti}: malformed dia_id {t['dia_id']!r}")
@@ -148,7 +155,16 @@ def load_locomo(path: str | Path, speaker_prefix: bool = True, image_captions: b
             for key in ("question", "category"):
                 if key not in qa:
                     raise DatasetError(f"{path}: {sid} qa #{qi}: missing key '{key}'")
-            cat = qa["category"]
+            where = f"{path}: {sid} qa #{qi}"
+            checked(qa["question"], where, "question", str, "a string")
+            for key in ("answer", "adversarial_answer"):   # LoCoMo writes some answers as numbers (years)
+                if qa.get(key) is not None:
+                    checked(qa[key], where, key, (str, int, float), "a string, a number or null")
+            if qa.get("evidence") is not None:
+                checked(qa["evidence"], where, "evidence", list, "a list of turn ids (e.g. [\"D1:3\"])")
+                for ei, e in enumerate(qa["evidence"]):
+                    checked(e, where, f"evidence[{ei}]", str, "a turn id string (e.g. \"D1:3\")")
+            cat = checked(qa["category"], where, "category", int, f"an integer, one of {sorted(CATEGORY_MAP)}")
             if cat not in CATEGORY_MAP:
                 raise DatasetError(f"{path}: {sid} qa #{qi}: unknown category {cat!r}; known {sorted(CATEGORY_MAP)}")
             raw_ev = qa.get("evidence") or []

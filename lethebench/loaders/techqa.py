@@ -27,6 +27,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from lethe.core.hashing import sha256_file
+from lethebench.loaders.fields import strict_loads, type_error
 from lethebench.schema import CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, SourceDataset
 
 LOADER_VERSION = "1"
@@ -133,10 +134,6 @@ def _json_error(exc: json.JSONDecodeError, line: bool) -> str:
     return f"{what} at line {exc.lineno}, column {exc.colno}" if line else f"{what} at column {exc.colno}"
 
 
-def _type_error(where: str, key: str, expected: str, value: Any) -> DatasetError:
-    return DatasetError(f"{where}: key '{key}': expected {expected}, got {type(value).__name__} {value!r:.60}")
-
-
 def _question_record(rec: Any, where: str, id_key: str, keys: Iterable[str], col: _Collected) -> tuple[str, str]:
     """(question id, location naming it) of one question record of either layout: a JSON object with
     every key of ``keys``; errors name ``where`` (the file and line or item) and the id once known."""
@@ -163,34 +160,34 @@ def _read_nvidia(path: Path, col: _Collected) -> None:
             continue
         where = f"{path}: line {lineno}"
         try:
-            row = json.loads(line)
+            row = strict_loads(line, where)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON ({_json_error(exc, line=False)})") from exc
         qid, where = _question_record(row, where, "id", NVIDIA_KEYS, col)
         question, answer, impossible, contexts = (row[k] for k in ("question", "answer", "is_impossible", "contexts"))
         if not isinstance(question, str):
-            raise _type_error(where, "question", "a string", question)
+            raise type_error(where, "question", "a string", question)
         if not question.strip():
             raise DatasetError(f"{where}: key 'question': empty question")
         if answer is not None and not isinstance(answer, str):
-            raise _type_error(where, "answer", "a string or null", answer)
+            raise type_error(where, "answer", "a string or null", answer)
         if not isinstance(impossible, bool):
-            raise _type_error(where, "is_impossible", "true or false", impossible)
+            raise type_error(where, "is_impossible", "true or false", impossible)
         if not isinstance(contexts, list):
-            raise _type_error(where, "contexts", "a list", contexts)
+            raise type_error(where, "contexts", "a list", contexts)
         golds: list[str] = []
         ctx_texts: list[str] = []
         for j, ctx in enumerate(contexts):
             key = f"contexts[{j}]"
             if not isinstance(ctx, dict):
-                raise _type_error(where, key, "an object {filename, text}", ctx)
+                raise type_error(where, key, "an object {filename, text}", ctx)
             for sub in ("filename", "text"):
                 if sub not in ctx:
                     raise DatasetError(f"{where}: key '{key}': missing key '{sub}'")
             if not isinstance(ctx["filename"], str):
-                raise _type_error(where, f"{key}.filename", "a string", ctx["filename"])
+                raise type_error(where, f"{key}.filename", "a string", ctx["filename"])
             if not isinstance(ctx["text"], str):
-                raise _type_error(where, f"{key}.text", "a string", ctx["text"])
+                raise type_error(where, f"{key}.text", "a string", ctx["text"])
             fname = ctx["filename"].strip()
             stem = fname[: -len(".txt")] if fname.lower().endswith(".txt") else fname
             doc_id = col.clean_id(stem, where, f"{key}.filename")
@@ -210,7 +207,7 @@ def _read_nvidia(path: Path, col: _Collected) -> None:
 def _load_json(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            return strict_loads(fh.read(), str(path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: not valid JSON ({_json_error(exc, line=True)})") from exc
     except UnicodeDecodeError as exc:
@@ -225,10 +222,10 @@ def _read_ibm_questions(path: Path, col: _Collected) -> None:
         qid, where = _question_record(item, f"{path}: item #{i}", "QUESTION_ID", IBM_QA_KEYS, col)
         for key in ("QUESTION_TITLE", "QUESTION_TEXT", "DOCUMENT", "ANSWER"):
             if not isinstance(item[key], str):
-                raise _type_error(where, key, "a string", item[key])
+                raise type_error(where, key, "a string", item[key])
         flag = item["ANSWERABLE"]
         if flag not in ("Y", "N"):
-            raise _type_error(where, "ANSWERABLE", "'Y' or 'N'", flag)
+            raise type_error(where, "ANSWERABLE", "'Y' or 'N'", flag)
         text = "\n".join(s for s in (item["QUESTION_TITLE"].strip(), item["QUESTION_TEXT"].strip()) if s)
         if not text:
             raise DatasetError(f"{where}: keys 'QUESTION_TITLE'/'QUESTION_TEXT': empty question")
@@ -262,7 +259,7 @@ def _read_ibm_technotes(path: Path, col: _Collected) -> None:
             if key not in note:
                 raise DatasetError(f"{where}: missing key '{key}'; expected keys {['id', *IBM_TECHNOTE_KEYS]}")
             if not isinstance(note[key], str):
-                raise _type_error(where, key, "a string", note[key])
+                raise type_error(where, key, "a string", note[key])
         doc_id = col.clean_id(key_id, where, "technote id")
         if "id" in note and str(note["id"]).strip() != str(key_id).strip():
             col.technote_id_mismatch.append(f"{key_id} (id field {note['id']!r:.60})")

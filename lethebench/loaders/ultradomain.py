@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from lethe.core.hashing import sha256_file
+from lethebench.loaders.fields import strict_loads
 from lethebench.schema import DatasetError, SourceDataset
 from lethebench.trec import Qrels
 
@@ -297,7 +298,7 @@ def _scan(path: Path) -> None:
     for n, line in _iter_lines(path):
         n_rows += 1
         try:
-            row = json.loads(line)
+            row = strict_loads(line, f"{path}: row {n_rows} (line {n})")
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}: row {n_rows} (line {n}): not valid JSON ({exc}); truncated line?") from exc
         _check_row(row, f"{path}: row {n_rows} (line {n})", row if isinstance(row, dict) else None)

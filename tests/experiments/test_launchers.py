@@ -3,14 +3,17 @@ each job ran; the Slurm launcher refuses a machine without Slurm before submitti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+import yaml
 
 from experiments.launchers import launch_info
 from lethe.core.paths import PROJECT_ROOT
@@ -26,8 +29,21 @@ def _sweep(tmp_path: Path, *args: str, sweep: str = "sweep1") -> subprocess.Comp
     return subprocess.run(cmd, cwd=PROJECT_ROOT, text=True, capture_output=True, timeout=900, env=env)
 
 
+@contextlib.contextmanager
+def _busy_cores(n: int = 2) -> Iterator[None]:
+    """``n`` busy-loop processes for the duration: the launcher must not race on a loaded machine."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def test_a_local_submitit_sweep_runs_resumes_and_names_its_launcher(tmp_path):
-    first = _sweep(tmp_path, "hydra/launcher=local", "method=window", "run.k=5,10,20")
+    with _busy_cores():   # a job's log folder once had to exist before submitit made it: a race under load
+        first = _sweep(tmp_path, "hydra/launcher=local", "method=window", "run.k=5,10,20")
     assert first.returncode == 0, first.stderr[-3000:]
     manifests = sorted((tmp_path / "results").rglob("manifest.json"))
     assert len(manifests) == 3
@@ -68,3 +84,10 @@ def test_auto_threads_are_one_per_concurrent_job_and_the_process_own_alone():
     assert run_threads("auto", concurrent=True) == 1
     assert run_threads("auto", concurrent=False) is None
     assert run_threads(None, concurrent=True) is None and run_threads(3, concurrent=False) == 3
+
+
+def test_the_local_launcher_folder_exists_before_any_job_starts():
+    """submitit's local controller opens <folder>/<its pid>_0_log.out as it starts; with %j (the pid) in the folder,
+    that folder is made by the parent only after the child exists: a race that failed sweeps under load."""
+    cfg = yaml.safe_load((PROJECT_ROOT / "conf" / "hydra" / "launcher" / "local.yaml").read_text())
+    assert "%j" not in cfg["submitit_folder"] and "%" not in cfg["submitit_folder"].replace("${", "")
