@@ -53,7 +53,6 @@ from typing import Any, Iterator
 import pandas as pd
 
 from lethe.core.hashing import sha256_file
-from lethebench.loaders.fields import strict_loads
 from lethebench.schema import CONTRADICTION_COLUMNS, CORPUS_COLUMNS, QUERY_COLUMNS, DatasetError, SourceDataset
 from lethebench.trec import Qrels
 
@@ -94,7 +93,7 @@ def _jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for n, line in _lines(path):
         where = f"{path}: line {n}"
         try:
-            obj = strict_loads(line, where)
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
         if not isinstance(obj, dict):

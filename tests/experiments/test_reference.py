@@ -215,6 +215,13 @@ def test_resolve_done_reads_the_done_file(tmp_path, isolated):
     r.folder.mkdir(parents=True)
     assert not r.done
     (r.folder / "DONE").write_text("complete\n")
+    assert not r.done    # DONE alone is a damaged folder (issue 36): made again, never read
+    for name in ("run.trec", "qrels.trec"):
+        (r.folder / name).write_text("")
+    for name in ("metrics.json", "manifest.json"):
+        (r.folder / name).write_text("{}")
+    for name in ("run.parquet", "per_query.parquet"):
+        (r.folder / name).write_bytes(b"PAR1" + b"\0" * 8 + b"PAR1")
     assert r.done
 
 

@@ -15,6 +15,7 @@ from lethebench.generator.family import FAMILIES, get_family
 from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL
 from lethebench.schema import read_dataset
 from lethebench.source_pins import output_sha256, pins
+from tests.conftest import DATA_ROOT
 
 SMALL = {"test": 24, "train": 12, "dev": 6}
 
@@ -146,6 +147,21 @@ def test_every_source_pin_holds():
         assert output_sha256(generate(**pin["params"])) == pin["output_sha256"], "the pinned output moved"
     # the held-out family is not pinned: its version is its own sources' hash
     assert loader_version("lethebench", {"family": "heldout"}) not in {p["pinned"] for p in found}
+
+
+@pytest.mark.parametrize("pin", [p for p in pins() if p["loader"] != "lethebench"], ids=lambda p: p["dataset"])
+def test_every_loader_pin_holds_on_its_dataset(pin):
+    """A loader edited without changing what it reads (issue 36's type checks) keeps its builds' key while its output
+    on the pinned dataset's real files is the pinned output, byte for byte."""
+    from experiments.config import load_config, to_dict
+    from lethebench.build import load_sources
+
+    ds = to_dict(load_config([f"dataset={pin['dataset']}"]).dataset)
+    assert ds["loader"] == pin["loader"] and (ds.get("params") or {}) == pin["params"]
+    assert pin["version"] == source_version(pin["loader"], pin["params"]), f"stale pin {pin['version']}: the source moved"
+    assert loader_version(pin["loader"], pin["params"]) == pin["pinned"]
+    src = load_sources(ds["loader"], [DATA_ROOT / f for f in ds["files"]], ds["params"])
+    assert output_sha256(src) == pin["output_sha256"], "the pinned output moved"
 
 
 def test_the_heldout_dataset_config_generates_the_heldout_family():
