@@ -157,3 +157,20 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     queries = pd.read_parquet(next(store.glob("datasets/locomo/*/queries.parquet")))
     assert "text" not in queries and "answer" not in queries and "meta" not in queries and len(queries) > 300
     assert not list(store.rglob("corpus.parquet")) and not list(store.rglob("run.trec"))
+
+
+def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, capsys):
+    """make reproduce TIER=label_free computed its 12 runs, verified 84 of 84 values OK and exited 2: the seed
+    studies' report, added after the reference report, found none of its runs (they belong to other tiers)."""
+    from experiments import reproduce as R
+
+    def write(report, cfg):
+        if report == R.SEEDS_GROUP:
+            raise R.ReportRefused("no declared run of the 'seeds' report is finished")
+        return None
+
+    monkeypatch.setattr(R, "write_report", write)
+    assert R.reproduce(R.load(["tier=label_free", "action=report"])) == 0
+    assert "the seed studies' report was not written" in capsys.readouterr().err
+    assert R.reproduce(R.load(["tier=label_free", "action=report", "reports=[seeds]"])) == 2   # asked for: refused
+    assert "report refused" in capsys.readouterr().err
