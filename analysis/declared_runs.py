@@ -64,7 +64,7 @@ def load_run(folder: Path) -> RunInfo | None:
     """The finished run in ``folder``, or None when it has no ``DONE`` or is damaged (a console line says what is
     wrong: the report shows it as not run, and ``make reproduce`` makes it again)."""
     run = RunInfo(folder)
-    if run.is_done and run.damage is not None:
+    if run.damage is not None:
         print(f"DAMAGED ({run.damage}): {folder} is left out of the report; make reproduce runs it again",
               file=sys.stderr, flush=True)
         return None

@@ -154,9 +154,10 @@ class RunFolder:
         missing = [name for name in needed if not (self.path / name).is_file()]
         if missing:
             return f"missing {', '.join(missing)}"
-        for name in (METRICS, MANIFEST):
-            try:
-                if not isinstance(json.loads((self.path / name).read_text()), dict):
+        for name, attr in ((METRICS, "metrics"), (MANIFEST, "manifest")):
+            try:   # read through the cached readers, so a reader after this check does not parse it again
+                if not isinstance(getattr(self, attr), dict):
+                    self.__dict__.pop(attr, None)
                     return f"unreadable {name} (not a JSON object)"
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 return f"unreadable {name} ({type(exc).__name__})"

@@ -90,8 +90,7 @@ from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, messages_as_dicts
 from lethe.core.model_types import ResolvedModel
 from lethe.core.models import resolve_model
-from lethe.core.secrets import refuse_secrets, url_has_userinfo
-from lethe.core.typed_config import ConfigError
+from lethe.core.secrets import refuse_secrets
 
 KINDS = ("llamacpp", "openai_compatible")
 
@@ -477,9 +476,7 @@ class OpenAICompatibleBackend(_CachedChat):
         if schema_format not in ("json_object", "json_schema"):
             raise ValueError(f"schema_format must be 'json_object' or 'json_schema', got {schema_format!r}")
         self.schema_format = schema_format
-        if url_has_userinfo(str(base_url)):
-            raise ConfigError("base_url has a user or password before its host: a credential never goes in a URL here "
-                              "(it would be stored in manifests and the response cache); use api_key_env")
+        refuse_secrets({"base_url": str(base_url)}, "the backend's arguments")
         self.base_url = str(base_url).rstrip("/")
         self.model = model
         self.model_sha256 = model_sha256

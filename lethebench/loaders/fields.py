@@ -48,7 +48,7 @@ def type_error(where: str, key: str, expected: str, value: Any) -> DatasetError:
 
 def checked(value: Any, where: str, key: str, types: type | tuple[type, ...], expected: str) -> Any:
     """``value`` when it is an instance of ``types`` (a bool is never taken for a number), else :func:`type_error`."""
-    if isinstance(value, types) and not (isinstance(value, bool) and bool not in (types if isinstance(types, tuple)
-                                                                                   else (types,))):
+    allowed = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool)):
         return value
     raise type_error(where, key, expected, value)
