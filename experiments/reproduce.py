@@ -1,7 +1,7 @@
 """The reproduction contract: run declared tiers, write the report from them, verify expected scores.
 
     python -m experiments.reproduce                          # tier core: run, report, verify (make reproduce)
-    python -m experiments.reproduce tier=all                 # core, ablations, label_free, llm, seeds, seed003 (make reproduce-all)
+    python -m experiments.reproduce tier=all                 # core, ablations, label_free, llm, seeds, seed003, judges (make reproduce-all)
     python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
     python -m experiments.reproduce action=report            # the report only (from finished runs)
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
@@ -175,6 +175,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     threads = cfg.prepare.threads
     steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
     studies = selected_studies(tier.studies, cfg.select)
+    steps += study_data_steps([st for st in studies if not study_done(st, cfg)], cfg, {s.name for s in steps})
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
     jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda r=r: run_job(r.cfg) if r.blocked is None
                          else _refuse(r.blocked)) for r in runs] \
@@ -337,6 +338,30 @@ def _override_value(value: object) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def study_dataset(study: Study, cfg: DictConfig) -> tuple[DictConfig, Path]:
+    """The run config of the dataset ``study`` names (with the tier's and the command's overrides) and its
+    processed folder."""
+    ds_cfg = load_config([f"dataset={study.dataset}", *_tier_overrides(study.tier, cfg), *_base_overrides(cfg)])
+    return ds_cfg, project_path(ds_cfg.data.processed) / str(study.dataset) / dataset_build_key(ds_cfg)
+
+
+def study_data_steps(studies: Sequence[Study], cfg: DictConfig, seen: set[str]) -> list[Step]:
+    """The dataset builds the pending ``studies`` read and no step in ``seen`` makes (a tier of studies alone,
+    such as ``judges``, starts from a fresh clone)."""
+    from experiments.datasets import prepare_dataset
+
+    steps: list[Step] = []
+    for st in studies:
+        if not st.dataset:
+            continue
+        ds_cfg, folder = study_dataset(st, cfg)
+        name = f"data {ds_cfg.dataset.name} {folder.name}"
+        if name not in seen:
+            seen.add(name)
+            steps.append(Step(name, (folder / "card.json").is_file(), lambda c=ds_cfg: prepare_dataset(c)))
+    return steps
+
+
 def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) -> list[str]:
     """The study's command line: its declared overrides of its own top config, then its output folder
     (default: :func:`study_folder`), the run config's cache dir and (if named) processed dataset folder."""
@@ -346,11 +371,7 @@ def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) ->
     cmd = [sys.executable, "-m", study.module, *study.overrides, f"out_dir={_override_value(out)}",
            f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}"]
     if study.dataset:
-        from experiments.datasets import dataset_build_key
-
-        ds_cfg = load_config([f"dataset={study.dataset}", *extra])
-        folder = project_path(ds_cfg.data.processed) / study.dataset / dataset_build_key(ds_cfg)
-        cmd.append(f"dataset_folder={_override_value(folder)}")
+        cmd.append(f"dataset_folder={_override_value(study_dataset(study, cfg)[1])}")
     if study.runs:
         declared = {r.key: r for r in load_tier(study.tier, cfg.reference_dir).runs}
         folders = {name: resolve(declared[key], _base_overrides(cfg)).folder for name, key in study.runs}
