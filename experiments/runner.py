@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -508,6 +508,7 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
     bar = tqdm(total=len(queries), desc=f"{plan.dataset}/{label}", disable=not plan.settings.progress, unit="q")
     try:
         for scope_id, row, ne, new_docs in walk_eligible(queries, docs_by_scope):
+            stop_if_doomed(records, len(queries), plan.settings.max_error_share)
             rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
                                    "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
                                    "latency_ms": None, **encode_cells({}, {})}
@@ -570,6 +571,25 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
     finally:
         bar.close()
     return Searched(run, records, index_seconds, index_calls)
+
+
+def stop_if_doomed(records: Sequence[Mapping[str, Any]], n_queries: int, max_share: float) -> None:
+    """RunFailed as soon as the queries searched so far (``records``) fail the run whatever the other queries do:
+    more errors, or more queries with a failed LLM call, than ``max_share`` of ``n_queries`` allows (the checks at
+    the end divide by at most ``n_queries``). A dead LLM server or a broken method then costs one query's time,
+    not every query's timeout."""
+    if not records or not (records[-1]["status"] == "error" or (records[-1].get("llm_infra_failures") or 0) > 0):
+        return   # only the last query can have changed the counts
+    allowed = max_share * n_queries
+    errors = [r["error"] for r in records if r["status"] == "error"]
+    if len(errors) > allowed:
+        raise RunFailed(f"{len(errors)} of {n_queries} queries failed after {len(records)} searched, more than "
+                        f"max_error_share={max_share} allows; stopped early. First error: {errors[0]}")
+    infra = sum(1 for r in records if (r.get("llm_infra_failures") or 0) > 0)
+    if infra > allowed:
+        raise RunFailed(f"{infra} of {n_queries} queries had an LLM call fail without an answer (connection or HTTP "
+                        f"error, timeout) after {len(records)} searched, more than max_error_share={max_share} allows; "
+                        f"stopped early. The per-query flags name the causes (qu_rules / llm_fallback / rerank)")
 
 
 def check_error_share(per_query: pd.DataFrame, max_share: float) -> None:

@@ -64,7 +64,9 @@ servers and llama_cpp.server read it, or OpenAI's ``{"type": "json_schema", ...}
 default (``stream=True``): the client then sees every token, enforces the wall-clock deadline between
 them, and on timeout closes the connection, which makes llama.cpp-style servers stop generating
 (a non-streamed request would keep the server busy until it finishes). Socket reads are bounded by
-requests' (connect, read) timeout set to the remaining time. Optional fields a server rejects
+requests' (connect, read) timeout set to the remaining time, and by ``read_timeout_s`` (the longest silence
+from the server, the wait for the first token included), so a server that accepts a connection and never answers
+fails the call (``LLMTimeout``) even when the call has no deadline. Optional fields a server rejects
 (HTTP 400/422) are dropped once and the request retried (remembered for later calls). Usage comes
 from the server when it sends it (``stream_options.include_usage``), else ``completion_tokens``
 counts streamed content chunks (one per token on llama.cpp servers) and ``prompt_tokens`` is None.
@@ -470,7 +472,8 @@ class OpenAICompatibleBackend(_CachedChat):
     def __init__(self, base_url: str, model: str = "local", api_key_env: str | None = None,
                  cache_dir: str | os.PathLike | None = None, model_sha256: str | None = None, *,
                  name: str | None = None, stream: bool = True, timeout_s: float | None = None,
-                 connect_timeout_s: float = 10.0, schema_format: str = "json_object"):
+                 connect_timeout_s: float = 10.0, read_timeout_s: float | None = None,
+                 schema_format: str = "json_object"):
         import requests
 
         if schema_format not in ("json_object", "json_schema"):
@@ -484,6 +487,7 @@ class OpenAICompatibleBackend(_CachedChat):
         self.stream = stream
         self.timeout_s = timeout_s
         self.connect_timeout_s = float(connect_timeout_s)
+        self.read_timeout_s = None if read_timeout_s is None else float(read_timeout_s)
         self.cache = ResponseCache(cache_dir) if cache_dir else None
         self.model_calls = 0
         self._dropped: set[str] = set()  # optional request fields this server rejected
@@ -537,11 +541,17 @@ class OpenAICompatibleBackend(_CachedChat):
             body = self._payload(msgs, decoding)
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             connect = self.connect_timeout_s if remaining is None else min(self.connect_timeout_s, remaining)
+            read = min((x for x in (remaining, self.read_timeout_s) if x is not None), default=None)
             try:
-                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, remaining),
+                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, read),
                                        headers=self._auth_header())
             except requests.exceptions.Timeout as exc:
-                limit = f"{timeout:g}s deadline" if timeout is not None else f"{self.connect_timeout_s:g}s connect timeout"
+                if deadline is not None and time.monotonic() >= deadline - 0.05:
+                    limit = f"{timeout:g}s deadline"
+                elif isinstance(exc, requests.exceptions.ConnectTimeout):
+                    limit = f"{self.connect_timeout_s:g}s connect timeout"
+                else:
+                    limit = f"{self.read_timeout_s:g}s read timeout (read_timeout_s: the server sent nothing)"
                 raise LLMTimeout(f"{self.name}: no response within the {limit} ({type(exc).__name__})") from exc
             except requests.exceptions.RequestException as exc:
                 raise LLMError(f"{self.name}: cannot reach {self.url} ({type(exc).__name__}: {exc})") from exc
@@ -636,6 +646,9 @@ class OpenAICompatibleBackend(_CachedChat):
         except requests.exceptions.RequestException as exc:  # read timeouts surface as ConnectionError here
             if deadline is not None and time.monotonic() >= deadline - 0.05:
                 raise self._timeout(timeout, t0, n_chunks) from exc
+            if "timed out" in str(exc) and self.read_timeout_s is not None:
+                raise LLMTimeout(f"{self.name}: the stream stalled: nothing for {self.read_timeout_s:g}s "
+                                 f"(read_timeout_s) after {n_chunks} tokens; connection closed") from exc
             raise LLMError(f"{self.name}: stream broke ({type(exc).__name__}: {exc})") from exc
         end = time.monotonic()
         if deadline is not None and end > deadline:
@@ -656,7 +669,7 @@ class OpenAICompatibleBackend(_CachedChat):
         """Name, kind, base_url, model, model sha256 (if known), cache stats, for manifests."""
         return {"name": self.name, "kind": self.kind, "base_url": self.base_url, "model": self.model,
                 "model_sha256": self.model_sha256, "stream": self.stream, "timeout_s": self.timeout_s,
-                "dropped_fields": sorted(self._dropped), "schema_format": self.schema_format,
+                "read_timeout_s": self.read_timeout_s, "dropped_fields": sorted(self._dropped), "schema_format": self.schema_format,
                 "model_calls": self.model_calls,
                 "api_key_env": self.api_key_env,
                 "cache": self.cache.stats() if self.cache is not None else None}
@@ -742,5 +755,6 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
                                        name=c.get("name"), stream=bool(c.get("stream", True)),
                                        timeout_s=c.get("timeout_s"),
                                        connect_timeout_s=c.get("connect_timeout_s") or 10.0,
+                                       read_timeout_s=c.get("read_timeout_s"),
                                        schema_format=c.get("schema_format") or "json_object")
     raise ValueError(f"unknown llm kind {kind!r}; known kinds: {', '.join(KINDS)}")

@@ -29,7 +29,7 @@ def _run(tmp_path, url: str, *extra: str):
 
 
 def test_a_closed_port_fails_the_run_without_done(tmp_path):
-    with pytest.raises(RunFailed, match=r"6/6 queries had an LLM call fail without an answer"):
+    with pytest.raises(RunFailed, match=r"1 of 6 queries had an LLM call fail without an answer .* after 1 searched.*stopped early"):
         _run(tmp_path, f"http://127.0.0.1:{_free_port()}")
     assert not list((tmp_path / "results").rglob("DONE"))
 
