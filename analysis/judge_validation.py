@@ -225,7 +225,8 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
         calls += [{"judge": "hallucination", "model": str(name), "item_id": it["id"], "label": it["label"],
                    "pred": p, "status": r.status, "p_supported": r.p_supported, "raw_text": r.raw_text}
                   for it, p, r in zip(items, preds, res)]
-    meta = {"dataset": ds.name, "build_key": (ds.card.get("build") or {}).get("key"), "split": str(cfg.split),
+    meta = {"dataset": ds.card.get("name") or ds.name, "build_key": (ds.card.get("build") or {}).get("key"),
+            "split": str(cfg.split),
             "pairs": len(pairs), "pairs_by_perturbation": pairs["perturbation"].value_counts().sort_index().to_dict(),
             "hallucination_items": len(items), "judges": described}
     doc = {"meta": meta, "rows": rows}

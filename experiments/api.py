@@ -113,8 +113,7 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     missing = [r.key for r in runs if not r.done]
     if missing:
         raise FileNotFoundError(f"no finished run for {missing}; call with run=True to compute them")
-    refs = [RunRef(r.declared.dataset, r.declared.label, "api", r.folder, r.dataset_folder, r.declared.describe())
-            for r in runs]
+    refs = [r.ref("api") for r in runs]
     cfg = load_cfg([f"{k}={v}" for k, v in (analysis or {}).items()])
     labels = [r.declared.label for r in runs]
     # a method in neither of the report's lists is one of the systems under study here; a reranker's random

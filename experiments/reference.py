@@ -261,6 +261,14 @@ class ResolvedRun:
     def done(self) -> bool:
         return self.blocked is None and RunFolder(self.folder).is_whole
 
+    def ref(self, tier: str) -> "RunRef":
+        """The run as a report reads it, under the dataset name its config gives: a LoCoMo-format file declared as
+        ``locomo`` with ``dataset.name=mine`` is reported (and written) as ``mine``."""
+        from analysis.declared_runs import RunRef
+
+        return RunRef(str(self.cfg.dataset.name), self.declared.label, tier, self.folder, self.dataset_folder,
+                      self.declared.describe())
+
 
 REPLAY_KEY = "method.llm_rerank.replay"
 BUDGETS = ("replay", "wallclock")   # how a declared `replay: true` run's LLM reranker meets its budget

@@ -509,11 +509,10 @@ def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
                 folder = RS.run_folder(store, t.name, d.key)
                 stored = d.key in (index.get(t.name) or {}).get("runs", {})
                 ds_folder = RunFolder(folder).dataset_folder if stored else store / RS.DATASETS / d.dataset
-                refs.append(RunRef(d.dataset, d.label, d.tier, folder if stored else folder / "(not stored)",
-                                   ds_folder, d.describe()))
+                refs.append(RunRef(RunFolder(folder).dataset if stored else d.dataset, d.label, d.tier,
+                                   folder if stored else folder / "(not stored)", ds_folder, d.describe()))
                 continue
-            r = resolve(d, extra)
-            refs.append(RunRef(d.dataset, d.label, d.tier, r.folder, r.dataset_folder, d.describe()))
+            refs.append(resolve(d, extra).ref(d.tier))
     return refs
 
 
@@ -725,8 +724,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     labels = {"coverage_n": int(settings["coverage_n"]), "contradiction_k": int(settings["contradiction_k"]),
               "answer_recall_chars": settings.get("answer_recall_chars")}
     roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
-    refs = [RunRef(r.declared.dataset, r.declared.label, tier.name, r.folder, r.dataset_folder, r.declared.describe())
-            for r in runs]
+    refs = [r.ref(tier.name) for r in runs]
     views = V.collect(settings, refs)
     entries, keep = {}, set()
     for r in runs:
