@@ -284,7 +284,8 @@ def format_verification(df: pd.DataFrame, title: str) -> str:
         diff = "-" if r.diff is None or (isinstance(r.diff, float) and math.isnan(r.diff)) else (
             "0" if r.diff == 0 else f"{r.diff:+.2e}")
         tol = "-" if r.tolerance is None or (isinstance(r.tolerance, float) and math.isnan(r.tolerance)) else f"{r.tolerance:g}"
-        lines.append(f"| {r.run} | {r.metric} | {_cell(r.expected, r.metric)} | {_cell(r.measured, r.metric)} | {diff} | "
+        metric = str(r.metric).replace("|", "\\|")   # a study's row key joins its fields with " | "
+        lines.append(f"| {r.run} | {metric} | {_cell(r.expected, r.metric)} | {_cell(r.measured, r.metric)} | {diff} | "
                      f"{tol} | {r.status} | {r.note or ''} |")
     lines += ["", summary_line(df)]
     return "\n".join(lines) + "\n"
