@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 import yaml
 from omegaconf import DictConfig
 
+from analysis.declared_runs import RunRef
 from experiments.config import load_config
 from lethe.core.paths import plain_name, portable_location, project_path
 from experiments.datasets import dataset_build_key
@@ -261,11 +262,9 @@ class ResolvedRun:
     def done(self) -> bool:
         return self.blocked is None and RunFolder(self.folder).is_whole
 
-    def ref(self, tier: str) -> "RunRef":
+    def ref(self, tier: str) -> RunRef:
         """The run as a report reads it, under the dataset name its config gives: a LoCoMo-format file declared as
         ``locomo`` with ``dataset.name=mine`` is reported (and written) as ``mine``."""
-        from analysis.declared_runs import RunRef
-
         return RunRef(str(self.cfg.dataset.name), self.declared.label, tier, self.folder, self.dataset_folder,
                       self.declared.describe())
 
@@ -309,6 +308,11 @@ def resolve(run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = No
     if ident.label != run.label:
         raise ValueError(f"declared run {run.key} (tier {run.tier}) is filed as {ident.label}: an ablation's "
                          f"method.variant must equal its file name")
-    ds_folder = (project_path(cfg.dataset.folder) if cfg.dataset.get("folder")
-                 else project_path(cfg.data.processed) / cfg.dataset.name / key)
-    return ResolvedRun(run, cfg, ident.config_hash, ident.folder, ds_folder, blocked)
+    return ResolvedRun(run, cfg, ident.config_hash, ident.folder, processed_folder(cfg, key), blocked)
+
+
+def processed_folder(cfg: DictConfig, build_key: str) -> Path:
+    """The processed dataset a run config reads: its ``dataset.folder`` (a custom folder), else
+    ``<data.processed>/<dataset.name>/<build_key>``."""
+    return (project_path(cfg.dataset.folder) if cfg.dataset.get("folder")
+            else project_path(cfg.data.processed) / cfg.dataset.name / build_key)

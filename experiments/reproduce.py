@@ -51,8 +51,8 @@ from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.paths import project_path
 from experiments.progress import Progress
 from experiments.stopping import die_with_parent, stop_on_signals, stop_reason
-from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, report_tiers, resolve,
-                                   select_with_studies, selected_studies, tier_names)
+from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, processed_folder, report_tiers,
+                                   resolve, select_with_studies, selected_studies, tier_names)
 from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 from lethebench.runs import RunFolder
@@ -125,19 +125,27 @@ def model_step(name: str, done: bool, kind: str, cfg: DictConfig, threads: int |
     return Step(name, done, lambda: build_model(kind, cfg, threads), (kind, cfg))
 
 
+def data_step(cfg: DictConfig, folder: Path, seen: set[str]) -> list[Step]:
+    """The build of the processed dataset ``folder`` of ``cfg``, unless ``seen`` names it or it is a custom folder
+    (built elsewhere); ``seen`` gains its name."""
+    from experiments.datasets import prepare_dataset
+
+    name = f"data {cfg.dataset.name} {folder.name}"
+    if name in seen or cfg.dataset.get("folder"):
+        return []
+    seen.add(name)
+    return [Step(name, (folder / "card.json").is_file(), lambda: prepare_dataset(cfg))]
+
+
 def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
     """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models
     (each trained from the run's own config, with ``threads`` torch threads)."""
     from experiments import train_fusion
-    from experiments.datasets import prepare_dataset
 
     steps: list[Step] = []
     seen: set[str] = set()
     for r in runs:
-        name = f"data {r.cfg.dataset.name} {r.dataset_folder.name}"
-        if name not in seen and not r.cfg.dataset.get("folder"):
-            seen.add(name)
-            steps.append(Step(name, (r.dataset_folder / "card.json").is_file(), lambda c=r.cfg: prepare_dataset(c)))
+        steps += data_step(r.cfg, r.dataset_folder, seen)
     for r in runs:
         if OmegaConf.select(r.cfg, "method.model.train") is not None:
             folder = set_folder(to_dict(r.cfg.method.model), str(r.cfg.dataset.name), dataset_build_key(r.cfg))
@@ -342,24 +350,13 @@ def study_dataset(study: Study, cfg: DictConfig) -> tuple[DictConfig, Path]:
     """The run config of the dataset ``study`` names (with the tier's and the command's overrides) and its
     processed folder."""
     ds_cfg = load_config([f"dataset={study.dataset}", *_tier_overrides(study.tier, cfg), *_base_overrides(cfg)])
-    return ds_cfg, project_path(ds_cfg.data.processed) / str(study.dataset) / dataset_build_key(ds_cfg)
+    return ds_cfg, processed_folder(ds_cfg, dataset_build_key(ds_cfg))
 
 
 def study_data_steps(studies: Sequence[Study], cfg: DictConfig, seen: set[str]) -> list[Step]:
     """The dataset builds the pending ``studies`` read and no step in ``seen`` makes (a tier of studies alone,
     such as ``judges``, starts from a fresh clone)."""
-    from experiments.datasets import prepare_dataset
-
-    steps: list[Step] = []
-    for st in studies:
-        if not st.dataset:
-            continue
-        ds_cfg, folder = study_dataset(st, cfg)
-        name = f"data {ds_cfg.dataset.name} {folder.name}"
-        if name not in seen:
-            seen.add(name)
-            steps.append(Step(name, (folder / "card.json").is_file(), lambda c=ds_cfg: prepare_dataset(c)))
-    return steps
+    return [step for st in studies if st.dataset for step in data_step(*study_dataset(st, cfg), seen)]
 
 
 def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) -> list[str]:
@@ -787,9 +784,10 @@ def reproduce(cfg: DictConfig) -> int:
             try:
                 write_report(report, cfg)
             except ReportRefused as exc:
-                if report == SEEDS_GROUP and not cfg.get("reports"):   # added for the tier, not asked for: its runs
+                # the seed report comes with every reference tier unasked; its runs are other tiers' (TIER=label_free)
+                if report == SEEDS_GROUP and not cfg.get("reports"):
                     print(f"the seed studies' report was not written: {exc} (its runs come with the core, seeds and "
-                          "seed003 tiers)", file=sys.stderr)                  # are other tiers' (e.g. TIER=label_free)
+                          "seed003 tiers)", file=sys.stderr)
                     continue
                 print(f"report refused: {exc}", file=sys.stderr)
                 code = 2

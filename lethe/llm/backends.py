@@ -463,6 +463,14 @@ class LlamaCppBackend(_CachedChat):
 # ----------------------------------------------------------------------------- OpenAI-compatible server
 
 
+def _is_read_timeout(exc: BaseException) -> bool:
+    """Whether a ``requests`` error raised while reading a stream is a socket read timeout (requests wraps
+    urllib3's ``ReadTimeoutError`` in a ``ConnectionError`` there)."""
+    from urllib3.exceptions import ReadTimeoutError
+
+    return any(isinstance(a, ReadTimeoutError) for a in exc.args)
+
+
 class OpenAICompatibleBackend(_CachedChat):
     """A ``/v1/chat/completions`` server (llama.cpp, llama-cpp-python, vLLM, ...); see module docstring."""
 
@@ -646,7 +654,7 @@ class OpenAICompatibleBackend(_CachedChat):
         except requests.exceptions.RequestException as exc:  # read timeouts surface as ConnectionError here
             if deadline is not None and time.monotonic() >= deadline - 0.05:
                 raise self._timeout(timeout, t0, n_chunks) from exc
-            if "timed out" in str(exc) and self.read_timeout_s is not None:
+            if self.read_timeout_s is not None and _is_read_timeout(exc):
                 raise LLMTimeout(f"{self.name}: the stream stalled: nothing for {self.read_timeout_s:g}s "
                                  f"(read_timeout_s) after {n_chunks} tokens; connection closed") from exc
             raise LLMError(f"{self.name}: stream broke ({type(exc).__name__}: {exc})") from exc
