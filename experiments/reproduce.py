@@ -48,6 +48,7 @@ from experiments.config import load_config, to_dict
 from experiments import reference_store as RS
 from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
+from lethe.core.faults import disarm, kill_point
 from lethe.core.paths import project_path
 from experiments.progress import Progress
 from experiments.stopping import die_with_parent, stop_on_signals, stop_reason
@@ -260,7 +261,13 @@ def worker_pool(workers: int) -> Any:
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=die_with_parent, initargs=(os.getpid(),))
+                               initializer=_start_worker, initargs=(os.getpid(),))
+
+
+def _start_worker(parent_pid: int) -> None:
+    """A prerequisite worker's initializer: it dies with ``parent_pid`` and never acts on the parent's kill point."""
+    die_with_parent(parent_pid)
+    disarm()
 
 
 def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], workers: int, threads: int | None,
@@ -279,6 +286,7 @@ def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], worke
             for fut in as_completed(futures):
                 exc = fut.exception()
                 finish(futures[fut], fut.result() if exc is None else time.perf_counter() - t0, exc)
+                kill_point("model_built")
         except BaseException:
             for fut in futures:
                 fut.cancel()

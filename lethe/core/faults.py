@@ -9,10 +9,15 @@ passes :func:`kill_point` with that name. ``<point>:<n>:<SIGNAL>`` sends that si
 Points (where each sits, and what a crash there must not damage):
 
 - ``build_data``: a processed dataset's files are half written in its temporary folder;
+- ``model_built``: a model prerequisite was just built in a worker process, others may still be training in theirs
+  (which must end with this process and must not be trained again after a resume);
 - ``embedding``: a chunk of document vectors was just written to the embedding cache, more are to come;
 - ``searching``: a query was just answered, the run's results exist only in memory;
 - ``writing_folder``: a results folder's rankings are written, its metrics, manifest and DONE are not;
 - ``writing_report``: the report's tables are written, its figures and ``report.md`` are not.
+
+A point names a place in the process the variable is set for: the worker processes ``experiments.reproduce``
+spawns drop it (:func:`disarm`), so a worker passing a point never kills itself in that process's stead.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import signal
 
 ENV = "LETHE_KILL_AT"
-POINTS = frozenset({"build_data", "embedding", "searching", "writing_folder", "writing_report"})
+POINTS = frozenset({"build_data", "model_built", "embedding", "searching", "writing_folder", "writing_report"})
 SIGNALS = {s.name: s for s in (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
 
 _passes: dict[str, int] = {}
@@ -52,3 +57,9 @@ def kill_point(name: str) -> None:
     _passes[name] = _passes.get(name, 0) + 1
     if _passes[name] == n:
         os.kill(os.getpid(), signum)
+
+
+def disarm() -> None:
+    """Forget ``LETHE_KILL_AT`` in this process (a worker's initializer: kill points belong to its parent)."""
+    os.environ.pop(ENV, None)
+    _passes.clear()

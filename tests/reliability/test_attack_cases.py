@@ -71,7 +71,9 @@ CASES = {
     "written files ignore the umask (permissions)":
         "tests/lethe/core/test_atomic.py::test_modes_follow_the_umask",
     "kill -9 at five points of a reproduction, then a resume, differs from a clean run":
-        "tests/experiments/test_faults.py::test_kill_nine_at_five_points_then_rerun_equals_a_clean_run",
+        "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
+    "kill -9 during the model prerequisites leaves workers training as orphans; the resume trains them again":
+        "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
     "a command-line _target_ runs os.system":
         "tests/reliability/test_attack_cases.py::test_a_command_line_target_cannot_run_a_shell_command",
 }
