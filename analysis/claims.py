@@ -24,7 +24,8 @@ from analysis.views import DatasetView, cached_mean_ci, paired_row
 HOW = ("A printed value is tested against the 95% CI of the measured mean (BCa over queries; a rate against its Wilson "
        "interval); a printed difference against the BCa CI of the paired difference on the queries both runs scored; an "
        "improvement in percent against that CI divided by the reference mean (the mean taken as fixed); \"A lost to B\" "
-       "in pairwise judgments against the Wilson interval of A's share of the pairs the judge decided. A row names a "
+       "in pairwise judgments against the Wilson interval of A's share of the pairs the judge decided, once the judge passed "
+       "its validation (seed_claims.yaml `judge_validation`). A row names a "
        "redefined metric; a quantity that is not the claimed one is `not comparable`, with the reason.")
 COLUMNS = ["source", "claim", "claimed", "measured [95% CI]", "n", "verdict", "reason"]
 NO_RUN = "no finished run of the declared method (n/m†)"
@@ -63,13 +64,13 @@ def _cell(est: float, lo: float, hi: float, pct: bool = False, signed: bool = Fa
 
 def row(source: str, claim: str, claimed: VD.Claim | str, est: float | None = None, lo: float = math.nan,
         hi: float = math.nan, n: int | None = None, *, fixed: tuple[str, str] | None = None, acted: bool = True,
-        pct: bool = False, note: str = "") -> dict[str, Any]:
+        unfit: str | None = None, pct: bool = False, note: str = "") -> dict[str, Any]:
     """One claims-table row: the verdict of ``claimed`` against ``[lo, hi]`` (:func:`analysis.verdicts.verdict`), or
     ``fixed`` (verdict, reason) when the rule's first two steps decide it without an interval."""
     if fixed is not None:
         verdict, reason = fixed
     elif isinstance(claimed, VD.Claim):
-        verdict, reason = VD.verdict(claimed, lo, hi, acted)
+        verdict, reason = VD.verdict(claimed, lo, hi, acted, unfit)
     else:
         raise ValueError(f"claim {claim!r}: a claim without an interval needs a fixed verdict")
     signed = isinstance(claimed, VD.Claim) and claimed.null == 0.0   # a difference
@@ -222,7 +223,7 @@ def seed_rows(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Ma
             for r in table["rows"]:
                 out += _seed_row_claims(views, src, r, by_name, table, cfg)
         if s.get("study"):
-            out += _pairwise_rows(seed, s, (studies or {}).get(s["study"]), cfg)
+            out += _pairwise_rows(seed, s, (studies or {}).get(s["study"]), cfg, studies or {})
         for c in s.get("not_run_claims") or []:
             lo, hi = VD.parse_range(c["improvement"])
             out.append(row(f"{seed}: not run", c["claim"], VD.Claim(lo, hi, 0.0), fixed=(VD.NOT_MEASURED, c["why"]),
@@ -341,9 +342,36 @@ def _agent_rows(views, seed, s, cfg) -> list[dict[str, Any]]:
     return out
 
 
-def _pairwise_rows(seed, s, doc, cfg) -> list[dict[str, Any]]:
+def judge_unfit(model: str, spec: Mapping[str, Any] | None, studies: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why pairwise judge ``model`` cannot count as evidence under ``spec`` (a seed's ``judge_validation``: its
+    ``studies`` and ``min_accuracy``), or None when it passed. It passes when, on every validation study, the lower
+    bound of the 95% CI of its accuracy over all perturbations (the known-better answer chosen in both orders) is at
+    least ``min_accuracy``; an unfinished study, or one without the model, leaves it unvalidated."""
+    if not spec:
+        return None
+    need, failed = float(spec["min_accuracy"]), []
+    for name in spec["studies"]:
+        doc = studies.get(name)
+        if doc is None:
+            return f"its validation (study {name}) was not run"
+        got = [r for r in doc["rows"] if r.get("judge") == "pairwise" and r.get("model") == model
+               and r.get("perturbation") == "all"]
+        if not got:
+            return f"study {name} did not validate {model}"
+        r = got[0]
+        if not float(r["accuracy_low"]) >= need:
+            failed.append(f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}] of {r['n']} "
+                          f"pairs ({name})")
+    if failed:
+        return (f"it chose the known-better answer in both orders in {' and '.join(failed)}, the CI's lower bound "
+                f"below the {need:g} required")
+    return None
+
+
+def _pairwise_rows(seed, s, doc, cfg, studies) -> list[dict[str, Any]]:
     """Seed 003's claim that the modified (HyDE) prompts lost: per pair and criterion, B's (the modified run's) share
-    of the pairs the judge decided, against "below one half"."""
+    of the pairs the judge decided, against "below one half"; inconclusive when the judge failed its validation
+    (:func:`judge_unfit`)."""
     claim = s.get("pairwise_claim") or {}
     src, text0 = f"{seed}: pairwise judgments ({s['study']})", claim.get("text", "the modified prompts lost")
     if doc is None:
@@ -357,6 +385,7 @@ def _pairwise_rows(seed, s, doc, cfg) -> list[dict[str, Any]]:
             continue
         ci = stats.proportion_ci(int(r["b_wins"]), decided, float(cfg["confidence"]))
         out.append(row(src, text, VD.Claim.loses(0.5), ci["share"], ci["ci_low"], ci["ci_high"], decided,
+                       unfit=judge_unfit(str(r["judge"]), s.get("judge_validation"), studies),
                        note=f"the modified run's share of {decided} decided pairs ({r['ties']} ties left out)"))
     return out
 

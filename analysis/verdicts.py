@@ -13,8 +13,9 @@ improvement, a win rate) also has a no-effect value, ``null`` (0, or 0.5 for a w
    from no effect.
 5. **consistent** otherwise.
 
-A claim whose treatment never acted on the measured queries (a deduplication that found no duplicate) is
-**inconclusive** whatever the interval: the measurement could not have shown the effect.
+A claim whose treatment never acted on the measured queries (a deduplication that found no duplicate), or whose
+measuring instrument failed its validation (an LLM judge that does not pick the known-better answer of data-labelled
+pairs), is **inconclusive** whatever the interval: the measurement could not have shown the effect.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ RULE = ("Verdict rule (analysis/verdicts.py, in this order): **not comparable** 
         "**contradicted** when the 95% CI of the measurement holds none of the values the claim allows (a printed "
         "number allows itself, a printed range its range, \"A beats B\" every positive difference); **inconclusive** "
         "when the CI holds an allowed value and also the no-effect value of a comparative claim (difference 0, win "
-        "rate 0.5), or when the treatment never acted on the measured queries; **consistent** otherwise.")
+        "rate 0.5), when the treatment never acted on the measured queries, or when the instrument that measured it failed "
+        "its validation (an LLM judge whose accuracy on pairs with a known better answer is below the required share); "
+        "**consistent** otherwise.")
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,11 @@ def parse_range(text: str) -> tuple[float, float]:
     return (lo, hi) if lo <= hi else (hi, lo)
 
 
-def verdict(claim: Claim, ci_low: float | None, ci_high: float | None, acted: bool = True) -> tuple[str, str]:
+def verdict(claim: Claim, ci_low: float | None, ci_high: float | None, acted: bool = True,
+            unfit: str | None = None) -> tuple[str, str]:
     """(verdict, reason) of ``claim`` against a measured interval ``[ci_low, ci_high]`` (the module's rule, steps
-    2-5); ``acted`` False when the treatment the claim is about never acted on the measured queries."""
+    2-5); ``acted`` False when the treatment the claim is about never acted on the measured queries; ``unfit`` why
+    the instrument that measured it failed its validation (None: it passed, or none was needed)."""
     if ci_low is None or ci_high is None or math.isnan(ci_low) or math.isnan(ci_high):
         return NOT_MEASURED, "no interval (no finished run, or fewer than two values)"
     if ci_low > ci_high:
@@ -97,6 +102,8 @@ def verdict(claim: Claim, ci_low: float | None, ci_high: float | None, acted: bo
     ci = f"[{ci_low:.4f}, {ci_high:.4f}]"
     if not acted:
         return INCONCLUSIVE, "the treatment never acted on the measured queries"
+    if unfit:
+        return INCONCLUSIVE, f"the judge failed its validation: {unfit}"
     if ci_high < claim.low or ci_low > claim.high:
         side = "below" if ci_high < claim.low else "above"
         why = f"the CI {ci} lies {side} the claimed {claim.describe()}"

@@ -93,6 +93,42 @@ def test_seed_claims(views):
     assert [(r["verdict"], r["reason"]) for r in missing] == [(VD.NOT_MEASURED, "study pw not run (n/m†)")]
 
 
+def _validation(model: str, low: float, n: int = 100) -> dict:
+    """A judge-validation study document (analysis.judge_validation's rows) with ``model``'s overall accuracy CI."""
+    return {"rows": [{"judge": "pairwise", "model": model, "perturbation": "all", "n": n, "accuracy": low + 0.08,
+                      "accuracy_low": low, "accuracy_high": low + 0.17},
+                     {"judge": "pairwise", "model": model, "perturbation": "date", "n": 20, "accuracy": 0.9,
+                      "accuracy_low": 0.7, "accuracy_high": 0.97},
+                     {"judge": "hallucination", "model": model, "perturbation": "all", "n": n, "accuracy": 0.9,
+                      "accuracy_low": 0.8, "accuracy_high": 0.95}]}
+
+
+def test_pairwise_claims_count_only_when_the_judge_passed_its_validation(views):
+    spec = {"seed003": {"study": "pw", "pairwise_claim": {"text": "B loses"}, "tables": [],
+                        "judge_validation": {"studies": ["val_a", "val_b"], "min_accuracy": 0.5}}}
+    doc = {"rows": [{"judge": "j", "pair": "p", "criterion": "overall", "a_wins": 9, "b_wins": 1, "ties": 2}]}
+
+    def verdict(val_a, val_b):
+        studies = {"pw": doc, **({"val_a": val_a} if val_a else {}), **({"val_b": val_b} if val_b else {})}
+        (r,) = CL.seed_rows(views, spec, CFG, studies)
+        assert r["measured [95% CI]"].startswith("0.1000 [")   # the measurement is shown either way
+        return r["verdict"], r["reason"]
+
+    assert verdict(_validation("j", 0.55), _validation("j", 0.5))[0] == VD.CONSISTENT
+    got, reason = verdict(_validation("j", 0.55), _validation("j", 0.18))
+    assert got == VD.INCONCLUSIVE
+    assert reason.startswith("the judge failed its validation: it chose the known-better answer in both orders in "
+                             "0.26 [0.18, 0.35] of 100 pairs (val_b), the CI's lower bound below the 0.5 required")
+    assert verdict(_validation("j", 0.3), _validation("j", 0.1))[1].count(" pairs (val_") == 2   # both named
+    # the subset rows (one perturbation) and the other judge kind do not count: only the pairwise judge overall
+    assert verdict(_validation("j", 0.45), _validation("j", 0.6))[0] == VD.INCONCLUSIVE
+    assert verdict(_validation("j", 0.6), None) == (VD.INCONCLUSIVE, "the judge failed its validation: its validation "
+                                                    "(study val_b) was not run; the modified run's share of 10 "
+                                                    "decided pairs (2 ties left out)")
+    assert "did not validate j" in verdict(_validation("other", 0.9), _validation("j", 0.9))[1]
+    assert CL.judge_unfit("j", None, {}) is None   # a seed that names no validation
+
+
 def test_agent_claims_without_runs_say_why(views):
     spec = {"seed002": {"kind": "agent", "rows": [
         {"row": "W", "run": "lethebench/window",

@@ -57,6 +57,15 @@ def test_no_interval_is_not_measured_and_a_treatment_that_never_acted_is_inconcl
     assert verdict(Claim(0.05, 0.10, 0.0), 0.0, 0.0)[0] == VD.CONTRADICTED
 
 
+def test_a_judge_that_failed_its_validation_makes_any_interval_inconclusive():
+    # B won 1 of 10 decided pairs: consistent with "B loses" by its interval, but the judge cannot tell
+    assert verdict(Claim.loses(0.5), 0.02, 0.40)[0] == VD.CONSISTENT
+    got, reason = verdict(Claim.loses(0.5), 0.02, 0.40, unfit="accuracy 0.26 [0.18, 0.35]")
+    assert got == VD.INCONCLUSIVE and reason == "the judge failed its validation: accuracy 0.26 [0.18, 0.35]"
+    assert verdict(Claim.loses(0.5), math.nan, math.nan, unfit="x")[0] == VD.NOT_MEASURED   # no interval comes first
+    assert verdict(Claim.loses(0.5), 0.02, 0.40, unfit="")[0] == VD.CONSISTENT
+
+
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="low <= high"):
         Claim(0.3, 0.2)
