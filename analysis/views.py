@@ -4,6 +4,7 @@ with label metrics (Coverage@N, contradiction@k) added, and the bootstrap CIs th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -26,6 +27,9 @@ class DatasetView:
     per_query: dict[str, pd.DataFrame] = field(default_factory=dict)  # method -> indexed by query_id
     label_metrics: list[str] = field(default_factory=list)
     missing: dict[str, RunRef] = field(default_factory=dict)  # declared labels without a finished run
+    # dataset folder -> (corpus doc_id/text, contradiction labels): runs of one dataset may have their own builds
+    # (another chunking has other doc units), so the label metrics read each run's own
+    label_data: dict[Path, tuple[pd.DataFrame, pd.DataFrame | None]] = field(default_factory=dict, repr=False)
 
 
 def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
@@ -89,21 +93,22 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
 
 def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k: int, chars: int | None = None) -> None:
     """Add Coverage@n, contradiction@k and (``chars`` set) answer recall@``chars``c to ``pq`` (indexed by query_id)
-    where ``v``'s dataset has their labels, from ``run``'s rankings; the corpus text and the labels are read once per
-    dataset."""
-    if not hasattr(v, "_corpus"):
-        folder = run.dataset_folder
-        v._corpus = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"])  # type: ignore[attr-defined]
-        v._contra = read_contradictions(folder)  # type: ignore[attr-defined]
+    where ``v``'s dataset has their labels, from ``run``'s rankings over its own dataset build (whose corpus text and
+    labels are read once per build, in ``v.label_data``)."""
+    folder = run.dataset_folder
+    if folder not in v.label_data:
+        v.label_data[folder] = (pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"]),
+                                read_contradictions(folder))
+    corpus, contra = v.label_data[folder]
     evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
-    cov = coverage_at_n(run.run, evaluated, v._corpus, n)  # type: ignore[attr-defined]
+    cov = coverage_at_n(run.run, evaluated, corpus, n)
     if len(cov):
         pq[f"coverage@{n}"] = cov.reindex(pq.index)
-    con = contradiction_at_k(run.run, v._contra, list(pq.index), k)  # type: ignore[attr-defined]
+    con = contradiction_at_k(run.run, contra, list(pq.index), k)
     if len(con):
         pq[f"contradiction@{k}"] = con.reindex(pq.index)
     if chars:
-        rec = answer_recall_at_chars(run.run, evaluated, v._corpus, int(chars))  # type: ignore[attr-defined]
+        rec = answer_recall_at_chars(run.run, evaluated, corpus, int(chars))
         if len(rec):
             pq[f"answer_recall@{int(chars)}c"] = rec.reindex(pq.index)
 
@@ -167,8 +172,5 @@ def without_labels(views: Mapping[str, DatasetView], drop: Callable[[str], bool]
         if keep:
             out[ds] = DatasetView(v.name, v.queries, {m: v.runs[m] for m in keep},
                                   {m: v.per_query[m] for m in keep if m in v.per_query}, list(v.label_metrics),
-                                  {m: r for m, r in v.missing.items() if not drop(m)})
-            for attr in ("_corpus", "_contra"):
-                if hasattr(v, attr):
-                    setattr(out[ds], attr, getattr(v, attr))
+                                  {m: r for m, r in v.missing.items() if not drop(m)}, v.label_data)
     return out
