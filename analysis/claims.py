@@ -376,6 +376,7 @@ def _pairwise_rows(seed, s, doc, cfg, studies) -> list[dict[str, Any]]:
     src, text0 = f"{seed}: pairwise judgments ({s['study']})", claim.get("text", "the modified prompts lost")
     if doc is None:
         return [row(src, text0, VD.Claim.loses(0.5), fixed=(VD.NOT_MEASURED, f"study {s['study']} not run (n/m†)"))]
+    unfit = {j: judge_unfit(j, s.get("judge_validation"), studies) for j in {str(r["judge"]) for r in doc["rows"]}}
     out = []
     for r in doc["rows"]:
         decided = int(r["a_wins"]) + int(r["b_wins"])
@@ -385,7 +386,7 @@ def _pairwise_rows(seed, s, doc, cfg, studies) -> list[dict[str, Any]]:
             continue
         ci = stats.proportion_ci(int(r["b_wins"]), decided, float(cfg["confidence"]))
         out.append(row(src, text, VD.Claim.loses(0.5), ci["share"], ci["ci_low"], ci["ci_high"], decided,
-                       unfit=judge_unfit(str(r["judge"]), s.get("judge_validation"), studies),
+                       unfit=unfit[str(r["judge"])],
                        note=f"the modified run's share of {decided} decided pairs ({r['ties']} ties left out)"))
     return out
 

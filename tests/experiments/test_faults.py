@@ -31,6 +31,7 @@ from lethe.core.faults import POINTS, parse
 from lethe.core.hashing import sha256_file
 from lethebench.runs import FILES, RUN_PARQUET, RUN_TREC, QRELS_TREC, RunFolder, finished_runs
 from tests.conftest import DATA_ROOT
+from tests.support.processes import with_environment
 from tests.support.reproduce_process import reproduce_process, write_reference
 
 FUSION = ["dataset.params.session_turns=[20,30]", "method.learned_fusion.lambda_grid=[0.0,0.3]",
@@ -63,25 +64,11 @@ def _reproduce(base: Path, ref: Path, kill_at: str | None, mark: str) -> subproc
     return reproduce_process([*_args(base, ref), f"hydra.run.dir={base / 'hydra'}"], kill_at, env={MARK: mark})
 
 
-def _marked(mark: str) -> list[int]:
-    """Live processes (zombies aside) whose environment carries ``MARK=mark``."""
-    needle = f"{MARK}={mark}".encode()
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0") and \
-                    (proc / "status").read_text().split("State:")[1].split()[0] != "Z":
-                pids.append(int(proc.name))
-        except (OSError, IndexError):
-            continue
-    return pids
-
-
 def _orphans(mark: str, wait_s: float = 20.0) -> list[int]:
     """The processes of a killed reproduction still alive ``wait_s`` seconds after it died (workers get SIGTERM
     when it dies and need a moment to end)."""
     deadline = time.monotonic() + wait_s
-    while (alive := _marked(mark)) and time.monotonic() < deadline:
+    while (alive := with_environment(f"{MARK}={mark}")) and time.monotonic() < deadline:
         time.sleep(0.2)
     return alive
 

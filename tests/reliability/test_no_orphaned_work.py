@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from lethe.core.paths import PROJECT_ROOT
+from tests.support.processes import alive
 from tests.experiments.test_synthetic_queries import SETTINGS, ScriptedLLM, _dataset
 
 from experiments import synthetic_queries as SQ
@@ -30,27 +31,18 @@ time.sleep(600)
 """
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, dead but not yet reaped, is not alive)."""
-    try:
-        state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
 def test_workers_end_when_their_parent_is_killed():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     try:
         workers = [int(p) for p in parent.stdout.readline().split()]
-        assert workers and all(_alive(p) for p in workers)
+        assert workers and all(alive(p) for p in workers)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
         deadline = time.monotonic() + 15
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        while any(alive(p) for p in workers) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert [p for p in workers if _alive(p)] == []
+        assert [p for p in workers if alive(p)] == []
     finally:
         parent.kill()
         parent.wait()
