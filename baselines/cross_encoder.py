@@ -8,6 +8,11 @@ whose queries no fold may score fails before any search (``LeakageError``). When
 and ``allow_hub`` is true, the hub model ``hub_id`` scores every query. Scores are raw logits
 (``interpolation="none"``) or, with ``interpolation="dev"``, each fold's dev-chosen mix of its min-max
 normalised logits and BM25 scores (:func:`lethe.retrieval.crossencoder.interpolate`).
+
+With a ``cache_dir``, each query's logits are cached under ``<cache_dir>/scores/`` by the fold's weights, the
+inference settings (backend, device, threads, length, batch size), the query text and the candidate texts in
+order: the interpolated and the alone run of one model set score the same pairs in the same batches, so the
+second reads what the first computed (identical floats), and a crashed run resumes its scoring.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from baselines.bm25 import PyseriniBM25
 from lethe.core.devices import check_device
+from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.heldout import LeakageError, pick_fold
 from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
@@ -66,6 +72,8 @@ class CrossEncoderRerank:
                           "device": check_device(str(self.model_cfg.get("device", "cpu")), "method.model.device")}
         self.candidates, self.batch_size = int(candidates), int(batch_size)
         self.bm25 = PyseriniBM25(**{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.score_caches: list[EmbeddingCache | None] = []   # per fold (None: weights without a recorded hash)
         self.dataset: str | None = None
         self.set_dir: Path | None = None
         self.folds: list[dict[str, Any] | None] = []   # folds.json records; None = the hub model (not trained here)
@@ -99,6 +107,7 @@ class CrossEncoderRerank:
             self.folds, self.cards = [None], [None]
             self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub",
                                               **self.inference)]
+            self._open_score_caches()
             return
         built = doc["datasets"].get(name, {}).get("build_key")
         if built is not None and built != build_key:
@@ -117,6 +126,35 @@ class CrossEncoderRerank:
             max_length = self.max_length_used = trained_length(self.cards, folder)
         self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference)
                        for f in self.folds]
+        self._open_score_caches()
+
+    def _open_score_caches(self) -> None:
+        """One logit cache per fold, keyed by its weights and inference settings (none without a cache_dir)."""
+        self.score_caches = []
+        for model, card in zip(self.models, self.cards):
+            sha = (card or {}).get("weights_sha256") or (self.hub or {}).get("sha256")
+            if self.cache_dir is None or not sha:
+                self.score_caches.append(None)
+                continue
+            namespace = {"kind": "cross_encoder_logits", "weights_sha256": str(sha), "batch_size": self.batch_size,
+                         **{k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
+                            for k, v in inference_info(model).items()}}
+            self.score_caches.append(EmbeddingCache(self.cache_dir, namespace, flush_every=64, kind="scores",
+                                                    ragged=True))
+
+    def _logits(self, fold: int, query: str, texts: list[str]) -> Any:
+        """The fold's raw logits of ``query`` against ``texts`` (float32, shape (n,)), from the cache when it
+        holds this exact query and candidate list."""
+        cache = self.score_caches[fold] if fold < len(self.score_caches) else None
+        if cache is None:
+            return score_pairs(self.models[fold], query, texts, self.batch_size)
+        key = text_key(json.dumps([query, texts]))
+        found = cache.get([key])[0]
+        if found is not None:
+            return found
+        logits = score_pairs(self.models[fold], query, texts, self.batch_size)
+        cache.put([key], [logits])
+        return logits
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Refuse the run before any search when a query id was used to train or select every fold."""
@@ -148,7 +186,7 @@ class CrossEncoderRerank:
         head, tail = hits[: self.candidates], hits[self.candidates:]
         fold = self._fold(query)
         self.queries_per_fold[fold] = self.queries_per_fold.get(fold, 0) + 1
-        logits = score_pairs(self.models[fold], query.text, [self._text[d] for d, _ in head], self.batch_size)
+        logits = self._logits(fold, query.text, [self._text[d] for d, _ in head])
         if self.interpolation == "dev":
             logits = interpolate(logits, [s for _, s in head], float(self.weights[fold]))  # type: ignore[arg-type]
         ranking = canonical_order((d, float(s)) for (d, _), s in zip(head, logits))
@@ -174,8 +212,13 @@ class CrossEncoderRerank:
                           "set": str(self.set_dir) if self.set_dir else None, "hub": self.hub,
                           "folds": [{"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None
                                     for f, c in zip(self.folds, self.cards)]},
-                "pairs_scored": self.pairs_scored, "queries_per_fold": {str(k): v for k, v in sorted(self.queries_per_fold.items())},
+                "pairs_scored": self.pairs_scored,
+                "score_cache": [{"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)}
+                                if c else None for c in self.score_caches], "queries_per_fold": {str(k): v for k, v in sorted(self.queries_per_fold.items())},
                 "training_cards": self.cards}
 
     def close(self) -> None:
+        for cache in self.score_caches:
+            if cache is not None:
+                cache.flush()
         self.bm25.close()

@@ -1,9 +1,11 @@
 """Content-addressed embedding cache that survives crashes.
 
-Layout: ``<root>/embeddings/<namespace>/<shard>.npz`` where ``namespace`` hashes the model weights,
-the role (query/doc) and encoding options, and each shard holds ``keys`` (sha256 of the text)
-and ``vecs`` (float32, one row per key). Shards are written whole to a temporary file and
-renamed, so a crash leaves either a complete shard or none.
+Layout: ``<root>/<kind>/<namespace>/<shard>.npz`` where ``kind`` is ``embeddings`` (or ``scores``: the
+cross-encoder's logits of one query's candidate list), ``namespace`` hashes the model weights, the role
+(query/doc) and encoding options, and each shard holds ``keys`` (sha256 of the text) and ``vecs``
+(float32, one row per key); a ragged cache (values of any length) holds ``vecs`` as one flat float32
+array and ``lengths`` (one per key). Shards are written whole to a temporary file and renamed, so a
+crash leaves either a complete shard or none.
 
 A shard that cannot be read all the same (a disk error, a truncated copy, flipped bytes: a bad zip
 or CRC, missing or mismatched arrays, vectors of another size than the model's or not finite, a folder where a
@@ -45,15 +47,17 @@ def text_key(text: str) -> str:
 class EmbeddingCache:
     """Vectors for one namespace (model + role + options); loaded lazily, appended by shards."""
 
-    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool], flush_every: int = 512,
-                 dim: int | None = None):
-        """``dim``: the model's vector size; a shard of another size is quarantined (None: not checked)."""
+    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool | None], flush_every: int = 512,
+                 dim: int | None = None, kind: str = "embeddings", ragged: bool = False):
+        """``dim``: the model's vector size; a shard of another size is quarantined (None: not checked).
+        ``ragged``: values are 1-D arrays of any length (``dim`` is then ignored), filed under ``kind``."""
         self.namespace = namespace
-        self.dim = dim
+        self.dim = None if ragged else dim
+        self.ragged = ragged
         self.flush_every = flush_every
         self._pending: list[tuple[str, np.ndarray]] = []
         ns = hashlib.sha256(json.dumps(namespace, sort_keys=True).encode()).hexdigest()[:20]
-        self.dir = Path(root) / "embeddings" / ns
+        self.dir = Path(root) / kind / ns
         self._vecs: dict[str, np.ndarray] | None = None
         self.hits = 0
         self.misses = 0
@@ -67,7 +71,7 @@ class EmbeddingCache:
                     try:
                         with open(shard, "rb") as fh:
                             inode = os.fstat(fh.fileno()).st_ino
-                            keys, vecs = _read_shard(fh, self.dim)
+                            keys, vecs = _read_shard(fh, self.dim, self.ragged)
                     except FileNotFoundError:
                         continue  # quarantined by another process meanwhile
                     except IsADirectoryError as err:
@@ -108,10 +112,11 @@ class EmbeddingCache:
         self.misses += len(out) - found
         return out
 
-    def put(self, keys: Sequence[str], vecs: np.ndarray) -> None:
-        """Add vectors (rows of ``vecs``); written as a shard once ``flush_every`` are pending."""
-        vecs = np.asarray(vecs, dtype=np.float32)
-        assert vecs.shape[0] == len(keys), (vecs.shape, len(keys))
+    def put(self, keys: Sequence[str], vecs: np.ndarray | Sequence[np.ndarray]) -> None:
+        """Add vectors (rows of ``vecs``; ragged: one 1-D array per key); written as a shard once ``flush_every``
+        are pending."""
+        vecs = [np.asarray(v, dtype=np.float32).reshape(-1) for v in vecs] if self.ragged else np.asarray(vecs, dtype=np.float32)
+        assert len(vecs) == len(keys), (len(vecs), len(keys))
         store = self._load()
         for k, v in zip(keys, vecs):
             store[k] = v
@@ -130,16 +135,30 @@ class EmbeddingCache:
             atomic_write_text(meta, json.dumps(self.namespace, indent=2, sort_keys=True) + "\n")
         shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
         buf = io.BytesIO()
-        np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
+        if self.ragged:
+            np.savez(buf, keys=np.array(keys), vecs=np.concatenate([v for _, v in self._pending]),
+                     lengths=np.array([len(v) for _, v in self._pending], dtype=np.int64))
+        else:
+            np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
         atomic_write_bytes(self.dir / f"{shard_id}.npz", buf.getvalue())
         self._pending = []
 
 
-def _read_shard(fh, dim: int | None = None) -> tuple[list[str], np.ndarray]:
+def _read_shard(fh, dim: int | None = None, ragged: bool = False) -> tuple[list[str], np.ndarray | list[np.ndarray]]:
     """The keys and vectors of one shard, checked whole: matching lengths, ``dim`` columns when given, finite
-    values (raises one of ``_CORRUPT`` if damaged)."""
+    values (raises one of ``_CORRUPT`` if damaged). Ragged: one 1-D array per key."""
     with np.load(fh) as z:
         keys, vecs = z["keys"].tolist(), z["vecs"]
+        lengths = z["lengths"] if ragged else None
+    if ragged:
+        assert lengths is not None
+        if vecs.ndim != 1 or lengths.ndim != 1 or len(keys) != len(lengths) or int(lengths.sum()) != len(vecs) \
+                or (lengths < 0).any() or not all(isinstance(k, str) for k in keys):
+            raise ValueError(f"{len(keys)} keys, {len(lengths)} lengths summing to {int(lengths.sum())} for "
+                             f"{vecs.shape} values")
+        if not np.isfinite(vecs).all():
+            raise ValueError(f"{int((~np.isfinite(vecs)).sum())} of {len(vecs)} values not finite")
+        return keys, np.split(vecs, np.cumsum(lengths)[:-1]) if len(lengths) else []
     if vecs.ndim != 2 or len(keys) != len(vecs) or not all(isinstance(k, str) for k in keys):
         raise ValueError(f"{len(keys)} keys for vectors of shape {vecs.shape}")
     if dim is not None and vecs.shape[1] != dim:

@@ -111,7 +111,7 @@ def test_notebook_executes_headless(e2e_runs, work, tmp_path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", []))
-    assert "3 of 22 declared runs are finished" in printed
+    assert "3 of 24 declared runs are finished" in printed
     assert (tmp_path / "figures" / "fig1.png").is_file()
     api = nb.cells[6].get("outputs", [])
     shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in api)

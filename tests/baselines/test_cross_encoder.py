@@ -339,3 +339,26 @@ def test_label_free_trains_on_generated_questions_and_may_score_every_evaluated_
     row = evaluated.queries.iloc[0]
     assert ce._fold(Query(row["text"], (), row["query_id"], row["scope_id"])) == 0
     ce.close()
+
+
+def _cached_in(ce: Any, folder: Path) -> Any:
+    """``ce`` with its logit cache in ``folder`` (its model set stays where the session's cache_dir has it)."""
+    ce.cache_dir = folder
+    ce._open_score_caches()
+    return ce
+
+
+def test_scores_are_cached_per_query_and_candidate_list(cfg_for, tiny_model, tiny_ds, tmp_path):
+    """The alone and the interpolated run score the same pairs: the second reads the first's logits, identical."""
+    with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (ce, _, query):
+        first = _cached_in(ce, tmp_path).search(query, 20).ranking
+        ce.close()
+        assert ce.describe()["score_cache"][0]["misses"] == 1 and len(list((tmp_path / "scores").rglob("*.npz"))) == 1
+    with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (again, _, query):
+        assert _cached_in(again, tmp_path).search(query, 20).ranking == first
+        assert {k: again.describe()["score_cache"][0][k] for k in ("hits", "misses")} == {"hits": 1, "misses": 0}
+        again.candidates = 3   # another candidate list: scored, not read
+        again.search(query, 20)
+        assert again.describe()["score_cache"][0]["misses"] == 1
+    with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (cold, _, query):
+        assert _cached_in(cold, tmp_path / "other").search(query, 20).ranking == first   # the floats computing gives

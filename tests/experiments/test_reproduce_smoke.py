@@ -34,10 +34,15 @@ def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
     table = (smoke["out"] / "verification" / "smoke.md").read_text()
     assert smoke["code"] == 0, table
     rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| run ")]
-    assert len(rows) == 22 * 4  # 22 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
+    assert len(rows) == 24 * 4  # 24 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
     statuses = {r.split(" | ")[6] for r in rows}
     assert statuses == {"OK"}, table  # identical, not merely within tolerance
-    assert "22 runs, 88 values: 88 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
+    assert "24 runs, 96 values: 96 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
+    # the alone run scored no pair: it read the interpolated run's logits (the same pairs), and verified exactly
+    for dataset in ("locomo", "lethebench"):
+        manifest = RunFolder(next((smoke["base"] / "results" / dataset / "cross_encoder_alone").glob("*/manifest.json")).parent).manifest
+        caches = manifest["method"]["score_cache"]
+        assert sum(c["hits"] for c in caches) > 0 and sum(c["misses"] for c in caches) == 0, caches
 
 
 def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys):
@@ -115,7 +120,7 @@ def _api_smoke(smoke, **kw):
     datasets = {"locomo": ["dataset.scopes=[conv-26,conv-30]"],
                 "lethebench": ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"]}
     methods = {**{m: [] for m in ("window", "bm25", "vector", "hybrid", "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2")},
-               "cross_encoder": SMOKE_CE, "random_rerank": ["method.candidates=10"], "lethe_iter3": SMOKE_FUSION}
+               "cross_encoder": SMOKE_CE, "cross_encoder_alone": SMOKE_CE, "random_rerank": ["method.candidates=10"], "lethe_iter3": SMOKE_FUSION}
     return experiment(methods, datasets, overrides=run_paths, run=False,
                       analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000}, **kw)
 
@@ -135,7 +140,7 @@ def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
 def test_the_python_api_with_a_named_baseline_and_correction(smoke):
     df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh")
     assert set(df["baseline"]) == {"bm25"} and "bm25" not in set(df["method"])
-    assert len(df) == 2 * 9             # two datasets x the nine other methods (random_rerank: a control), one metric
+    assert len(df) == 2 * 10            # two datasets x the ten other methods (random_rerank: a control), one metric
     assert (df["p_adjusted"] == df["p_bh"]).all()
     lb = df[(df["dataset"] == "lethebench") & (df["method"] == "vector")].iloc[0]
     assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
@@ -147,7 +152,7 @@ def test_the_python_api_with_a_named_baseline_and_correction(smoke):
 def test_the_python_api_scores_a_metric_no_run_stored(smoke):
     """AP@100 and nDCG without a cutoff, which no smoke run stored, are computed from the run files (no rerun)."""
     df = _api_smoke(smoke, metrics=["AP@100", "nDCG"], baseline="bm25")
-    assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 9
+    assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 10
     row = df[(df["dataset"] == "locomo") & (df["method"] == "vector") & (df["measure"] == "AP@100")].iloc[0]
     assert 0 < row["baseline_mean"] < 1 and row["n"] == 302
 
@@ -163,7 +168,7 @@ def test_adding_a_metric_reuses_every_finished_run(smoke, capsys):
     cfg = R.load(["tier=smoke", "action=run", *smoke["paths"], f"run.metrics=[{DEFAULTS},AP@100]"])
     assert R.reproduce(cfg) == 0
     out = capsys.readouterr().out
-    assert "== tier smoke: 22 declared runs (22 done), 0 prerequisites to build" in out and "done in" not in out
+    assert "== tier smoke: 24 declared runs (24 done), 0 prerequisites to build" in out and "done in" not in out
     (_, runs), = R.resolve_tiers(cfg)
     run = RunFolder(next(r.folder for r in runs if r.key == "locomo/bm25"))
     assert "map@100" not in run.per_query.columns

@@ -158,3 +158,22 @@ def test_embedder_recomputes_a_damaged_shard_and_reports_it(tmp_path, embedder):
     assert e2.encoded_texts == 2 and np.allclose(v1, v2, atol=1e-6)
     stats = e2.stats()["cache"]["doc"]
     assert (stats["quarantined"], stats["misses"], stats["hits"]) == (1, 2, 0)
+
+
+def test_ragged_values_round_trip_and_a_damaged_ragged_shard_is_quarantined(tmp_path):
+    """The cross-encoder's logit cache: one 1-D array of any length per key, under its own kind."""
+    c = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True)
+    keys = [text_key(t) for t in ("a", "b", "c")]
+    values = [np.array([1.5, -2.0], np.float32), np.zeros(0, np.float32), np.arange(5, dtype=np.float32)]
+    c.put(keys, values)
+    c.flush()
+    assert c.dir.parent.name == "scores"
+    got = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True).get(keys)
+    assert all(np.array_equal(g, v) and g.dtype == np.float32 for g, v in zip(got, values))
+    assert EmbeddingCache(tmp_path, NS).get(keys[:1]) == [None]   # embeddings of the same namespace: another folder
+    shard = next(c.dir.glob("*.npz"))
+    with np.load(shard) as z:
+        arrays = dict(z)
+    np.savez(shard, **{**arrays, "lengths": arrays["lengths"][:-1]})   # lengths that do not cover the values
+    fresh = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True)
+    assert fresh.get(keys) == [None] * 3 and fresh.quarantined == 1
