@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.library_logs import quiet
 from lethe.retrieval.dense import DenseIndex, make_embedder
 from lethe.retrieval.embedder import Embedder
 from lethe.core.protocol import Doc, Query, SearchResult
@@ -24,7 +25,8 @@ class FaissIVF:
 
     def __init__(self, embedder: Mapping[str, Any] | Embedder, nlist: int = 64, nprobe: int = 8, seed: int = 0,
                  cache_dir: str | Path | None = None, progress: bool = True):
-        import faiss  # imported here: loading faiss is slow and prints CPU-feature probes
+        quiet("faiss.loader")   # its CPU-feature probes (lethe.core.library_logs)
+        import faiss  # imported here: loading faiss is slow
 
         self.faiss = faiss
         self.nlist, self.nprobe, self.seed = int(nlist), int(nprobe), int(seed)

@@ -11,6 +11,10 @@ A third, ours: a JVM takes SIGTERM, SIGINT and SIGHUP for its own shutdown, whic
 while Python goes on calling into the dying VM (a reproduction stopped with ``kill`` then recorded every
 query of the BM25 run in flight as failed, ``std::bad_alloc``). ``-Xrs`` leaves the signals to Python,
 whose handlers stop cleanly (:mod:`experiments.stopping`).
+
+The JVM's informational lines (Lucene's "Using MemorySegmentIndexInput", Anserini's four lines per index) are
+hidden by the log configurations in ``jvm_logging/`` unless ``LETHE_LIBRARY_LOGS=1``
+(:mod:`lethe.core.library_logs`); warnings and errors still show.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import glob
 import importlib.util
 import os
 import threading
+from pathlib import Path
+
+from lethe.core import library_logs
 
 _lock = threading.Lock()
 
@@ -48,6 +55,10 @@ def ensure_jvm(max_heap: str | None = None) -> None:
         os.environ.setdefault("OPENAI_API_KEY", "unused-by-lethe")  # placeholder: Pyserini needs one at import
         jnius_config.set_classpath(anserini_jar())
         jnius_config.add_options("-Xrs")   # the signals stay Python's (module docstring)
+        if not library_logs.wanted():
+            logs = Path(__file__).parent / "jvm_logging"
+            jnius_config.add_options(f"-Djava.util.logging.config.file={logs / 'logging.properties'}",
+                                     f"-Dlog4j2.configurationFile={logs / 'log4j2.properties'}")
         if max_heap:
             jnius_config.add_options(f"-Xmx{max_heap}")
         import jnius  # noqa: F401  (importing starts the VM)

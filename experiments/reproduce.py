@@ -845,7 +845,7 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     logging.getLogger("experiments").setLevel(logging.INFO)
-    for noisy in ("fontTools", "matplotlib", "faiss.loader", "sentence_transformers", "lethebench.build"):
+    for noisy in ("fontTools", "matplotlib", "sentence_transformers", "lethebench.build"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with open_dict(cfg):
         cfg.overrides = [*cfg.overrides, *forwarded(HydraConfig.get().overrides.task)]
