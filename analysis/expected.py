@@ -265,7 +265,9 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
                 note = notes
             rows.append({"run": key, "metric": n, "expected": e, "measured": g, "diff": diff, "tolerance": tol,
                          "status": status, "note": "; ".join(note)})
-    return pd.DataFrame(rows, columns=["run", "metric", "expected", "measured", "diff", "tolerance", "status", "note"])
+    # object columns: a count (an int, e.g. a study's judged pairs) stays an int beside the float means
+    return pd.DataFrame(rows, columns=["run", "metric", "expected", "measured", "diff", "tolerance", "status", "note"],
+                        dtype=object)
 
 
 def _cell(x: Any, metric: str) -> str:

@@ -232,6 +232,16 @@ def test_format_verification(tmp_path):
     assert text.endswith("\n")
 
 
+def test_a_studys_counts_print_as_counts(tmp_path):
+    """A study's counts (judged pairs, ties) were printed as 20.000000 beside its accuracy."""
+    df = compare([("study/x", {"judge | date: judged": 20, "judge | date: accuracy": 0.15}, None)],
+                 {"runs": {"study/x": {"class": "llm", "tolerance": 0.05,
+                                       "metrics": {"judge | date: judged": 20, "judge | date: accuracy": 0.15}}}})
+    text = format_verification(df, "t")
+    assert "| study/x | judge \\| date: judged | 20 | 20 | 0 | 0.05 | OK |  |" in text, text
+    assert "| study/x | judge \\| date: accuracy | 0.150000 | 0.150000 | 0 | 0.05 | OK |  |" in text
+
+
 def test_tolerance_for():
     assert tolerance_for("vector", RULES) == Tolerance("dense", 0.0005, "MiniLM last bits")
     # the full label's class comes before its method's
