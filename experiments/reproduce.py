@@ -49,7 +49,7 @@ from experiments import reference_store as RS
 from experiments.datasets import dataset_build_key
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.faults import disarm, kill_point
-from lethe.core.paths import project_path
+from lethe.core.paths import plain_name, project_path
 from experiments.progress import Progress
 from experiments.stopping import die_with_parent, stop_on_signals, stop_reason
 from experiments.reference import (ResolvedRun, Study, Tier, load_tier, matches, processed_folder, report_tiers,
@@ -329,9 +329,14 @@ def _store_if_read(cfg: DictConfig) -> Path | None:
 def report_dir(report: str, cfg: DictConfig) -> Path:
     """Where the report group ``report`` is written: from the reference store (``source=store``) the committed
     report (``committed_dir``), from results folders ``out_dir`` (``results/local``: a reproduction never rewrites
-    the committed report)."""
+    the committed report). A report group of your own tier that ``out_dir`` does not name is written to
+    ``<out_dir.reference>/<report>`` (``results/local/<report>``)."""
     committed = cfg.get("committed_dir") or {}
-    return project_path(str(committed[report] if from_store(cfg) and report in committed else cfg.out_dir[report]))
+    if from_store(cfg) and report in committed:
+        return project_path(str(committed[report]))
+    if report in cfg.out_dir:
+        return project_path(str(cfg.out_dir[report]))
+    return project_path(str(cfg.out_dir.reference)) / plain_name(report, "report")
 
 
 def study_folder(study: Study, cfg: DictConfig) -> Path:

@@ -27,11 +27,12 @@ def test_a_locomo_format_file_under_its_own_name_is_run_and_reported(tmp_path, w
                   "overrides": ["dataset.name=mine", "dataset.files=[mine/convs.json]", f"data.root={tmp_path / 'data'}"]}]}))
     args = ["tier=mine", f"reference_dir={ref}", f"expected_dir={tmp_path / 'expected'}",
             f"results_dir={tmp_path / 'results'}", f"data.processed={work['processed']}", f"cache_dir={work['cache']}",
-            f"+out_dir.mine={tmp_path / 'report'}", "run.progress=false", "analysis.bootstrap_resamples=200",
+            f"out_dir.reference={tmp_path / 'local'}", "run.progress=false", "analysis.bootstrap_resamples=200",
             "analysis.permutation_resamples=200"]
     assert R.reproduce(R.load([*args, "action=run"])) == 0
     assert sorted(p.name for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")) == ["mine"]
     assert R.reproduce(R.load([*args, "action=report"])) == 0
-    report = (tmp_path / "report" / "report.md").read_text()
+    # a report group out_dir does not name goes to <out_dir.reference>/<group>: no +out_dir.mine=... needed
+    report = (tmp_path / "local" / "mine" / "report.md").read_text()
     assert "| mine | bm25 | mine |" in report and "| method | mine |" in report
     assert "locomo" not in report.split("## Overview")[1].split("##")[0]   # the overview names your data, not LoCoMo
