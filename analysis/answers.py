@@ -95,6 +95,7 @@ import numpy as np
 from nltk.stem import PorterStemmer
 
 from lethe.text.abstention import abstains
+from lethe.text.collapse import collapse
 
 CATEGORIES: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial")
 
@@ -109,7 +110,7 @@ def normalize_answer(s: str) -> str:
     s = s.lower()
     s = "".join(ch for ch in s if ch not in _PUNCT)
     s = _ARTICLES_RE.sub(" ", s)
-    return " ".join(s.split())
+    return collapse(s)
 
 
 @lru_cache(maxsize=65536)

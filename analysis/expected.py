@@ -22,6 +22,7 @@ import yaml
 from analysis.studies import MANIFEST
 from lethe.core.atomic import atomic_write_text
 from lethebench.runs import RunFolder
+from lethe.text.collapse import collapse
 
 COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
 ANSWER_PREFIX = "answer_"            # answer metrics are stored as answer_<name>
@@ -49,7 +50,7 @@ def tolerance_for(label: str, rules: Mapping[str, Any], answers: bool = False) -
     if name not in classes:
         raise ValueError(f"tolerance class {name!r} (for {label}) is not defined under classes:")
     c = classes[name]
-    return Tolerance(str(name), float(c["tolerance"]), " ".join(str(c["why"]).split()))
+    return Tolerance(str(name), float(c["tolerance"]), collapse(str(c["why"])))
 
 
 def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from lethe.llm.base import Decoding, LLMError
 from lethe.llm.parsing import ParseError, parse_question
 from lethe.llm.prompts import load_prompt
 from lethebench.schema import Dataset
+from lethe.text.collapse import collapse
 
 FORBIDDEN_SPLIT = "test"
 QUERIES, MANIFEST = "queries.parquet", "manifest.json"
@@ -89,7 +90,7 @@ def generate(ds: Dataset, build_key: str, settings: Mapping[str, Any], cache_dir
             rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.timezone.utc)
             for i, d in enumerate(tqdm(docs.itertuples(index=False), total=len(docs), disable=not progress,
                                        desc=f"questions {ds.name}", unit="doc")):
-                text = " ".join(str(d.text).split())[: int(settings["max_doc_chars"])]
+                text = collapse(str(d.text), int(settings["max_doc_chars"]))
                 row = {"query_id": f"{ID_PREFIX}{i:05d}", "doc_id": d.doc_id, "scope_id": d.scope_id, "text": None,
                        "status": "ok", "error": None, "raw": None}
                 try:

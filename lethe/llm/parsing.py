@@ -44,6 +44,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from lethe.text.collapse import collapse, comparison_key
+
 __all__ = ["ParseError", "Keywords", "ExactTerms", "extract_json", "parse_rewrite", "parse_subqueries",
            "parse_keywords", "keywords_schema", "parse_exact_terms", "parse_passage", "parse_question", "normalize"]
 
@@ -88,7 +90,7 @@ IMPORTANCE_LEVELS = ("none", "low", "medium", "high")
 
 def normalize(text: str) -> str:
     """Comparison key: whitespace collapsed, casefolded, trailing ``?.!`` and spaces removed."""
-    return " ".join(text.split()).casefold().rstrip("?.! ")
+    return comparison_key(text)
 
 
 def _region_end(text: str, start: int) -> int | None:
@@ -146,7 +148,7 @@ def _names(expect: type | tuple[type, ...]) -> str:
 
 
 def _clean(s: str) -> str:
-    return " ".join(s.split())
+    return collapse(s)
 
 
 def _string_list(value: Any, what: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Answer generation from retrieved passages, and an LLM judge of whether an answer is supported by them.
 
 Context block (both classes, ``format_context``): each passage is whitespace-collapsed
-(``" ".join(text.split())``) and cut to its first ``max_doc_chars`` characters (no ellipsis), then
+(:func:`lethe.text.collapse.collapse`) and cut to its first ``max_doc_chars`` characters (no ellipsis), then
 written as ``[i] text`` (i = 1, 2, ... in the given order), one passage per line. With no passages the
 block is the line ``(no passages)`` and the model is still called (it should abstain).
 
@@ -63,6 +63,7 @@ from lethe.text.abstention import abstains
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout
 from lethe.llm.prompts import Prompt, load_prompt
 from lethe.stages.rerank import p_yes_from_response, parse_yes_no
+from lethe.text.collapse import collapse
 
 __all__ = ["AnswerGenerator", "GenerationResult", "HallucinationJudge", "JudgeResult", "hallucination_rate",
            "format_context", "postprocess_answer", "is_abstention", "ANSWER_PROMPT", "JUDGE_PROMPT",
@@ -113,7 +114,7 @@ class JudgeResult:
 
 def format_context(contexts: Sequence[str], max_doc_chars: int) -> str:
     """Numbered, whitespace-collapsed, cut passages, one per line (module docstring)."""
-    lines = [f"[{i}] {' '.join((t or '').split())[:max_doc_chars]}" for i, t in enumerate(contexts, 1)]
+    lines = [f"[{i}] {collapse(t, max_doc_chars)}" for i, t in enumerate(contexts, 1)]
     return "\n".join(lines) if lines else NO_PASSAGES
 
 
@@ -169,7 +170,7 @@ class AnswerGenerator:
     def messages(self, query: str, contexts: Sequence[str]):
         """The rendered prompt for ``query`` and the first ``context_docs`` of ``contexts``."""
         return self.prompt.render(context=format_context(list(contexts)[: self.context_docs], self.max_doc_chars),
-                                  query=" ".join((query or "").split()))
+                                  query=collapse(query))
 
     def generate(self, query: str, contexts: Sequence[str]) -> GenerationResult:
         """One answer by the rules of the module docstring."""
@@ -220,7 +221,7 @@ class HallucinationJudge:
         """The rendered prompt for one (answer, passages, query)."""
         ctx = list(contexts) if self.context_docs is None else list(contexts)[: self.context_docs]
         return self.prompt.render(context=format_context(ctx, self.max_doc_chars),
-                                  query=" ".join((query or "").split()), answer=" ".join(answer.split()))
+                                  query=collapse(query), answer=collapse(answer))
 
     def judge(self, answer: str | None, contexts: Sequence[str], query: str) -> JudgeResult:
         """One judgment by the rules of the module docstring."""

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout
 from lethe.llm.parsing import ParseError, extract_json
 from lethe.llm.prompts import Prompt, load_prompt
+from lethe.text.collapse import collapse
 
 __all__ = ["CRITERIA", "OrderVerdict", "PairJudgment", "PairwiseJudge", "parse_verdicts", "position_bias",
            "verdicts_schema"]
@@ -121,10 +122,10 @@ class PairwiseJudge:
                 "rule": "both orders; a criterion's winner counts when both agree, else tie; failures unjudged"}
 
     def _cut(self, answer: str | None) -> str:
-        return " ".join((answer or "").split())[: self.max_answer_chars]
+        return collapse(answer, self.max_answer_chars)
 
     def _ask(self, query: str, first: str, answer1: str, answer2: str) -> OrderVerdict:
-        messages = self.prompt.render(query=" ".join((query or "").split()), answer1=self._cut(answer1),
+        messages = self.prompt.render(query=collapse(query), answer1=self._cut(answer1),
                                       answer2=self._cut(answer2))
         t0 = time.perf_counter()
         try:

@@ -90,6 +90,7 @@ from lethe.retrieval.fusion import minmax
 from lethe.retrieval.ranking import top_indices
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout
 from lethe.llm.prompts import Prompt, load_prompt
+from lethe.text.collapse import collapse
 
 __all__ = ["BudgetedReranker", "RerankResult", "parse_yes_no", "p_yes_from_response", "PROMPT_NAME", "DECODING"]
 
@@ -247,7 +248,7 @@ class BudgetedReranker:
     def passage(self, text: str) -> str:
         """The passage as sent: whitespace-collapsed, cut to ``max_passage_chars``, then to
         ``max_passage_tokens`` tokens of the model's tokenizer (module docstring)."""
-        text = " ".join((text or "").split())[: self.max_passage_chars]
+        text = collapse(text, self.max_passage_chars)
         if self.max_passage_tokens is not None:
             tokens = self.llm.tokenize(text)  # type: ignore[attr-defined]
             if len(tokens) > self.max_passage_tokens:

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from lethe.text.collapse import comparison_key
+
 DEFAULT_MAX_SUBQUERIES = 4
 
 
 def dedupe_key(text: str) -> str:
     """Case-, whitespace- and trailing-punctuation-insensitive key of a (sub-)query."""
-    return " ".join(text.split()).casefold().rstrip("?.! ")
+    return comparison_key(text)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from lethe.llm.parsing import ParseError, parse_rewrite, parse_subqueries
 from lethe.llm.prompts import Prompt, load_prompt
 from lethe.stages.understanding.base import DEFAULT_MAX_SUBQUERIES, QueryUnderstandingBackend
 from lethe.stages.understanding.rules import RuleBasedBackend
+from lethe.text.collapse import collapse
 
 __all__ = ["LLMQueryUnderstanding", "CallStats", "Outcome", "ask", "build_llm", "as_decoding", "COMPONENTS"]
 
@@ -214,7 +215,7 @@ class LLMQueryUnderstanding:
         return ms
 
     def _history(self, history: Sequence[str]) -> list[str]:
-        turns = [" ".join(h.split()) for h in history if h and h.strip()][-self.max_history_turns:]
+        turns = [collapse(h) for h in history if h and h.strip()][-self.max_history_turns:]
         return [t if len(t) <= self.max_turn_chars else t[: self.max_turn_chars - 1] + "…" for t in turns]
 
     def _fallback(self, component: str, cause: str, fb: tuple[Any, tuple[str, ...]]) -> tuple[Any, tuple[str, ...]]:
@@ -233,7 +234,7 @@ class LLMQueryUnderstanding:
         assert self.llm is not None
         out = ask(self.llm, self.prompts["rewrite"], lambda t: parse_rewrite(t, query, shown), self.decoding,
                   self.timeout_s, self.stats["rewrite"],
-                  history="\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1)), query=" ".join(query.split()))
+                  history="\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1)), query=collapse(query))
         self._pending_llm_ms += out.latency_ms
         if not out.ok:
             return self._fallback("rewrite", str(out.cause), self.fallback.rewrite(query, history))
@@ -248,7 +249,7 @@ class LLMQueryUnderstanding:
         assert self.llm is not None
         out = ask(self.llm, self.prompts["decompose"], lambda t: parse_subqueries(t, self.max_subqueries),
                   self.decoding, self.timeout_s, self.stats["decompose"],
-                  query=" ".join(query.split()), max_subqueries=self.max_subqueries)
+                  query=collapse(query), max_subqueries=self.max_subqueries)
         self._pending_llm_ms += out.latency_ms
         if not out.ok:
             return self._fallback("decompose", str(out.cause), self.fallback.decompose(query))
