@@ -25,7 +25,7 @@ install: $(STAMP)
 
 # GPU machines: make install CUDA=1 installs torch's CUDA build (from TORCH_CUDA_INDEX), compiles llama-cpp-python
 # with CUDA (CMAKE_ARGS=-DGGML_CUDA=on) and adds onnxruntime-gpu; then set embedder.device=cuda,
-# method.model.device=cuda, llm.n_gpu_layers=-1 (README, "Clusters (Slurm), local submitit and GPUs").
+# method.model.device=cuda, llm.n_gpu_layers=-1 (docs/running.md, "Clusters (Slurm), local submitit and GPUs").
 CUDA ?= 0
 TORCH_CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
 

@@ -1,7 +1,7 @@
 """Per-query retrieval metrics with ranx.
 
-Conventions (also in README): rankings are evaluated in the order the runner wrote them to
-``run.trec`` (score descending, ties broken by doc id descending, trec_eval's rule); a query with
+Conventions (also in docs/running.md, "Evaluation conventions"): rankings are evaluated in the order the
+runner wrote them to ``run.trec`` (score descending, ties broken by doc id descending, trec_eval's rule); a query with
 relevance labels but no results scores 0 on every metric. Metric names may be given in ranx's or
 ir_measures' spelling (``ndcg@10`` or ``nDCG@10``, :mod:`analysis.metric_names`); results are always keyed
 by the ranx name. ranx is imported lazily because it compiles numba kernels on first use.

@@ -47,7 +47,7 @@ def _as_1d_finite(x: Any, name: str) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(f"{name} has {int(bad.sum())} non-finite value(s) (NaN/inf); per-query "
-                         "metrics must be finite (failed queries score 0, see README)")
+                         "metrics must be finite (failed queries score 0, see docs/running.md, 'Evaluation conventions')")
     return arr
 
 

@@ -290,7 +290,7 @@ def replay_overrides(run: DeclaredRun, store: Path | None, budget: str) -> tuple
     if not file.is_file():
         return [], (f"{run.key}: the reference store holds no recorded reach ({file}); record it from wall-clock runs "
                     f"first: python -m experiments.reproduce tier={run.tier} budget=wallclock action=run, then "
-                    f"action=record_reach budget=wallclock (README, \"Budget runs\")")
+                    f"action=record_reach budget=wallclock (docs/reproduction.md, \"Budget runs\")")
     return [f"+{REPLAY_KEY}={portable_location(file)}"], None   # one spelling on every clone (the hash holds it)
 
 

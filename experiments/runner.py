@@ -403,7 +403,7 @@ def unstored(folder: Path, plan: RunPlan) -> str:
 def run_threads(setting: int | str | None, concurrent: bool) -> int | None:
     """The thread count a run sets (None: leave the process's own). ``auto``: 1 when the launcher runs jobs
     concurrently on one machine, else the process's own (torch's default, the core count). Measured on full
-    LoCoMo, warm, 2 cores (README "Threads and latency"): alone, 2 threads beat 1 (Lethe 1 P95 7.1 vs 8.6 ms);
+    LoCoMo, warm, 2 cores (docs/running.md "Threads and latency"): alone, 2 threads beat 1 (Lethe 1 P95 7.1 vs 8.6 ms);
     two jobs at once, 1 thread each beat 2 (P95 9.9 vs 21.9 ms)."""
     if setting == "auto":
         return 1 if concurrent else None

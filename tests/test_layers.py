@@ -1,5 +1,5 @@
 """The layer contracts of pyproject.toml ([tool.importlinter]) hold: imports only run down the layers
-(README "Layout") and no package has an import cycle among its modules."""
+(docs/layout.md "Layout") and no package has an import cycle among its modules."""
 
 from __future__ import annotations
 

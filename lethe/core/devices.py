@@ -43,7 +43,7 @@ def resolve_device(device: str, key: str = "device") -> str:
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise DeviceError(f"{key}={device!r}: torch sees no CUDA GPU here (torch {torch.__version__}); "
-                              f"use cpu or auto, or install a CUDA build of torch (README, 'Clusters (Slurm), local submitit and GPUs')")
+                              f"use cpu or auto, or install a CUDA build of torch (docs/running.md, 'Clusters (Slurm), local submitit and GPUs')")
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
             raise DeviceError(f"{key}={device!r}: only {torch.cuda.device_count()} CUDA device(s) here")

@@ -12,7 +12,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TOK
 def thread_settings() -> dict[str, Any]:
     """The thread settings in force in this process: torch intra-/inter-op threads, each native thread pool
     threadpoolctl finds (BLAS, OpenMP: library, API, threads) and the environment variables that set them.
-    Latencies are comparable only between runs with equal settings and load (README, "Threads and latency")."""
+    Latencies are comparable only between runs with equal settings and load (docs/running.md, "Threads and latency")."""
     out: dict[str, Any] = {"env": {k: os.environ.get(k) for k in THREAD_ENV}}
     try:
         import torch

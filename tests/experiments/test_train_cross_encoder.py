@@ -16,7 +16,7 @@ def test_top_config_is_the_cross_encoder_on_its_training_dataset():
     cfg = load_config([], config_name="train_cross_encoder")
     assert cfg.method.name == "cross_encoder" and cfg.force is False
     assert cfg.dataset.name == cfg.method.model.train.dataset == "lethebench"
-    assert cfg.method.model.train.regime == "in_domain" and cfg.method.interpolation == "dev"   # the defaults (README)
+    assert cfg.method.model.train.regime == "in_domain" and cfg.method.interpolation == "dev"   # the defaults (docs/methods.md)
     assert train_cross_encoder.compose([]) == cfg
 
 
