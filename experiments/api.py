@@ -23,7 +23,6 @@ import pandas as pd
 
 from analysis import tables as T
 from analysis import views as V
-from analysis.declared_runs import RunRef
 from analysis.metric_names import canonical_or_other, display_metric
 from analysis.report import load_cfg
 from experiments.reference import DeclaredRun, ResolvedRun, resolve
@@ -65,7 +64,7 @@ def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -
 def run_missing(runs: Sequence[ResolvedRun], progress: bool = True) -> None:
     """Build the prerequisites of the runs that are not done, then run them one at a time (in this process,
     so their latencies stay comparable)."""
-    from experiments.reproduce import prepare_steps
+    from experiments.prerequisites import prepare_steps
     from experiments.runner import run_job
 
     pending = [r for r in runs if not r.done]

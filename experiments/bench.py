@@ -302,6 +302,7 @@ def bench_jobs(tiers: list[str], overrides: list[str]) -> dict[str, Any]:
     """Per tier: each finished declared run's wall / start-up / index-build seconds (from its manifest)
     and the measured prerequisite times (results dir's .reproduce/prepare_seconds.json)."""
     from experiments import reproduce as R
+    from experiments.prerequisites import prepare_file, read_json
 
     out: dict[str, Any] = {}
     for name in tiers:
@@ -316,7 +317,7 @@ def bench_jobs(tiers: list[str], overrides: list[str]) -> dict[str, Any]:
                                "index_s": man.get("index_build_seconds"),
                                "queries": man.get("dataset", {}).get("card_counts", {}).get("queries"),
                                "load_average": man.get("load_average", {}).get("at_start")}
-            prep = R._read_json(R._prepare_file(runs))
+            prep = read_json(prepare_file(runs))
             out[name] = {"runs": rows, "prepare_s": prep,
                          "total_run_s": sum(v["wall_s"] for v in rows.values() if v),
                          "missing": [k for k, v in rows.items() if v is None]}

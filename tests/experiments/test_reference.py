@@ -305,7 +305,7 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
     was built, and the other pool's runs failed with "no learned-fusion model" when made in one invocation.
     Naming (and training) a fusion model builds no LLM: iteration 4's reranker and judge act after fusion."""
     from experiments import train_fusion
-    from experiments.reproduce import prepare_steps
+    from experiments.prerequisites import prepare_steps
     from lethe.llm import backends
 
     def no_llm(cfg, cache_dir=None):

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import yaml
 
 from analysis import expected as E
+from experiments import expected_scores as X
 from experiments import reproduce as R
+from experiments import study_jobs as S
 from experiments.config import load_config
 from experiments.datasets import dataset_build_key
 from experiments.reference import load_tier
@@ -50,7 +52,7 @@ def test_llm_and_seed_tier_studies_compose_to_the_verified_settings(tmp_path):
     key = dataset_build_key(load_config(["dataset=lethebench", *paths]))
     for st in studies:
         cfg = R.load([f"tier={st.tier}", *paths])
-        cmd = R.study_command(st, cfg)
+        cmd = S.study_command(st, cfg)
         assert cmd[1:3] == ["-m", st.module]
         top = load_config(cmd[3:], config_name=st.module.rsplit(".", 1)[-1])
         got = {k: (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v) for k, v in top.items()}
@@ -83,13 +85,13 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     cfg = R.load(["tier=mini", f"reference_dir={ref}", f"out_dir.smoke={tmp_path / 'out'}",
                   f"expected_dir={tmp_path / 'expected'}", "select=[study/rules_only]", *overrides_for(work)])
     st = load_tier("mini", ref).studies[0]
-    assert not R.study_done(st, cfg)
+    assert not S.study_done(st, cfg)
     [(tier, runs)] = R.resolve_tiers(cfg)   # `select` names the study alone
     assert runs == [] and R.run_tier(tier, runs, cfg) == []
-    folder = R.study_folder(st, cfg)
-    assert folder == Path(work["results"]) / "studies" / "rules_only" and R.study_done(st, cfg)
+    folder = S.study_folder(st, cfg)
+    assert folder == Path(work["results"]) / "studies" / "rules_only" and S.study_done(st, cfg)
     E.write_expected(tmp_path / "expected" / "mini.yaml", "mini", {}, {}, {"data other 0123": 5.0})
-    R.write_expected_tier(tier, runs, cfg)   # a selection updates its entries and keeps the rest
+    X.write_expected_tier(tier, runs, cfg)   # a selection updates its entries and keeps the rest
     written = E.read_expected(tmp_path / "expected" / "mini.yaml")
     assert list(written["runs"]) == ["study/rules_only"] and written["prepare_seconds"] == {"data other 0123": 5.0}
     names = {p.name for p in folder.iterdir()}
@@ -107,14 +109,14 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     rows = json.loads((folder / "contradiction_detection.json").read_text())["rows"]
     assert [r["scopes"] for r in rows] == [f"all ({rows[0]['n_scopes']})", "test n=2 seed=0"]
     assert E.measure_study(folder, st.row_key, st.metrics)
-    assert R.study_drift(st, cfg) == []   # paths aside, its manifest holds exactly what the command composes now
+    assert S.study_drift(st, cfg) == []   # paths aside, its manifest holds exactly what the command composes now
     man_file = folder / "manifest.json"
     changed = {**man, "config": {**man["config"], "scopes": 3, "cache_dir": "/elsewhere"}}
     man_file.write_text(json.dumps(changed))
-    assert R.study_drift(st, cfg) == ["scopes"] and not R.study_done(st, cfg)   # made with other settings: made again
+    assert S.study_drift(st, cfg) == ["scopes"] and not S.study_done(st, cfg)   # made with other settings: made again
     man_file.write_text(json.dumps(man))
     assert (tmp_path / "hydra" / ".hydra" / "config.yaml").is_file() and not (PROJECT_ROOT / "outputs").exists()
-    lines = R.publish_studies("smoke", cfg, tmp_path / "out")
+    lines = S.publish_studies("smoke", cfg, tmp_path / "out")
     published = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
     assert published == {"contradiction_detection.md", "contradiction_detection.json", "rules_only.manifest.json"}
     # published with the folders of this machine as tokens (the committed report names none)
@@ -133,5 +135,5 @@ def test_a_selective_write_keeps_the_entries_of_runs_only_a_selected_study_reads
     old = {"techqa/vector+seed001": {"config_hash": "aaa", "seconds": 241.7},
            "techqa/boost+seed001": {"config_hash": "old"}, "techqa/named": {"config_hash": "ccc"}}
     # read by the study with an unchanged hash: kept; changed hash: rewritten; named by select: rewritten
-    assert R.kept_entries(runs, old, ["study/dev", "techqa/named"]) == {"techqa/vector+seed001"}
-    assert R.kept_entries(runs, old, []) == set()   # a whole-tier write rewrites everything
+    assert X.kept_entries(runs, old, ["study/dev", "techqa/named"]) == {"techqa/vector+seed001"}
+    assert X.kept_entries(runs, old, []) == set()   # a whole-tier write rewrites everything

@@ -20,7 +20,7 @@ from experiments import synthetic_queries as SQ
 
 PARENT = """
 import os, sys, time
-from experiments.reproduce import worker_pool
+from experiments.prerequisites import worker_pool
 
 pool = worker_pool(2)
 pids = {pool.submit(os.getpid).result() for _ in range(8)}
