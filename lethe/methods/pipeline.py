@@ -54,7 +54,7 @@ from lethe.stages.diversify import EntityDiversifier
 from lethe.stages.iteration4 import ContradictionConfig, GenerationConfig, Iteration4, RerankConfig
 from lethe.stages.learned_fusion import FusionModel, LearnedFusionConfig
 from lethe.stages.planning import Planner, as_dict, plan_inputs
-from lethe.stages.ranking_stage import IndexAware, RankingStage
+from lethe.stages.ranking_stage import IndexAware, RankingStage, ReadsCandidates
 from lethe.stages.understanding.base import TimesLLMCalls
 from lethe.stages.understanding.stage import QueryUnderstanding
 from lethe.text.analyzer import analyze
@@ -274,7 +274,9 @@ class LethePipeline:
                 lam = pred["lam"]
             flags["fusion_fold"] = pred["fold"]
             timings["features"] = (time.perf_counter() - t0) * 1e3
-        ranking, t = self.rank(p, alpha, lam, k)
+        stages = [st for st in (self.it4, *self.extra_stages.values()) if isinstance(st, ReadsCandidates)]
+        depth = max([k, *(st.candidate_depth() for st in stages)])   # a stage reads its own depth, whatever k is
+        ranking, t = self.rank(p, alpha, lam, depth)
         timings.update(t)
         if p.understanding is not None:
             u = p.understanding
@@ -289,7 +291,7 @@ class LethePipeline:
             ranking = self.it4.apply(query, ranking, self.docs_by_id, timings, flags)
         for st in self.extra_stages.values():
             ranking = st.apply(query, ranking, self.docs_by_id, timings, flags)
-        return SearchResult(ranking, timings, flags)
+        return SearchResult(ranking[:k], timings, flags)
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Runner hook: the run's query ids (iteration 4 draws its generation sample from them)."""

@@ -215,6 +215,15 @@ class Iteration4:
             res = self.detector.detect(list(docs))
             self._conflicts = list(res.conflicts)
 
+    def candidate_depth(self) -> int:
+        """The reranker's ``top_n`` and the per-query contradiction check's ``check_depth`` (0 when neither acts)."""
+        depths = [0]
+        if self.reranker is not None:
+            depths.append(int(self.rr_cfg.top_n))
+        if self.detector is not None and self.ct_cfg.check_depth is not None:
+            depths.append(int(self.ct_cfg.check_depth))
+        return max(depths)
+
     # -- the stages -----------------------------------------------------------------------------
     def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
               timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:

@@ -29,3 +29,11 @@ class RankingStage(Protocol):
 class IndexAware(Protocol):
     def on_index(self, docs: Sequence[Doc]) -> None:
         """Called after the pipeline indexed ``docs`` (the docs the next queries may see)."""
+
+
+@runtime_checkable
+class ReadsCandidates(Protocol):
+    def candidate_depth(self) -> int:
+        """How many of the incoming ranking's top documents the stage reads (its reranking or checking depth; 0 for
+        none). The pipeline ranks at least this deep and cuts to the run's ``k`` after its last stage, so a stage
+        judges its own depth whatever ``run.k`` is."""

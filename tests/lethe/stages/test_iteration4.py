@@ -104,6 +104,17 @@ def test_rerank_judgment_moves_the_relevant_doc_up(embedder, fake_llm):
     assert res.flags["rerank"]["share_judged"] == 1.0
 
 
+def test_the_reranker_judges_its_own_depth_whatever_k_is(embedder, fake_llm):
+    """run.k=3 with top_n 6: the reranker considers 6 candidates (it considered 3, silently), and the run still
+    returns 3, the best of the reranked 6."""
+    p = pipeline(embedder, llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0,
+                                       "llm": {**FAKE_LLM, "delay_s": 0.0}})
+    assert p.it4.candidate_depth() == 6
+    short, full = p.search(QUERY, 3), p.search(QUERY, 10)
+    assert short.flags["rerank"]["considered"] == 6 == full.flags["rerank"]["considered"]
+    assert short.ranking == full.ranking[:3] and short.ranking[0][0] == "s:4"
+
+
 def test_rules_contradiction_demotes_the_stale_doc(embedder):
     plain = pipeline(embedder).search(QUERY, 10)
     order = [d for d, _ in plain.ranking]
