@@ -137,8 +137,7 @@ class CrossEncoderRerank:
                 self.score_caches.append(None)
                 continue
             namespace = {"kind": "cross_encoder_logits", "weights_sha256": str(sha), "batch_size": self.batch_size,
-                         **{k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
-                            for k, v in inference_info(model).items()}}
+                         "inference": inference_info(model)}
             self.score_caches.append(EmbeddingCache(self.cache_dir, namespace, flush_every=64, kind="scores",
                                                     ragged=True))
 

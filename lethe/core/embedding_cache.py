@@ -25,7 +25,7 @@ import os
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -47,7 +47,7 @@ def text_key(text: str) -> str:
 class EmbeddingCache:
     """Vectors for one namespace (model + role + options); loaded lazily, appended by shards."""
 
-    def __init__(self, root: str | Path, namespace: dict[str, str | int | bool | None], flush_every: int = 512,
+    def __init__(self, root: str | Path, namespace: Mapping[str, Any], flush_every: int = 512,
                  dim: int | None = None, kind: str = "embeddings", ragged: bool = False):
         """``dim``: the model's vector size; a shard of another size is quarantined (None: not checked).
         ``ragged``: values are 1-D arrays of any length (``dim`` is then ignored), filed under ``kind``."""
