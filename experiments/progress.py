@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from lethe.core.overrides import override_keys
+
 
 MIN_SPEED_JOBS = 3   # finished jobs with an estimate before the ETA scales estimates by this machine's speed
 
@@ -100,7 +102,7 @@ def sweep_size(task_overrides: Sequence[str], sweeper_params: dict[str, Any] | N
     n, swept = 1, []
     for o in parser.parse_overrides(list(by_key.values())):
         if o.is_sweep_override():
-            key = o.get_key_element().lstrip("+~")
+            key = override_keys([o.input_line])[0]
             if isinstance(o.value(), Glob):
                 options = sorted(p.stem for p in (CONF_DIR / key.split("@", 1)[0]).glob("*.yaml"))
                 n *= len(o.value().filter(options))
@@ -154,7 +156,7 @@ class SweepProgressCallback(Callback):  # type: ignore[misc]
         path_lines = path.read_text().splitlines()
         swept = set(json.loads(path_lines[0]).get("swept") or [])
         given = list(getattr(job_return, "overrides", None) or [])
-        name = " ".join(o for o in given if o.split("=", 1)[0].lstrip("+~") in swept) or " ".join(given) or "job"
+        name = " ".join(o for o, k in zip(given, override_keys(given)) if k in swept) or " ".join(given) or "job"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:  # one small append per job: atomic, so parallel workers never interleave lines
             os.write(fd, (json.dumps({"name": name, "seconds": seconds, "status": status}) + "\n").encode())

@@ -42,6 +42,7 @@ from experiments.stopping import stop_on_signals, stop_reason
 from experiments.study_jobs import run_study, study_data_steps, study_done
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
+from lethe.core.overrides import override_keys
 from lethe.core.paths import project_path
 
 __all__ = ["load", "reproduce", "resolve_tiers", "run_tier", "refs_for", "report_groups", "ReportRefused", "SEEDS_GROUP",
@@ -194,12 +195,7 @@ OWN_KEYS = ("tier", "action", "budget", "select", "reports", "overrides", "prepa
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:
     """The command-line overrides meant for the runs: every one whose key is not reproduce's own."""
-    out = []
-    for o in task_overrides:
-        key = o.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
-        if key.split(".", 1)[0] not in OWN_KEYS:
-            out.append(o)
-    return out
+    return [o for o, key in zip(task_overrides, override_keys(task_overrides)) if key.split(".", 1)[0] not in OWN_KEYS]
 
 
 def load(overrides: Sequence[str] = ()) -> DictConfig:

@@ -1,0 +1,16 @@
+"""Command-line overrides read by Hydra's own parser (the one parser of the project): which config key each sets."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def override_keys(overrides: Sequence[str]) -> list[str]:
+    """The key each override sets, in order, without its ``+``/``++``/``~`` prefix: ``+a.b=1`` and ``~a.b`` give
+    ``a.b``; a config group chosen into another package keeps it (``llm@method.llm_rerank.llm=smollm2`` gives
+    ``llm@method.llm_rerank.llm``). Raises Hydra's ``OverrideParseException`` on one it cannot parse (entry points
+    check their command line first: ``lethe.core.arguments``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return [o.key_or_group if o.package is None else f"{o.key_or_group}@{o.package}"
+            for o in OverridesParser.create().parse_overrides(list(overrides))]
