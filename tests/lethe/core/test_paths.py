@@ -1,5 +1,5 @@
-"""lethe.core.paths: relative paths read from the project root; a location spelled the same on every machine; names
-that become folder names are plain."""
+"""lethe.core.paths: relative paths read from the work root (the checkout when run inside it, else the working
+directory, or $LETHE_ROOT); a location spelled the same on every machine; names that become folder names are plain."""
 
 from __future__ import annotations
 
@@ -7,13 +7,29 @@ from pathlib import Path
 
 import pytest
 
-from lethe.core.paths import PROJECT_ROOT, plain_name, portable_location, project_path
+from lethe.core.paths import PROJECT_ROOT, ROOT_ENV, ROOT_MARKER, plain_name, portable_location, project_path, work_root
 from lethe.core.typed_config import ConfigError
 
 
 def test_a_relative_path_is_read_from_the_project_root():
     assert project_path("results/runs") == PROJECT_ROOT / "results" / "runs"
     assert project_path("/abs/x") == Path("/abs/x")
+    assert (PROJECT_ROOT / ROOT_MARKER).is_file()   # committed: the checkout marks itself
+
+
+def test_the_work_root_follows_the_working_directory_not_the_install_location(tmp_path, monkeypatch):
+    monkeypatch.delenv(ROOT_ENV, raising=False)
+    inside = PROJECT_ROOT / "lethe" / "core"
+    monkeypatch.chdir(inside)   # anywhere inside the checkout: the checkout
+    assert work_root() == PROJECT_ROOT and project_path("results/runs") == PROJECT_ROOT / "results" / "runs"
+    outside = tmp_path / "notebooks" / "deep"
+    outside.mkdir(parents=True)
+    monkeypatch.chdir(outside)   # outside any marked folder: the working directory itself
+    assert work_root() == outside.resolve() and project_path("results/runs") == outside.resolve() / "results" / "runs"
+    (tmp_path / ROOT_MARKER).write_text("")   # a project of the user's own, marked at its top
+    assert work_root() == tmp_path.resolve()
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "chosen"))   # told explicitly
+    assert project_path("x") == (tmp_path / "chosen" / "x").resolve()
 
 
 def test_a_portable_location_names_no_folder_of_this_machine():
