@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
+from lethebench.schema import read_table
 
 
 def coverage_at_n(run: Mapping[str, Sequence[tuple[str, float]]], queries: pd.DataFrame, corpus: pd.DataFrame,
@@ -100,5 +101,4 @@ def contradiction_at_k(run: Mapping[str, Sequence[tuple[str, float]]], contradic
 
 
 def read_contradictions(dataset_folder: Path) -> pd.DataFrame | None:
-    p = Path(dataset_folder) / "contradictions.parquet"
-    return pd.read_parquet(p) if p.is_file() else None
+    return read_table(dataset_folder, "contradictions", optional=True)

@@ -38,6 +38,7 @@ from analysis import stats
 from analysis.formatting import NM, fmt, fmt_p, llm_failure_cell
 from analysis.metric_names import display_metric
 from analysis.views import DatasetView
+from lethebench.schema import read_table
 
 ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": "answer_similarity"}
 NOTE = ("Claimed = printed in the seed (copied, never measured here); measured = this harness, means with 95% BCa "
@@ -380,14 +381,14 @@ AGENT_COLUMNS = ("tool-result recall@10", "action-pair recall@10", "tool diversi
 @lru_cache(maxsize=8)
 def has_tool_docs(folder: Path) -> bool:
     """Whether the processed dataset in ``folder`` holds tool results (docs of kind ``tool``): the agent metrics' labels."""
-    corpus = folder / "corpus.parquet"
-    return corpus.is_file() and bool((pd.read_parquet(corpus, columns=["kind"])["kind"] == "tool").any())
+    corpus = read_table(folder, "corpus", ["kind"], optional=True)
+    return corpus is not None and bool((corpus["kind"] == "tool").any())
 
 
 @lru_cache(maxsize=4)
 def _agent_corpus(folder: Path) -> pd.DataFrame:
     """The labels the agent metrics read from a processed dataset's corpus (read once per dataset, not per run)."""
-    return pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "scope_id", "position", "kind", "entities"])
+    return read_table(folder, "corpus", ["doc_id", "scope_id", "position", "kind", "entities"])
 
 
 def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from analysis.labels import answer_recall_at_chars, contradiction_at_k, coverage
 from analysis.declared_runs import RunInfo, RunRef, load_declared
 from analysis.metric_names import canonical_or_other, is_retrieval_metric
 from analysis.metrics import run_scores
+from lethebench.schema import read_table
 
 
 @dataclass
@@ -61,7 +62,7 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
     views: dict[str, DatasetView] = {}
     for (ds, method), run in sorted(found.items()):
         if ds not in views:
-            views[ds] = DatasetView(ds, pd.read_parquet(run.dataset_folder / "queries.parquet"), {})
+            views[ds] = DatasetView(ds, read_table(run.dataset_folder, "queries"), {})
         v = views[ds]
         v.runs[method] = run
         pq = run.per_query.set_index("query_id")
@@ -97,7 +98,7 @@ def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k:
     labels are read once per build, in ``v.label_data``)."""
     folder = run.dataset_folder
     if folder not in v.label_data:
-        v.label_data[folder] = (pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"]),
+        v.label_data[folder] = (read_table(folder, "corpus", ["doc_id", "text"]),
                                 read_contradictions(folder))
     corpus, contra = v.label_data[folder]
     evaluated = v.queries[v.queries["query_id"].isin(pq.index)]

@@ -51,6 +51,7 @@ from experiments.config import load_config, to_dict
 from lethe.core.paths import PROJECT_ROOT, project_path
 from lethe.core.arguments import check_arguments
 from lethebench.runs import RunFolder
+from lethebench.schema import read_table
 
 
 def bench_encode(n_texts: int, reps: int) -> dict[str, Any]:
@@ -376,8 +377,8 @@ def bench_rerank_reuse(s: Any, scratch: Path) -> dict[str, Any]:
     run_missing([it3_run], progress=False)
     it3 = RunFolder(it3_run.folder)
     folder = Path(it3.manifest["dataset"]["folder"])
-    queries = pd.read_parquet(folder / "queries.parquet").set_index("query_id")
-    text = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
+    queries = read_table(folder, "queries").set_index("query_id")
+    text = read_table(folder, "corpus", ["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
     iter3_pq = it3.per_query.set_index("query_id")
     qids = list(iter3_pq.index)
     cands = {q: [(d, text[d], sc) for d, sc in it3.run.get(q, [])] for q in qids}
@@ -534,7 +535,6 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
     ``s.ce_reps`` times), top-10 overlap and nDCG@10 difference of the reranked lists. Then full-LoCoMo
     runs of ``s.lethe`` with today's and the default's embedder, alternated: warm P95 ratio."""
     import numpy as np
-    import pandas as pd
     import torch
     from hydra.utils import instantiate
 
@@ -560,8 +560,8 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
             sample = [f"dataset={name}", f"dataset.sample={int(s.queries)}"]
             bm25 = RunFolder(run_experiment(load_config([*sample, "method=bm25", *common])))
             folder = Path(bm25.manifest["dataset"]["folder"])
-            queries = pd.read_parquet(folder / "queries.parquet").set_index("query_id")
-            text = pd.read_parquet(folder / "corpus.parquet", columns=["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
+            queries = read_table(folder, "queries").set_index("query_id")
+            text = read_table(folder, "corpus", ["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
             qids = [q for q in bm25.per_query["query_id"] if q in bm25.run]
             qtexts = [str(queries.loc[q, "text"]) for q in qids]
             res: dict[str, Any] = {"queries": len(qids)}

@@ -7,8 +7,6 @@ folder itself (its files, atomic writing, typed reading) is :class:`lethebench.r
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,7 +15,7 @@ from omegaconf import DictConfig
 
 from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
-from lethe.core.hashing import sha256_file
+from lethe.core.hashing import content_hash, sha256_file
 from lethe.core.paths import project_path
 from lethe.core.typed_config import ConfigError
 from lethe.retrieval.crossencoder import regime_train
@@ -26,7 +24,7 @@ from lethebench.runs import run_path
 
 def config_hash(hashed: Mapping[str, Any]) -> str:
     """12-hex sha256 of the canonical JSON of the result-relevant config."""
-    return hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return content_hash(hashed, 12)
 
 
 def method_label(method_cfg: Any) -> str:

@@ -15,7 +15,6 @@ them the set fails loudly.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from lethe.core.hashing import content_hash
 from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir
 from lethe.core.locking import hold
@@ -60,7 +60,7 @@ def sample_docs(corpus: pd.DataFrame, n: int, min_chars: int, seed: int) -> pd.D
 def set_key(build_key: str, settings: Mapping[str, Any], prompt_sha256: str, model_sha256: str) -> str:
     """16-hex key of a generated set."""
     blob = {"build_key": build_key, "settings": dict(settings), "prompt": prompt_sha256, "model": model_sha256}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return content_hash(blob, 16)
 
 
 def llm_config(name: str) -> dict[str, Any]:

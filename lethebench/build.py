@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import logging
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any, Mapping
 
 from lethe.retrieval.embedder import Embedder
 from lethebench.card import count_by, lexical_overlap, provenance_entries
-from lethe.core.hashing import sha256_file_cached
+from lethe.core.hashing import content_hash, sha256_file_cached
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
 from lethebench.duplicates import duplicate_params, inject_duplicates
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
@@ -96,7 +95,7 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
     dup = duplicate_params(dataset_cfg.get("duplicates"), dataset_cfg["name"])
     if dup:   # likewise: only a collection with duplicated sources gets another key
         blob["duplicates"] = {"share": dup[0], "seed": dup[1]}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+    return content_hash(blob, 16)
 
 
 def build_dataset(

@@ -12,19 +12,18 @@ silently reused dataset, and gives the content hash of the checked files
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.faults import kill_point
 from lethebench.card import render_card_md
-from lethe.core.hashing import sha256_file, sha256_file_cached
+from lethe.core.hashing import content_hash, sha256_file, sha256_file_cached
 from lethebench.trec import Qrels, read_qrels, write_qrels
 
 log = logging.getLogger(__name__)
@@ -187,7 +186,7 @@ def _data_files(folder: Path) -> list[str]:
 
 def content_sha256(files_sha256: Mapping[str, str]) -> str:
     """The content hash of a dataset: sha256 of its data files' names and sha256 (sorted JSON)."""
-    return hashlib.sha256(json.dumps(dict(files_sha256), sort_keys=True).encode()).hexdigest()
+    return content_hash(dict(files_sha256))
 
 
 def _read_card(folder: Path) -> dict[str, Any]:
@@ -270,11 +269,41 @@ def write_dataset(ds: Dataset, folder: str | Path) -> Path:
     return folder
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def _read_parquet(path: Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     try:
-        return pd.read_parquet(path)
+        return pd.read_parquet(path, columns=None if columns is None else list(columns))
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file; all mean the same
         raise DatasetError(f"{path}: cannot read it as parquet ({type(exc).__name__}: {exc})") from exc
+
+
+LIST_COLUMNS = ("entities", "history")   # arrays in parquet, Python lists in memory
+
+
+def _as_lists(df: pd.DataFrame) -> pd.DataFrame:
+    for col in LIST_COLUMNS:
+        if col in df.columns:
+            df[col] = [list(v) for v in df[col]]
+    return df
+
+
+TABLES = ("corpus", "queries", "contradictions")
+
+
+def read_table(folder: str | Path, table: str, columns: Sequence[str] | None = None,
+               optional: bool = False) -> pd.DataFrame | None:
+    """One table (``corpus``, ``queries`` or ``contradictions``) of a processed dataset folder, or of a stored copy
+    of one (the reference store keeps only some tables and columns), read as :func:`read_dataset` reads it (list
+    columns as lists), ``columns`` only; nothing is validated beyond the file being readable (a run validated the
+    whole dataset when it read it). A missing file raises :class:`DatasetError` naming it, or gives None when
+    ``optional``."""
+    if table not in TABLES:
+        raise ValueError(f"table={table!r}: one of {', '.join(TABLES)}")
+    path = Path(folder) / f"{table}.parquet"
+    if not path.is_file():
+        if optional:
+            return None
+        raise DatasetError(f"{path}: missing; build the dataset first (python -m experiments.build_data dataset=<name>)")
+    return _as_lists(_read_parquet(path, columns))
 
 
 def _load(folder: Path, name: str | None, card: dict[str, Any]) -> Dataset:
@@ -292,9 +321,7 @@ def _load(folder: Path, name: str | None, card: dict[str, Any]) -> Dataset:
         card=card,
     )
     for df in (ds.corpus, ds.queries):
-        for col in ("entities", "history"):
-            if col in df.columns:
-                df[col] = [list(v) for v in df[col]]
+        _as_lists(df)
     validate(ds)
     return ds
 

@@ -12,11 +12,11 @@ delete it and let the builds move).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from lethe.core.hashing import content_hash
 from lethebench.schema import SourceDataset
 
 PINS_FILE = Path(__file__).with_name("source_pins.json")
@@ -30,7 +30,7 @@ def output_sha256(src: SourceDataset) -> str:
     doc = {"name": src.name, "sources": frame(src.sources), "queries": frame(src.queries),
            "qrels": {q: dict(sorted(r.items())) for q, r in sorted(src.qrels.items())},
            "contradictions": frame(src.contradictions), "card": src.card}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return content_hash(doc)
 
 
 def pins(path: Path = PINS_FILE) -> list[dict[str, Any]]:

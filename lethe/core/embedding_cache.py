@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+from lethe.core.hashing import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class EmbeddingCache:
         self.ragged = ragged
         self.flush_every = flush_every
         self._pending: list[tuple[str, np.ndarray]] = []
-        ns = hashlib.sha256(json.dumps(namespace, sort_keys=True).encode()).hexdigest()[:20]
+        ns = content_hash(namespace, 20)
         self.dir = Path(root) / kind / ns
         self._vecs: dict[str, np.ndarray] | None = None
         self.hits = 0

@@ -1,8 +1,10 @@
-"""sha256 of files, read in 1 MiB blocks: the one implementation every content hash and manifest uses."""
+"""sha256 of files (read in 1 MiB blocks) and of JSON-like values: the one implementation every content hash, key and
+manifest uses."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -36,3 +38,12 @@ def sha256_file_cached(path: str | os.PathLike) -> str:
     if sha is None:
         sha = _CACHE[key] = sha256_file(p)
     return sha
+
+
+def content_hash(value: Any, length: int | None = None) -> str:
+    """Hex sha256 of ``value``'s canonical JSON (keys sorted, json's default separators, a value JSON cannot hold
+    as its ``str``), cut to its first ``length`` hex characters (None: all 64). The one hash of configs and keys:
+    run identity (12), dataset builds, learned-fusion models, cross-encoder and question sets, ONNX exports (16),
+    embedding-cache namespaces (20), dataset contents and source pins (64). The lengths are those the keys already
+    on disk and in the committed expected files carry; changing one would orphan them."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:length]

@@ -15,7 +15,6 @@ keeps the best weights in memory.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
 import os
@@ -27,6 +26,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_write_text
 from lethe.core.devices import resolve_device
 from lethe.core.heldout import may_score
@@ -406,7 +406,7 @@ def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
     blob = {"train": regime_train(model_cfg["train"]), "base": model_cfg.get("name")}
     if regime_of(model_cfg) in PER_DATASET:
         blob["dataset"] = {"name": dataset, "build_key": build_key}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return content_hash(blob, 16)
 
 
 def set_folder(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> Path:

@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_dir
 from lethe.core.devices import onnx_providers
 
@@ -120,7 +121,7 @@ def export_key(source_sha256: str, kind: str, options: OnnxOptions, structure: s
             "recipe": RECIPE, "torch": versions["torch"], "onnx": versions["onnx"],
             # the quantizer is onnxruntime's: its version matters only to quantized exports
             "onnxruntime": versions["onnxruntime"] if options.quantize != "none" else None}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+    return content_hash(blob, 16)
 
 
 def _input_names(model: Any) -> list[str]:

@@ -15,7 +15,6 @@ history, the plan inputs and the first-stage score lists), never from labels.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
 from lethe.core.heldout import LeakageError, may_score, pick_fold  # noqa: F401 - LeakageError is part of this module's API
 
@@ -93,9 +93,8 @@ def features(p: "Prepared") -> np.ndarray:
 def config_key(base: Mapping[str, Any], training: Mapping[str, Any]) -> str:
     """Folder name of the model trained for a pipeline base config (``LethePipeline.base_config``)
     with given training settings (``LethePipeline.training_config``)."""
-    blob = json.dumps({"base": base, "training": training, "features": FEATURES, "feature_version": FEATURE_VERSION},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return content_hash({"base": base, "training": training, "features": FEATURES, "feature_version": FEATURE_VERSION},
+                        16)
 
 
 @dataclass

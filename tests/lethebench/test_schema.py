@@ -190,3 +190,20 @@ def test_non_integer_grade_names_file_and_line(tmp_path):
     (folder / "card.json").write_text(json.dumps(card))
     with pytest.raises(DatasetError, match=message):
         read_dataset(folder)
+
+
+def test_read_table_reads_one_table_as_read_dataset_does(tmp_path):
+    from lethebench.schema import DatasetError, read_table
+
+    pd.DataFrame({"doc_id": ["a", "b"], "entities": [["x", "y"], []], "text": ["t1", "t2"]}).to_parquet(
+        tmp_path / "corpus.parquet", index=False)
+    corpus = read_table(tmp_path, "corpus", ["doc_id", "entities"])
+    assert list(corpus.columns) == ["doc_id", "entities"] and corpus["entities"].tolist() == [["x", "y"], []]
+    assert read_table(tmp_path, "contradictions", optional=True) is None
+    with pytest.raises(DatasetError, match="queries.parquet: missing; build the dataset"):
+        read_table(tmp_path, "queries")
+    (tmp_path / "queries.parquet").write_text("not parquet")
+    with pytest.raises(DatasetError, match="cannot read it as parquet"):
+        read_table(tmp_path, "queries")
+    with pytest.raises(ValueError, match="table='qrels'"):
+        read_table(tmp_path, "qrels")
