@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterable, Sequence
 import hydra
 from omegaconf import DictConfig
 
+from analysis.formatting import markdown_table
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
@@ -253,13 +254,14 @@ def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, 
     if meta.get("sample"):
         s = meta["sample"]
         lines.append(f"Sample: {s.get('n_scopes')} scopes of split `{s.get('split')}`, seed {s.get('seed')}.")
-    lines += ["", f"Note: {PRECISION_NOTE} P is n/a when nothing is predicted (0.0 in the JSON).", "",
-              "| " + " | ".join(h for _, h in _MD_COLS) + " |", "|" + "---|" * len(_MD_COLS)]
+    lines += ["", f"Note: {PRECISION_NOTE} P is n/a when nothing is predicted (0.0 in the JSON).", ""]
+    table = []
     for r in rows:
         cells = [_fmt(r.get(k, "")) for k, _ in _MD_COLS]
         if not r.get("n_predicted"):  # precision is 0/0: shown as n/a (0.0 in the JSON, see detection_scores)
             cells[[k for k, _ in _MD_COLS].index("precision")] = "n/a"
-        lines.append("| " + " | ".join(cells) + " |")
+        table.append(cells)
+    lines += markdown_table([h for _, h in _MD_COLS], table)
     if meta.get("blocking"):
         b = meta["blocking"]
         lines += ["", "Blocking of the `llm` backend (candidate pairs; no model): "]
@@ -277,11 +279,10 @@ def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, 
         lines += ["", f"`{r['backend']}` ({r['model']}): answers {s['answers']}; labelled pairs considered "
                   f"{s['gold_pairs_considered']}; mean p(yes) labelled {_fmt(s['mean_p_yes_gold'])} vs other "
                   f"{_fmt(s['mean_p_yes_other'])} (AUC {_fmt(s['auc_p_yes_gold_vs_other'])}). Same judgments at other "
-                  f"thresholds (answer yes and p(yes) >= t):", "",
-                  "| t | predicted | tp | P | R | F1 |", "|---|---|---|---|---|---|"]
-        for sw in s["threshold_sweep"]:
-            lines.append(f"| {sw['threshold']} | {sw['n_predicted']} | {sw['tp']} | {_fmt(sw['precision'])} | "
-                         f"{_fmt(sw['recall'])} | {_fmt(sw['f1'])} |")
+                  f"thresholds (answer yes and p(yes) >= t):", ""]
+        lines += markdown_table(["t", "predicted", "tp", "P", "R", "F1"],
+                                ([sw["threshold"], sw["n_predicted"], sw["tp"], _fmt(sw["precision"]), _fmt(sw["recall"]),
+                                  _fmt(sw["f1"])] for sw in s["threshold_sweep"]))
     if meta.get("command"):
         lines += ["", f"Command: `{meta['command']}`"]
     md = out_dir / f"{stem}.md"

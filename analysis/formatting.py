@@ -8,7 +8,7 @@ the DataFrames the analysis computes with keep the canonical ranx keys (``ndcg@1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,11 +60,16 @@ def printed(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The lines of a Markdown table: ``header``, its rule, one line per row; cells as ``str`` (format them first).
+    The one table writer of every report and study page."""
+    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+
+
 def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
     df = printed(df)
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt_cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    lines = markdown_table(list(df.columns), ([_fmt_cell(x) for x in row] for row in df.itertuples(index=False)))
     if footnote:
         lines += ["", footnote]
     return "\n".join(lines) + "\n"

@@ -56,6 +56,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import hydra
 from omegaconf import DictConfig
 
+from analysis.formatting import markdown_table
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
@@ -175,7 +176,8 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
             "verdict acc.", "kappa", "AUC", "confusion (gS:pS/pU, gU:pS/pU)", "pred. supported", "ms/judgment (mean, median)",
             "wall s"]
     lines = [f"**Hallucination judge vs hand labels** ({doc['items_file']}, sha256 {doc['items_sha256'][:12]}, "
-             f"{doc['n_items']} items)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             f"{doc['n_items']} items)", ""]
+    cells_of = []
     for r in doc["rows"]:
         c = r["confusion"]
         conf = (f"{c['gold_supported']['pred_supported']}/{c['gold_supported']['pred_unsupported']}, "
@@ -185,7 +187,8 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
                  f"{r['temperature']:g}", f"{r['threshold']:g}", r["n"], r["judged"], r["unjudged"], _f(r["accuracy"]),
                  _f(r.get("verdict_accuracy")), _f(r["cohen_kappa"]), _f(r["auc"]), conf, _f(r["pred_supported_share"], 2),
                  f"{_f(r['model_ms_mean'], 0)}, {_f(r['model_ms_median'], 0)}", _f(r["wall_s"], 1)]
-        lines.append("| " + " | ".join(str(x) for x in cells) + " |")
+        cells_of.append(cells)
+    lines += markdown_table(head, cells_of)
     lines += ["", "Judged = the judge said yes/no (unjudged = parse failures, timeouts, errors; left out of "
               "the scores). Accuracy and Cohen's kappa over judged items; kappa = 0 for a judge that always "
               "gives the same answer. Verdict acc.: the yes/no word alone, before the threshold on p(supported). AUC: p(supported) from the first token's logprob ranked against the gold "

@@ -40,7 +40,7 @@ import hydra
 import pandas as pd
 from omegaconf import DictConfig
 
-from analysis.formatting import fmt, fmt_p
+from analysis.formatting import fmt, fmt_p, markdown_table
 from analysis.judge_agreement import agreement_scores
 from analysis.judge_pairs import build_pairs
 from analysis.stats import proportion_cells, sign_test
@@ -159,17 +159,18 @@ def to_markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> s
            f"{meta['pairs']} pairs ({', '.join(f'{k} {v}' for k, v in meta['pairs_by_perturbation'].items())}).", ""]
     pw = [r for r in rows if r["judge"] == "pairwise"]
     if pw:
-        out += ["| model | perturbation | n | correct | wrong | ties | unjudged | accuracy [95% CI] | tie rate | "
-                "sign p | first position [95% CI] | position p |", "|" + "---|" * 12]
-        out += [f"| {r['model']} | {r['perturbation']} | {r['n']} | {r['correct']} | {r['wrong']} | {r['ties']} | "
-                f"{r['unjudged']} | {ci(r, 'accuracy')} | {fmt(r['tie_rate'])} | {fmt_p(r['sign_test_p'])} | "
-                f"{ci(r, 'first_position')} | {fmt_p(r['position_p'])} |" for r in pw]
+        out += markdown_table(
+            ["model", "perturbation", "n", "correct", "wrong", "ties", "unjudged", "accuracy [95% CI]", "tie rate", "sign p",
+             "first position [95% CI]", "position p"],
+            ([r["model"], r["perturbation"], r["n"], r["correct"], r["wrong"], r["ties"], r["unjudged"], ci(r, "accuracy"),
+              fmt(r["tie_rate"]), fmt_p(r["sign_test_p"]), ci(r, "first_position"), fmt_p(r["position_p"])] for r in pw))
         out.append("")
     hj = [r for r in rows if r["judge"] == "hallucination"]
     if hj:
-        out += ["| model | items | label | n | judged | correct | accuracy [95% CI] | kappa |", "|" + "---|" * 8]
-        out += [f"| {r['model']} | {r['perturbation']} | {r['label']} | {r['n']} | {r['judged']} | {r['correct']} | "
-                f"{ci(r, 'accuracy')} | {fmt(r.get('cohen_kappa'))} |" for r in hj]
+        out += markdown_table(
+            ["model", "items", "label", "n", "judged", "correct", "accuracy [95% CI]", "kappa"],
+            ([r["model"], r["perturbation"], r["label"], r["n"], r["judged"], r["correct"], ci(r, "accuracy"),
+              fmt(r.get("cohen_kappa"))] for r in hj))
         out.append("")
     return "\n".join(out)
 

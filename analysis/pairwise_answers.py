@@ -30,7 +30,7 @@ import hydra
 import pandas as pd
 from omegaconf import DictConfig
 
-from analysis.formatting import fmt_p
+from analysis.formatting import fmt_p, markdown_table
 from analysis.stats import proportion_cells, sign_test
 from analysis.studies import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
@@ -209,19 +209,19 @@ def _pct(x: float | None) -> str:
 
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """Win rates per (judge, pair, criterion) with intervals and ties, then each judge's agreement and position bias."""
-    lines = ["| judge | pair (A vs B) | criterion | judged | B wins | A wins | ties | unjudged | sign test p | "
-             "B win rate [95% CI] | A win rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in doc["rows"]:
-        lines.append(f"| {r['judge']} | {r['pair']} ({r['a']} vs {r['b']}) | {r['criterion']} | {r['judged']}/{r['pairs']} | "
-                     f"{r['b_wins']} | {r['a_wins']} | {r['ties']} | {r['unjudged']} | {fmt_p(r['sign_test_p'])} | {_pct(r['b_win_rate'])} "
-                     f"[{_pct(r['b_win_rate_low'])}, {_pct(r['b_win_rate_high'])}] | {_pct(r['a_win_rate'])} "
-                     f"[{_pct(r['a_win_rate_low'])}, {_pct(r['a_win_rate_high'])}] |")
-    lines += ["", "| judge | agreement with hand labels (agree / disagree / tie / unjudged) | accuracy | "
-              "position bias: first-position share (verdicts) |", "|---|---|---|---|"]
-    for j in doc["judges"]:
-        a, pb = j["agreement"], j["position_bias"]
-        lines.append(f"| {j['judge']} | {a['agree']} / {a['disagree']} / {a['tie']} / {a['unjudged']} of {a['labelled']} | "
-                     f"{_pct(a['accuracy'])} | {_pct(pb['share_first'])} ({pb['verdicts']}) |")
+    lines = markdown_table(
+        ["judge", "pair (A vs B)", "criterion", "judged", "B wins", "A wins", "ties", "unjudged", "sign test p",
+         "B win rate [95% CI]", "A win rate [95% CI]"],
+        ([r["judge"], f"{r['pair']} ({r['a']} vs {r['b']})", r["criterion"], f"{r['judged']}/{r['pairs']}", r["b_wins"],
+          r["a_wins"], r["ties"], r["unjudged"], fmt_p(r["sign_test_p"]),
+          f"{_pct(r['b_win_rate'])} [{_pct(r['b_win_rate_low'])}, {_pct(r['b_win_rate_high'])}]",
+          f"{_pct(r['a_win_rate'])} [{_pct(r['a_win_rate_low'])}, {_pct(r['a_win_rate_high'])}]"] for r in doc["rows"]))
+    lines += ["", *markdown_table(
+        ["judge", "agreement with hand labels (agree / disagree / tie / unjudged)", "accuracy",
+         "position bias: first-position share (verdicts)"],
+        ([j["judge"], f"{j['agreement']['agree']} / {j['agreement']['disagree']} / {j['agreement']['tie']} / "
+          f"{j['agreement']['unjudged']} of {j['agreement']['labelled']}", _pct(j["agreement"]["accuracy"]),
+          f"{_pct(j['position_bias']['share_first'])} ({j['position_bias']['verdicts']})"] for j in doc["judges"]))]
     lines += ["", "Each pair is judged twice with the answers swapped; a criterion's winner counts only when both orders "
               "name the same answer, otherwise it is a tie; a failed call or unparsed reply leaves it unjudged (never "
               "guessed). Sign test: the two-sided exact binomial p of B's wins against A's, ties left out (uncorrected). "

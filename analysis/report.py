@@ -145,8 +145,8 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
              "- Packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items()) if v),
              f"- {len(runs)} of {len(refs)} declared runs are finished; the tiers are declared in `conf/reference/` and "
              "their expected scores are in `results/expected/`.",
-             "", "| dataset | method | tier | declared | config hash | seed | git commit | dirty | ended |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             ""]
+    rows = []
     by_key = {(r.dataset, r.label): r for r in refs}
     for ds in sorted({r.dataset for r in refs}):
         v = views.get(ds)
@@ -155,18 +155,21 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
             ref = by_key[(ds, m)]
             run = v.runs.get(m) if v is not None else None
             if run is None:
-                lines.append(f"| {ds} | {m} | {ref.tier} | {ref.declared} | {ref.folder.name} | - | - | - | not run (n/m†) |")
+                rows.append([ds, m, ref.tier, ref.declared, ref.folder.name, "-", "-", "-", "not run (n/m†)"])
                 continue
             g = run.manifest.get("git", {})
-            lines.append(f"| {ds} | {m} | {ref.tier} | {ref.declared} | {run.config_hash} | {run.manifest.get('seed')} | "
-                         f"{str(g.get('commit'))[:10]} | {g.get('dirty')} | {run.manifest.get('ended', '')[:19]} |")
-    lines += ["", "Datasets (from their cards):", "", "| dataset | build key | docs | queries evaluated | card |", "|---|---|---|---|---|"]
+            rows.append([ds, m, ref.tier, ref.declared, run.config_hash, run.manifest.get("seed"), str(g.get("commit"))[:10],
+                         g.get("dirty"), run.manifest.get("ended", "")[:19]])
+    lines += F.markdown_table(["dataset", "method", "tier", "declared", "config hash", "seed", "git commit", "dirty", "ended"],
+                              rows)
+    datasets = []
     for v in sorted(views.values(), key=lambda v: v.name):
         r = max(v.runs.values(), key=lambda x: x.metrics["queries"]["evaluated"])  # not a sampled run
         d = r.manifest["dataset"]
-        n_eval = r.metrics["queries"]["evaluated"]
-        lines.append(f"| {v.name} | {d.get('build_key')} | {(d.get('card_counts') or {}).get('docs')} | {n_eval} | "
-                     f"results/cards/{v.name}.md |")
+        datasets.append([v.name, d.get("build_key"), (d.get("card_counts") or {}).get("docs"),
+                         r.metrics["queries"]["evaluated"], f"results/cards/{v.name}.md"])
+    lines += ["", "Datasets (from their cards):", "",
+              *F.markdown_table(["dataset", "build key", "docs", "queries evaluated", "card"], datasets)]
     return "\n".join(lines) + "\n"
 
 
