@@ -10,7 +10,6 @@ MISSING (no finished results folder), or DAMAGED (a finished folder missing or w
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import yaml
 
-from analysis.studies import MANIFEST
+from lethebench.studies import StudyFolder
 from lethe.core.atomic import atomic_write_text
 from lethebench.runs import RunFolder
 from lethe.text.collapse import collapse
@@ -148,11 +147,12 @@ def _status(exp: float | int, got: float | int, tol: float) -> str:
 def measure_study(folder: Path, row_key: Sequence[str], metrics: Sequence[str]) -> dict[str, Any]:
     """The verified values of a finished study: ``<row key values>:<metric>`` for each row of its JSON
     output (the folder's one ``*.json`` besides ``manifest.json``) and each named metric the row has."""
-    files = [f for f in sorted(Path(folder).glob("*.json")) if f.name != MANIFEST]
+    study = StudyFolder(folder)
+    files = study.documents
     if len(files) != 1:
         raise ValueError(f"{folder}: a study folder holds exactly one JSON output, found {[f.name for f in files]}")
     out: dict[str, Any] = {}
-    for row in json.loads(files[0].read_text()).get("rows", []):
+    for row in (study.document or {}).get("rows", []):
         name = " | ".join(str(row.get(k)) for k in row_key)
         for m in metrics:
             if row.get(m) is not None:

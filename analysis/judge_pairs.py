@@ -15,7 +15,7 @@ the seed, so a judge that always prefers one position scores one half. Pairs are
 default the scope: every pair of one conversation in one split; where one scope holds the whole collection, as in
 TechQA, pass the gold document as the group), so that nothing about a judge (its prompt, its decoding) is chosen on
 the pairs that report its accuracy; another question's answer comes from another group. Deterministic from
-(dataset, seed), whatever PYTHONHASHSEED is (``analysis.judge_validation`` passes the processed folder's name, the
+(dataset, seed), whatever PYTHONHASHSEED is (``experiments.studies.judge_validation`` passes the processed folder's name, the
 dataset's build key, so a rebuilt dataset draws its pairs afresh).
 """
 

@@ -43,7 +43,7 @@ from scipy import stats as scipy_stats
 from analysis.formatting import NM
 from analysis.formatting import fmt as _f
 from analysis.views import DatasetView, method_order
-from lethe.stages.planning import PLANS
+from lethe.core.protocol import PLANS
 from lethebench.runs import decode_cell
 
 LETHE_PREFIX = "lethe_iter"

@@ -13,7 +13,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from analysis.studies import MANIFEST
 from experiments import reference_store as RS
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
@@ -22,6 +21,7 @@ from experiments.reference import Study, load_tier, processed_folder, report_tie
 from experiments.reproduce_settings import base_overrides, from_store, tier_overrides
 from lethe.core.atomic import atomic_dir
 from lethe.core.paths import project_path
+from lethebench.studies import MANIFEST, StudyFolder
 
 
 def study_folder(study: Study, cfg: DictConfig) -> Path:
@@ -142,46 +142,36 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
             continue
         roots = RS.machine_roots(to_dict(load_config([*tier_overrides(t.name, cfg), *base_overrides(cfg)])))
         for st in t.studies:
-            folder = study_folder(st, cfg)
+            folder = StudyFolder(study_folder(st, cfg))
             dest = out_dir / st.publish
-            if not (folder / "DONE").is_file():
+            if not folder.is_done:
                 lines.append(f"- `{st.name}` (tier {t.name}): not run (n/m†)")
                 continue
             dest.mkdir(parents=True, exist_ok=True)
-            for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.json")):   # the manifest as <name>.manifest.json
+            for f in sorted(folder.path.glob("*.md")) + sorted(folder.path.glob("*.json")):   # the manifest as <name>.manifest.json
                 RS.publish_portable(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name), roots)
-            md = sorted(folder.glob("*.md"))
+            md = folder.tables
             link = f"{st.publish}/{md[0].name}" if md else st.publish
-            command = RS.portable_text((folder / "command.txt").read_text().strip(), roots)
+            command = RS.portable_text(str(folder.command), roots)
             lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{command}`")
     return lines
 
 
-def _finished_studies(report: str, cfg: DictConfig) -> Iterator[tuple[Study, Path]]:
+def _finished_studies(report: str, cfg: DictConfig) -> Iterator[tuple[Study, StudyFolder]]:
     """(study, folder) of every study of the report group ``report`` whose folder is finished (``DONE``)."""
     for t in report_tiers(report, cfg.reference_dir):
         for st in t.studies:
-            folder = study_folder(st, cfg)
-            if (folder / "DONE").is_file():
+            folder = StudyFolder(study_folder(st, cfg))
+            if folder.is_done:
                 yield st, folder
 
 
 def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
     """The Markdown table of every finished study of the report group ``report`` (its first .md file), by name."""
-    out = {}
-    for st, folder in _finished_studies(report, cfg):
-        md = sorted(folder.glob("*.md"))
-        if md:
-            out[st.name] = md[0].read_text()
-    return out
+    return {st.name: folder.table for st, folder in _finished_studies(report, cfg) if folder.table is not None}
 
 
 def study_docs(report: str, cfg: DictConfig) -> dict[str, dict]:
     """The JSON document of every finished study of the report group ``report`` (its first .json file other than
     the manifest), by name: what the claims table reads (analysis/claims.py)."""
-    out = {}
-    for st, folder in _finished_studies(report, cfg):
-        docs = [f for f in sorted(folder.glob("*.json")) if f.name != MANIFEST]
-        if docs:
-            out[st.name] = json.loads(docs[0].read_text())
-    return out
+    return {st.name: folder.document for st, folder in _finished_studies(report, cfg) if folder.document is not None}

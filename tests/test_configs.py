@@ -95,30 +95,35 @@ def test_every_method_ablation_pair_builds(method, ablation, tmp_path):
 
 # ------------------------------------------------------------------ entry points and their top configs
 TOP_CONFIGS = sorted(p.stem for p in CONF_DIR.glob("*.yaml"))
-ENTRY_SOURCES = sorted([*(PROJECT_ROOT / "experiments").glob("*.py"), *(PROJECT_ROOT / "analysis").glob("*.py")])
-_HYDRA_MAIN = re.compile(r'@hydra\.main\(config_path="\.\./conf", config_name="(\w+)", version_base="1\.3"\)')
+ENTRY_SOURCES = sorted([*(PROJECT_ROOT / "experiments").rglob("*.py"), *(PROJECT_ROOT / "analysis").glob("*.py")])
+_HYDRA_MAIN = re.compile(r'@hydra\.main\(config_path="((?:\.\./)+)conf", config_name="(\w+)", version_base="1\.3"\)')
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts)
 
 
 def _entry_points() -> dict[str, str]:
     """conf/<name>.yaml -> the module whose @hydra.main composes it."""
     out: dict[str, str] = {}
     for path in ENTRY_SOURCES:
-        for name in _HYDRA_MAIN.findall(path.read_text()):
+        for up, name in _HYDRA_MAIN.findall(path.read_text()):
+            assert (path.parent / up / "conf").resolve() == CONF_DIR, f"{path}: config_path {up}conf is not conf/"
             assert name not in out, f"conf/{name}.yaml is the top config of {out.get(name)} and {path.stem}"
-            out[name] = f"{path.parent.name}.{path.stem}"
+            out[name] = _module(path)
     return out
 
 
 def test_one_cli_style_every_entry_point_is_a_hydra_app_with_its_own_top_config():
     entry = _entry_points()
     assert sorted(entry) == TOP_CONFIGS, "every conf/*.yaml is the top config of exactly one entry point"
-    assert entry["config"] == "experiments.run" and entry["contradiction_detection"] == "analysis.contradiction_detection"
+    assert entry["config"] == "experiments.run" and entry["contradiction_detection"] == "experiments.studies.contradiction_detection"
     for path in ENTRY_SOURCES:
         text = path.read_text()
         guard = "check_arguments(sys.argv[1:])"   # the one look at argv, before Hydra (lethe.core.arguments)
         assert "argparse" not in text and "sys.argv" not in text.replace(guard, ""), path   # no hand-made command lines
         if 'if __name__ == "__main__"' in text:   # a module run with python -m is one of the Hydra apps
-            assert f"{path.parent.name}.{path.stem}" in entry.values(), path
+            assert _module(path) in entry.values(), path
             assert guard in text.split('if __name__ == "__main__"')[1], path
 
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+# The retrieval plans of the Lethe planner (lethe.stages.planning): the values of a query's ``flags["plan"]`` and of
+# LetheBench's gold ``plan_label``, which the plan-accuracy analysis compares (analysis/plans.py).
+PLANS = ("verify", "explore", "exploit")
+
 
 @dataclass(frozen=True)
 class Doc:

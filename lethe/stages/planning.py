@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import AbstractSet, Any, Mapping
 
-PLANS = ("verify", "explore", "exploit")
+from lethe.core.protocol import PLANS
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def test_seed_claims(views):
 
 
 def _validation(model: str, low: float, n: int = 100) -> dict:
-    """A judge-validation study document (analysis.judge_validation's rows) with ``model``'s overall accuracy CI."""
+    """A judge-validation study document (experiments.studies.judge_validation's rows) with ``model``'s overall accuracy CI."""
     return {"rows": [{"judge": "pairwise", "model": model, "perturbation": "all", "n": n, "accuracy": low + 0.08,
                       "accuracy_low": low, "accuracy_high": low + 0.17},
                      {"judge": "pairwise", "model": model, "perturbation": "date", "n": 20, "accuracy": 0.9,

@@ -82,11 +82,11 @@ def test_two_studies_of_one_report_never_publish_the_same_files(tmp_path):
     studies of one module in one folder are refused when the report's tiers load, before anything runs."""
     published = [(st.publish, st.module) for t in report_tiers("reference") for st in t.studies]
     assert len(published) == len(set(published))
-    study = "studies:\n  {name}: {{module: analysis.pairwise_answers}}\n"
+    study = "studies:\n  {name}: {{module: experiments.studies.pairwise_answers}}\n"
     for name in ("a", "b"):
         _tier(tmp_path, f"report: r\nruns: [{{dataset: d, method: m}}]\n{study.format(name=name)}", name)
     with pytest.raises(ValueError, match=r"b.yaml: studies.b and .*a.yaml: studies.a both publish "
-                                         r"analysis.pairwise_answers's files to tables/"):
+                                         r"experiments.studies.pairwise_answers's files to tables/"):
         report_tiers("r", tmp_path)
     _tier(tmp_path, f"report: r\nruns: [{{dataset: d, method: m}}]\n{study.format(name='b')}".replace(
         "pairwise_answers}", "pairwise_answers, publish: tables/b}"), "b")

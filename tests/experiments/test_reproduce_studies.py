@@ -78,7 +78,7 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     (ref / "tolerances.yaml").write_text((PROJECT_ROOT / "conf" / "reference" / "tolerances.yaml").read_text())
     (ref / "mini.yaml").write_text(yaml.safe_dump({
         "description": "one study", "report": "smoke", "runs": [],
-        "studies": {"rules_only": {"module": "analysis.contradiction_detection",
+        "studies": {"rules_only": {"module": "experiments.studies.contradiction_detection",
                                    "overrides": ["backends=[rules]", "split=test", "scopes=2", f"dataset_folder={lb}",
                                                  f"hydra.run.dir={tmp_path / 'hydra'}"],
                                    "verify": {"row_key": ["backend", "model", "scopes"], "metrics": ["tp", "fp", "fn"]}}}}))
@@ -102,7 +102,7 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     command = (folder / "command.txt").read_text().strip()
     assert man["config"]["out_dir"] == str(folder) and man["config"]["backends"] == ["rules"]
     assert man["config"]["cache_dir"] == str(work["cache"]) and man["config"]["dataset_folder"] == str(lb)
-    assert command.startswith("python -m analysis.contradiction_detection backends=[rules]")
+    assert command.startswith("python -m experiments.studies.contradiction_detection backends=[rules]")
     assert man["command"] == command.replace(f" hydra.run.dir={tmp_path / 'hydra'}", "") and f"out_dir={folder}" in command
     for f in ("manifest.json", "contradiction_detection.json", "contradiction_detection.md", "command.txt"):
         assert ".tmp" not in (folder / f).read_text(), f   # the temporary folder's name became the final one
@@ -121,7 +121,7 @@ def test_a_study_run_is_self_describing_and_published(work, tmp_path):
     assert published == {"contradiction_detection.md", "contradiction_detection.json", "rules_only.manifest.json"}
     # published with the folders of this machine as tokens (the committed report names none)
     [line] = lines
-    assert line.startswith("- [`rules_only`](tables/contradiction_detection.md) (tier mini): `python -m analysis.")
+    assert line.startswith("- [`rules_only`](tables/contradiction_detection.md) (tier mini): `python -m experiments.studies.contradiction_detection ")
     assert "out_dir=<results_dir>/studies/rules_only" in line and "cache_dir=<cache_dir>" in line
     assert str(work["results"]) not in line and str(work["cache"]) not in line
     for f in published:

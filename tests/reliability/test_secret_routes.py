@@ -59,7 +59,7 @@ ROUTES = {
                     "llm.base_url"),
     "reproduce, forwarded override": ("experiments.reproduce", ["tier=smoke", "action=verify", f"+llm.api_key={PLANTED}"],
                                       None, "llm.api_key"),
-    "study": ("analysis.judge_validation", [f"+pairwise.token={PLANTED}"], None, "pairwise.token"),
+    "study": ("experiments.studies.judge_validation", [f"+pairwise.token={PLANTED}"], None, "pairwise.token"),
 }
 
 

@@ -38,7 +38,7 @@ of the result stay 0.
    first ``max_pairs`` are *considered*. ``blocking="all"`` skips the filter (every pair at
    different positions, ordered by gap then position; for tests and small inputs).
    How many labelled (stale, current) pairs the blocking keeps, per cap, is measured by
-   ``python -m analysis.contradiction_detection blocking_only=true`` (numbers in the report, not here).
+   ``python -m experiments.studies.contradiction_detection blocking_only=true`` (numbers in the report, not here).
 2. *Judgment*: for each considered pair, earlier doc (lower position) and later doc, prompt
    ``contradiction_pairwise.<prompt_version>`` with placeholders ``earlier`` and ``later`` (each doc's
    text stripped and cut to ``max_doc_chars``), decoded with ``Decoding(max_tokens=1, temperature=0)``.

@@ -15,7 +15,7 @@ import pytest
 
 from analysis.answers import score_answer
 from lethe.text.abstention import ABSTENTION_PHRASES, abstains
-from analysis.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
+from experiments.studies.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
 from lethe.stages.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator, GenerationResult, HallucinationJudge,
                               JudgeResult, format_context, hallucination_rate, is_abstention, postprocess_answer)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message

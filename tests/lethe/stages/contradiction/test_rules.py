@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.contradiction_detection import detection_scores, evaluate_rules_on_dataset
+from experiments.studies.contradiction_detection import detection_scores, evaluate_rules_on_dataset
 from lethe.stages.contradiction.rules import Conflict, Fact, demote, detect, extract_facts, normalize_attribute, normalize_value
 from lethe.core.protocol import Doc
 from lethebench.schema import write_dataset

@@ -1,4 +1,4 @@
-"""What every LLM study (``analysis.contradiction_detection``, ``analysis.judge_agreement``) writes
+"""What every LLM study (the modules of ``experiments.studies``) writes
 beside its tables, so its folder describes itself: ``manifest.json`` with the resolved config, the
 command line, git commit and dirty flag, package versions, hardware, start and end time."""
 
@@ -12,8 +12,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lethebench.provenance import PACKAGES, git_info, hardware, package_versions
+from lethebench.studies import MANIFEST
 
-MANIFEST = "manifest.json"
 STUDY_PACKAGES = (*PACKAGES, "llama-cpp-python")   # the LLM backend's build can change a token
 
 

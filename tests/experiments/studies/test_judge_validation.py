@@ -1,4 +1,4 @@
-"""analysis/judge_validation.py on the real LoCoMo gold answers of the end-to-end runs' build: the pair sample, the
+"""experiments/studies/judge_validation.py on the real LoCoMo gold answers of the end-to-end runs' build: the pair sample, the
 hallucination items and their gold passages, the scoring of constructed judgments, and the study's files with
 scripted judges (one that always names position 1, one that says "supported" exactly when the answer is written in
 the passages), each checked against counts made here by hand."""

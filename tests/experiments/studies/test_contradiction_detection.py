@@ -1,4 +1,4 @@
-"""Precision/recall of any contradiction detector on a processed dataset (analysis/contradiction_detection.py):
+"""Precision/recall of any contradiction detector on a processed dataset (experiments/studies/contradiction_detection.py):
 seeded scope samples, gold restricted to the evaluated scopes, counters summed over scopes, the threshold
 sweep from the per-pair log, blocking statistics, the tables and the entry point (conf/contradiction_detection.yaml:
 rules, and the llm backend with the real SmolLM2; the detector's counters with a fake backend through
@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
+from experiments.studies.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
                                               evaluate_rules_on_dataset, load_scopes, sample_scopes, study,
                                               table_row, threshold_sweep, write_tables)
 from experiments.config import load_config
@@ -124,7 +124,7 @@ def test_write_tables_and_the_entry_point(toy_folder, tmp_path):
     assert data["rows"][0]["tp"] == 2 and "lower bound" in data["meta"]["precision_note"]
     cfg = load_config([f"dataset_folder={toy_folder}", "backends=[rules]", "scopes=1", "split=notes",
                        f"out_dir={tmp_path / 'cli'}", f"cache_dir={tmp_path / 'cache'}"], config_name="contradiction_detection")
-    out = study(cfg, command="python -m analysis.contradiction_detection backends=[rules]")
+    out = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[rules]")
     assert [r["scopes"] for r in out["rows"]] == ["all (2)", "notes n=1 seed=0"]
     assert [r["n_gold"] for r in out["rows"]] == [2, 1]
     saved = json.loads((tmp_path / "cli" / "contradiction_detection.json").read_text())
@@ -152,7 +152,7 @@ def test_the_entry_point_with_a_real_llm_writes_its_row(toy_folder, tmp_path):
     cfg = load_config([f"dataset_folder={toy_folder}", "backends=[llm]", "llms=[smollm2]", "max_pairs=3",
                        "llm_cache=false", f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"],
                       config_name="contradiction_detection")
-    rows = study(cfg, command="python -m analysis.contradiction_detection backends=[llm] llms=[smollm2]")["rows"]
+    rows = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[llm] llms=[smollm2]")["rows"]
     assert len(rows) == 1
     row = rows[0]
     assert row["backend"] == "llm" and row["model"] == "smollm2-135m-instruct-q4_1" and row["llm_config"] == "smollm2"

@@ -1,4 +1,4 @@
-"""Judge agreement (analysis/judge_agreement.py): kappa, accuracy, AUC and confusion on hand-computed cases,
+"""Judge agreement (experiments/studies/judge_agreement.py): kappa, accuracy, AUC and confusion on hand-computed cases,
 the unjudged rule, item loading, and the table writer (with a fake judge, no model); the entry point
 (conf/judge_agreement.yaml) end to end with SmolLM2 on two items."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from omegaconf.errors import MissingMandatoryValue
 
-from analysis.judge_agreement import (DEFAULT_ITEMS, agreement_scores, cohen_kappa, judge_agreement, load_items, roc_auc,
+from experiments.studies.judge_agreement import (DEFAULT_ITEMS, agreement_scores, cohen_kappa, judge_agreement, load_items, roc_auc,
                                       study, to_markdown)
 from experiments.config import load_config
 from lethe.stages.generation import JudgeResult
@@ -142,12 +142,12 @@ def test_the_entry_point_with_smollm2_writes_a_self_describing_folder(tmp_path):
     out = tmp_path / "out"
     cfg = load_config(["llms=[smollm2]", f"items_file={items}", f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"],
                       config_name="judge_agreement")
-    doc = study(cfg, command="python -m analysis.judge_agreement llms=[smollm2]")
+    doc = study(cfg, command="python -m experiments.studies.judge_agreement llms=[smollm2]")
     assert doc["n_items"] == 2 and [r["config"] for r in doc["rows"]] == ["smollm2"]
     row = doc["rows"][0]
     assert row["n"] == 2 and row["judged"] + row["unjudged"] == 2 and row["n_threads"] == 1 and row["threshold"] == 0.5
     assert json.loads((out / "judge_agreement.json").read_text()) == doc and (out / "judge_agreement.md").is_file()
     man = json.loads((out / "manifest.json").read_text())
     assert man["config"]["llms"] == ["smollm2"] and man["config"]["items_file"] == str(items) and man["config"]["llm_cache"]
-    assert man["command"] == "python -m analysis.judge_agreement llms=[smollm2]" and man["items"]["sha256"] == doc["items_sha256"]
+    assert man["command"] == "python -m experiments.studies.judge_agreement llms=[smollm2]" and man["items"]["sha256"] == doc["items_sha256"]
     assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["llama-cpp-python"] and man["seconds"] >= 0

@@ -24,7 +24,7 @@
 CLI (settings: ``conf/contradiction_detection.yaml``; writes ``contradiction_detection.{md,json}`` and
 ``manifest.json`` to ``out_dir``; :func:`study` does the work from a composed config)::
 
-    python -m analysis.contradiction_detection backends=[rules,llm] llms=[qwen_coder_0_5b] \\
+    python -m experiments.studies.contradiction_detection backends=[rules,llm] llms=[qwen_coder_0_5b] \\
         scopes=20 split=test seed=0 [dataset_folder=data/processed/lethebench/<key>] [max_pairs=30]
 
 ``rules`` is evaluated on the sample and (unless ``rules_all=false``) on all scopes; each of ``llms``
@@ -46,7 +46,7 @@ import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
-from analysis.studies import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethe.core.protocol import Doc
@@ -368,9 +368,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     return {"meta": meta, "rows": rows}
 
 
-@hydra.main(config_path="../conf", config_name="contradiction_detection", version_base="1.3")
+@hydra.main(config_path="../../conf", config_name="contradiction_detection", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    study(cfg, command_line("analysis.contradiction_detection"))
+    study(cfg, command_line("experiments.studies.contradiction_detection"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""analysis/pairwise_answers.py: win rates and their intervals by hand, agreement with labels, the labelled file, and
+"""experiments/studies/pairwise_answers.py: win rates and their intervals by hand, agreement with labels, the labelled file, and
 the study end to end on two real runs' answers (BM25 and vector on LoCoMo, answers by SmolLM2) with a scripted judge."""
 
 from __future__ import annotations

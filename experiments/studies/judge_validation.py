@@ -1,6 +1,6 @@
 """The LLM judges validated on answer pairs whose right verdict is known from the data (issue 35, item 5).
 
-``python -m analysis.judge_validation dataset_folder=<processed LoCoMo or TechQA folder> [key=value ...]``
+``python -m experiments.studies.judge_validation dataset_folder=<processed LoCoMo or TechQA folder> [key=value ...]``
 (settings: ``conf/judge_validation.yaml``). The pairs are :func:`analysis.judge_pairs.build_pairs` over the dataset's
 questions with a gold answer: the gold answer against another question's gold answer, a copy with one number, date
 or name changed, and a truncation. They are split dev/test by group (the scope, or where one scope holds the whole
@@ -21,7 +21,7 @@ pairs: the gold answer against the question's gold passages (its relevant docs' 
 most ``context_docs``) is labelled supported; the other answer against the same passages is labelled unsupported
 (another question's answer, a changed number, date or name). Truncations are left out (a true fragment is neither).
 Per (judge, label side and perturbation) and over all items: judged, accuracy with a Wilson interval; over all
-items also Cohen's kappa (``analysis.judge_agreement.agreement_scores``).
+items also Cohen's kappa (``experiments.studies.judge_agreement.agreement_scores``).
 
 Writes judge_validation.json (rows, pair counts), judge_validation.md, judgments.jsonl (every call) and
 manifest.json to ``out_dir``.
@@ -41,10 +41,10 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from analysis.formatting import fmt, fmt_p, markdown_table
-from analysis.judge_agreement import agreement_scores
+from experiments.studies.judge_agreement import agreement_scores
 from analysis.judge_pairs import build_pairs
 from analysis.stats import proportion_cells, sign_test
-from analysis.studies import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, study_llm, write_manifest
 from lethe.core.paths import project_path
 from lethe.core.arguments import check_arguments
 from lethe.stages.generation import HallucinationJudge
@@ -132,7 +132,7 @@ def hallucination_items(ds: Dataset, pairs: pd.DataFrame, context_docs: int) -> 
 def hallucination_rows(model: str, items: Sequence[Mapping[str, Any]], preds: Sequence[str | None],
                        confidence: float = 0.95) -> list[dict[str, Any]]:
     """Per item group (gold, each perturbation) and over all items: the hallucination judge against the labels
-    (``analysis.judge_agreement.agreement_scores``)."""
+    (``experiments.studies.judge_agreement.agreement_scores``)."""
     groups: dict[str, list[int]] = {}
     for i, it in enumerate(items):
         groups.setdefault(str(it["perturbation"]), []).append(i)
@@ -238,9 +238,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     return doc
 
 
-@hydra.main(config_path="../conf", config_name="judge_validation", version_base="1.3")
+@hydra.main(config_path="../../conf", config_name="judge_validation", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    study(cfg, command_line("analysis.judge_validation"))
+    study(cfg, command_line("experiments.studies.judge_validation"))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ order. Rules:
   (the backend's ``timings_ms["total"]``, no loading; for cache hits the original call's time) and
   ``cached`` (response-cache hits).
 
-CLI: ``python -m analysis.judge_agreement llms=[qwen_coder_0_5b,qwen_coder_1_5b]`` (settings:
+CLI: ``python -m experiments.studies.judge_agreement llms=[qwen_coder_0_5b,qwen_coder_1_5b]`` (settings:
 ``conf/judge_agreement.yaml``; :func:`study` does the work from a composed config) builds each
 ``conf/llm/<name>.yaml`` backend with ``lethe.llm.backends.make_llm`` (under ``cache_dir``, with
 ``n_threads``), runs the judge on the items and writes ``judge_agreement.{md,json}`` and
@@ -57,7 +57,7 @@ import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
-from analysis.studies import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
 from lethe.core.arguments import check_arguments
@@ -193,7 +193,7 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
               "the scores). Accuracy and Cohen's kappa over judged items; kappa = 0 for a judge that always "
               "gives the same answer. Verdict acc.: the yes/no word alone, before the threshold on p(supported). AUC: p(supported) from the first token's logprob ranked against the gold "
               "label. ms/judgment: llama.cpp's own time per call (model loading excluded; cached = "
-              "original time). Wall s: the whole run including model loading. Rules: analysis/judge_agreement.py."]
+              "original time). Wall s: the whole run including model loading. Rules: experiments/studies/judge_agreement.py."]
     return "\n".join(lines) + "\n"
 
 
@@ -264,9 +264,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     return doc
 
 
-@hydra.main(config_path="../conf", config_name="judge_agreement", version_base="1.3")
+@hydra.main(config_path="../../conf", config_name="judge_agreement", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    study(cfg, command_line("analysis.judge_agreement"))
+    study(cfg, command_line("experiments.studies.judge_agreement"))
 
 
 if __name__ == "__main__":  # pragma: no cover

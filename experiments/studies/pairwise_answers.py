@@ -1,6 +1,6 @@
 """Pairwise LLM judgments of the answers two runs wrote for the same questions (seed 003), and of hand-labelled pairs.
 
-``python -m analysis.pairwise_answers`` (settings: conf/pairwise_answers.yaml). For each pair ``[name, a, b]`` of
+``python -m experiments.studies.pairwise_answers`` (settings: conf/pairwise_answers.yaml). For each pair ``[name, a, b]`` of
 ``pairs`` (``a`` and ``b`` name entries of ``run_folders``, results folders of runs made with answers on), the
 questions both runs answered (answer status ok on both sides, abstentions included) are judged by each judge model
 of ``judges`` with ``lethe.stages.pairwise_judge.PairwiseJudge`` (both orders; a criterion's winner counts only when
@@ -32,7 +32,7 @@ from omegaconf import DictConfig
 
 from analysis.formatting import fmt_p, markdown_table
 from analysis.stats import proportion_cells, sign_test
-from analysis.studies import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, study_llm, write_manifest
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
 from lethe.core.arguments import check_arguments
@@ -226,13 +226,13 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
               "name the same answer, otherwise it is a tie; a failed call or unparsed reply leaves it unjudged (never "
               "guessed). Sign test: the two-sided exact binomial p of B's wins against A's, ties left out (uncorrected). "
               "Win rates are shares of the judged pairs with Wilson intervals. Position bias: the share of all "
-              "parsed verdicts that named the answer shown first (0.5 = none). Rules: analysis/pairwise_answers.py."]
+              "parsed verdicts that named the answer shown first (0.5 = none). Rules: experiments/studies/pairwise_answers.py."]
     return "\n".join(lines) + "\n"
 
 
-@hydra.main(config_path="../conf", config_name="pairwise_answers", version_base="1.3")
+@hydra.main(config_path="../../conf", config_name="pairwise_answers", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    study(cfg, command_line("analysis.pairwise_answers"))
+    study(cfg, command_line("experiments.studies.pairwise_answers"))
 
 
 if __name__ == "__main__":  # pragma: no cover
