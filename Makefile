@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models llm-models fusion-models reproduce reproduce-all ablations iteration4 llm seeds seed003 judges expected report test bench summary clean-results
+.PHONY: install data models llm-models fusion-models reproduce reproduce-all ablations regimes iteration4 llm seeds seed003 judges expected report test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,7 +57,7 @@ fusion-models: data
 # The reproduction contract (conf/reference/<tier>.yaml, results/expected/<tier>.yaml): run the tier's
 # declared runs that are not done (prerequisites first), write the report from exactly the declared
 # runs, print the verification table (OK / OKish / FAIL / MISSING) and fail on FAIL or MISSING.
-# TIER: core (default) | ablations | label_free | llm | seeds | seed003 | judges | all (= core, ablations, label_free, llm, seeds, seed003, judges) | smoke. Extra settings go in
+# TIER: core (default) | ablations | regimes | label_free | llm | seeds | seed003 | judges | all (= core, ablations, regimes, label_free, llm, seeds, seed003, judges) | smoke. Extra settings go in
 # REPRODUCE_ARGS: reproduce's own keys or any run override, e.g. REPRODUCE_ARGS=action=verify or
 # REPRODUCE_ARGS='run.progress=false data.root=/data' (run overrides are passed on to every declared run).
 TIER ?= core
@@ -70,6 +70,9 @@ reproduce-all:
 
 ablations:
 	$(MAKE) reproduce TIER=ablations
+
+regimes:
+	$(MAKE) reproduce TIER=regimes
 
 iteration4 llm:
 	$(MAKE) reproduce TIER=llm

@@ -25,7 +25,7 @@ from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
 
-REFERENCE_TIERS = ("core", "ablations", "label_free", "llm", "seeds", "seed003", "judges")   # tier=all, in this order
+REFERENCE_TIERS = ("core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges")   # tier=all, in this order
 NOT_TIERS = ("tolerances", "seed_claims")   # the other files of conf/reference/: tolerance classes, the seed studies' claims
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides", "replay"}
 TIER_KEYS = {"description", "report", "overrides", "difficulty", "runs", "studies"}
@@ -188,7 +188,7 @@ def tier_names(tier: str) -> list[str]:
 
 
 def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
-    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, label_free, llm, seeds, seed003, judges)."""
+    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, regimes, label_free, llm, seeds, seed003, judges)."""
     names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]

@@ -15,7 +15,7 @@ from tests.conftest import DATA_ROOT
 def test_top_config_lists_every_section():
     cfg = load_config([], config_name="bench")
     assert tuple(cfg.sections) == SECTIONS and cfg.reps == 3 and cfg.out_dir == "results/bench"
-    assert list(cfg.tiers) == ["core", "ablations", "label_free", "llm", "seeds", "seed003", "judges"] and list(cfg.run_overrides) == []
+    assert list(cfg.tiers) == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"] and list(cfg.run_overrides) == []
 
 
 def test_an_unknown_section_is_refused(tmp_path):
