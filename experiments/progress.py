@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from lethe.core.overrides import override_keys
+from lethe.core.overrides import override_key, override_keys
 
 
 MIN_SPEED_JOBS = 3   # finished jobs with an estimate before the ETA scales estimates by this machine's speed
@@ -102,7 +102,7 @@ def sweep_size(task_overrides: Sequence[str], sweeper_params: dict[str, Any] | N
     n, swept = 1, []
     for o in parser.parse_overrides(list(by_key.values())):
         if o.is_sweep_override():
-            key = override_keys([o.input_line])[0]
+            key = override_key(o)
             if isinstance(o.value(), Glob):
                 options = sorted(p.stem for p in (CONF_DIR / key.split("@", 1)[0]).glob("*.yaml"))
                 n *= len(o.value().filter(options))

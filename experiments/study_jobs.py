@@ -168,10 +168,12 @@ def _finished_studies(report: str, cfg: DictConfig) -> Iterator[tuple[Study, Stu
 
 def study_tables(report: str, cfg: DictConfig) -> dict[str, str]:
     """The Markdown table of every finished study of the report group ``report`` (its first .md file), by name."""
-    return {st.name: folder.table for st, folder in _finished_studies(report, cfg) if folder.table is not None}
+    tables = {st.name: folder.table for st, folder in _finished_studies(report, cfg)}
+    return {name: text for name, text in tables.items() if text is not None}
 
 
 def study_docs(report: str, cfg: DictConfig) -> dict[str, dict]:
     """The JSON document of every finished study of the report group ``report`` (its first .json file other than
     the manifest), by name: what the claims table reads (analysis/claims.py)."""
-    return {st.name: folder.document for st, folder in _finished_studies(report, cfg) if folder.document is not None}
+    docs = {st.name: folder.document for st, folder in _finished_studies(report, cfg)}
+    return {name: doc for name, doc in docs.items() if doc is not None}

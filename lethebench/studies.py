@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lethebench.runs import DONE
+
 MANIFEST = "manifest.json"
-DONE = "DONE"
 
 
 class StudyFolder:

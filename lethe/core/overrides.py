@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
+
+
+def override_key(override: Any) -> str:
+    """The key one parsed override (Hydra's ``Override``) sets, as :func:`override_keys` spells it."""
+    return override.key_or_group if override.package is None else f"{override.key_or_group}@{override.package}"
 
 
 def override_keys(overrides: Sequence[str]) -> list[str]:
@@ -12,5 +17,4 @@ def override_keys(overrides: Sequence[str]) -> list[str]:
     check their command line first: ``lethe.core.arguments``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    return [o.key_or_group if o.package is None else f"{o.key_or_group}@{o.package}"
-            for o in OverridesParser.create().parse_overrides(list(overrides))]
+    return [override_key(o) for o in OverridesParser.create().parse_overrides(list(overrides))]
