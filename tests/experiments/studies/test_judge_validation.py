@@ -10,7 +10,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from analysis import judge_validation as JV
+from experiments.studies import judge_validation as JV
 from lethe.core.paths import CONF_DIR
 from lethe.stages.pairwise_judge import CRITERIA, OrderVerdict, PairJudgment
 from lethebench.runs import RunFolder

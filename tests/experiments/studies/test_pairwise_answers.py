@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import pytest
 from omegaconf import OmegaConf
 
-from analysis import pairwise_answers as P
+from experiments.studies import pairwise_answers as P
 from analysis.stats import proportion_ci
 from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.base import Decoding, Message
