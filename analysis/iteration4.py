@@ -1,6 +1,6 @@
 """Iteration 4 in numbers: the LLM stages' own table, the budget curve and the model-choice frontier.
 
-All of it is read from results folders (per-query flags and timings written by ``lethe.stages.iteration4``):
+All of it is read from results folders (per-query flags and timings written by iteration 4's stages, ``lethe.stages.llm_rerank``, ``lethe.stages.contradiction.stage`` and ``lethe.stages.answering``):
 
 - :func:`iteration4_table`: one row per (dataset, ``lethe_iter4*`` run): queries, nDCG@10 of the run
   and of ``lethe_iter3`` **on the same queries**, the rerank stage's share judged and latency (P50,

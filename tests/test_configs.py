@@ -184,3 +184,96 @@ def test_every_top_config_composes_documents_its_keys_and_keeps_the_cwd(name):
 def test_the_study_configs_compose_with_their_required_keys():
     assert list(load_config(["llms=[smollm2]"], config_name="judge_agreement").llms) == ["smollm2"]
     assert load_config([], config_name="contradiction_detection").dataset_folder is None
+
+
+# ------------------------------------------------------------------ every config key is read by code
+_SOURCES = [p for d in ("lethe", "baselines", "experiments") for p in (PROJECT_ROOT / d).rglob("*.py")]
+
+
+def _attribute_reads() -> set[str]:
+    """Every name read anywhere in the project's code (tests aside) as an attribute (``x.name``) or a key
+    (``x["name"]``, ``x.get("name")``)."""
+    import ast
+
+    out: set[str] = set()
+    for path in _SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                out.add(node.attr)
+            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                out.add(str(node.slice.value))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                  and node.args and isinstance(node.args[0], ast.Constant)):
+                out.add(str(node.args[0].value))
+    return out
+
+
+def _target_sections(node: Any, key: str = "method") -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    if isinstance(node, dict):
+        if "_target_" in node:
+            out.append((key, node))
+        for k, v in node.items():
+            out += _target_sections(v, f"{key}.{k}")
+    return out
+
+
+def _unread_parameters(target: str, keys: list[str], attribute_reads: set[str]) -> list[str]:
+    """The keys of a ``_target_`` section no code reads: for a dataclass, a field no attribute access anywhere
+    reads; for a class or function, a parameter its own body never uses."""
+    import ast
+    import dataclasses
+    import inspect
+    import textwrap
+
+    from hydra.utils import get_object
+
+    obj = get_object(target)
+    if dataclasses.is_dataclass(obj):
+        return [k for k in keys if k not in attribute_reads]
+    fn = obj.__init__ if inspect.isclass(obj) else obj
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    body = tree.body[0].body   # the function's statements: its signature's defaults are not a use
+    used = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return [k for k in keys if k not in used]
+
+
+class _DeadKey:
+    def __init__(self, used: int, unused: int):
+        self.used = used
+
+
+def test_an_unread_parameter_is_found():
+    assert _unread_parameters(f"{__name__}._DeadKey", ["used", "unused"], set()) == ["unused"]
+
+
+def test_every_config_key_of_every_method_is_read_by_code():
+    """A key that is accepted but read by nothing (as iteration 4's `llm_rerank.cache` was: the stage overwrote
+    `llm_rerank.llm.cache` with it, so the nested key was a dead switch) makes a config say what the run did not
+    do. Every key of every `_target_` section of every method config and ablation is a parameter its code uses."""
+    reads = _attribute_reads()
+    dead: list[str] = []
+    for overrides in ([f"method={m}"] for m in METHODS):
+        for ov in (overrides, *([*overrides, f"+ablation={a}"] for m, a in PAIRS if f"method={m}" == overrides[0])):
+            method = to_dict(load_config([*ov, "llm=smollm2"]).method)
+            for key, section in _target_sections({k: v for k, v in method.items() if k not in ("name", "variant")}):
+                keys = [k for k in section if not k.startswith("_")]
+                dead += [f"{key}.{k} ({section['_target_']})"
+                         for k in _unread_parameters(str(section["_target_"]), keys, reads)]
+    assert sorted(set(dead)) == []
+
+
+def test_the_rerank_stage_hands_its_llm_section_to_the_backend_as_written(monkeypatch):
+    """`llm_rerank.llm.cache` is live: the backend gets the section as the YAML writes it (it was overwritten)."""
+    import lethe.llm.backends as backends
+    from lethe.llm.pool import LLMPool
+    from tests.support.fake_llm import FakeLLM
+    from tests.support.method_yaml import build_stage
+
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr(backends, "make_llm", lambda cfg, cache_dir=None: seen.append(dict(cfg)) or FakeLLM(0.0))
+    for cache in (False, True):
+        stage = build_stage("llm_rerank", "lethe_iter4", llm={"kind": "fake", "name": "fake", "cache": cache},
+                            max_passage_tokens=None)
+        stage.bind_llms(LLMPool(None))
+        assert seen[-1] == {"kind": "fake", "name": "fake", "cache": cache}

@@ -16,11 +16,13 @@ and an ablation is an override):
    predicted per query from features instead of taken from the plan;
 6. entity diversification (iteration 1, ``diversify``, Eq. 4) over the top ``pool`` candidates;
    the rest follow in fused order;
-7. iteration 4 (``llm_rerank``, ``contradiction``, ``generation``; ``lethe.stages.iteration4``): budgeted
-   LLM reranking of the top candidates, demotion of contradicted (stale) docs, and answer
-   generation with a hallucination judge on a seeded sample of queries;
-8. ``extra_stages``: further ranking stages (``lethe.stages.ranking_stage.RankingStage``), applied in
-   order to the final ranking; a new stage is its own module plus a ``_target_`` entry in a method YAML.
+7. ranking stages (``lethe.stages.ranking_stage.RankingStage``), applied in order to the ranking: iteration
+   4's ``llm_rerank`` (budgeted LLM reranking of the top candidates, ``lethe.stages.llm_rerank``),
+   ``contradiction`` (demotion of contradicted, stale docs, ``lethe.stages.contradiction.stage``) and
+   ``generation`` (answers with a hallucination judge on a seeded sample of queries, after the timed search,
+   ``lethe.stages.answering.GenerationStage``), then ``extra_stages``; a new stage is its own module plus a
+   ``_target_`` entry in a method YAML. The pipeline ranks as deep as the deepest stage reads
+   (``ReadsCandidates``) and cuts to the run's ``k`` after the last one.
 
 Every stage is an object built by Hydra from its ``_target_`` section of the method YAML
 (``conf/method/lethe_iter1.yaml`` holds every value; no stage has defaults in code); the pipeline
@@ -51,10 +53,10 @@ from lethe.retrieval.ranking import top_indices
 from lethe.stages.boost import MetadataBoost, QuerySignals, query_signals
 from lethe.stages.candidates import BM25Params, Prepared, SubCandidates
 from lethe.stages.diversify import EntityDiversifier
-from lethe.stages.iteration4 import ContradictionConfig, GenerationConfig, Iteration4, RerankConfig
+from lethe.llm.pool import LLMPool
 from lethe.stages.learned_fusion import FusionModel, LearnedFusionConfig
 from lethe.stages.planning import Planner, as_dict, plan_inputs
-from lethe.stages.ranking_stage import IndexAware, RankingStage, ReadsCandidates
+from lethe.stages.ranking_stage import IndexAware, RankingStage, ReadsCandidates, UsesLLMs
 from lethe.stages.understanding.base import TimesLLMCalls
 from lethe.stages.understanding.stage import QueryUnderstanding
 from lethe.text.analyzer import analyze
@@ -76,11 +78,12 @@ class LethePipeline:
     def __init__(self, embedder: Mapping[str, Any] | Embedder, *, depth: int, bm25: BM25Params,
                  planning: Planner, boost: MetadataBoost, diversify: EntityDiversifier,
                  query_understanding: QueryUnderstanding, learned_fusion: LearnedFusionConfig,
-                 llm_rerank: RerankConfig | None, contradiction: ContradictionConfig | None,
-                 generation: GenerationConfig | None, extra_stages: Mapping[str, RankingStage],
+                 llm_rerank: RankingStage | None, contradiction: RankingStage | None,
+                 generation: RankingStage | None, extra_stages: Mapping[str, RankingStage | None],
                  name: str = "lethe", cache_dir: str | Path | None = None, progress: bool = True):
-        """``depth``: candidates per list and sub-query; the stages as built from the method YAML;
-        ``cache_dir``/``progress``: given by the runner."""
+        """``depth``: candidates per list and sub-query; the stages as built from the method YAML (None: off);
+        ``llm_rerank``, ``contradiction``, ``generation`` and then ``extra_stages`` are the ranking stages, in
+        this order; ``cache_dir``/``progress``: given by the runner."""
         self.name, self.depth = name, int(depth)
         self.bm25_params: BM25Params = _stage(bm25, BM25Params, "bm25")
         self.planner: Planner = _stage(planning, Planner, "planning")
@@ -88,15 +91,19 @@ class LethePipeline:
         self.diversifier: EntityDiversifier = _stage(diversify, EntityDiversifier, "diversify")
         self.understanding: QueryUnderstanding = _stage(query_understanding, QueryUnderstanding, "query_understanding")
         self.learned_fusion: LearnedFusionConfig = _stage(learned_fusion, LearnedFusionConfig, "learned_fusion")
-        self.extra_stages: dict[str, RankingStage] = {}
-        for key, st in (extra_stages or {}).items():
-            if st is not None:  # null switches a stage off
-                self.extra_stages[key] = _stage(st, RankingStage, f"extra_stages.{key}")
+        named = {"llm_rerank": llm_rerank, "contradiction": contradiction, "generation": generation,
+                 **{f"extra_stages.{k}": v for k, v in (extra_stages or {}).items()}}
+        # the ranking stages by config key, in order; null switches a stage off
+        self.stages: dict[str, RankingStage] = {k: _stage(st, RankingStage, k) for k, st in named.items()
+                                                if st is not None}
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.qu = self.understanding.build_backend(cache_dir)
         self.embedder = make_embedder(embedder, cache_dir, progress)
         self.fusion_model: FusionModel | None = None   # learned fusion: loaded by bind_dataset (one per dataset build and query pool)
-        self.it4 = Iteration4(llm_rerank, contradiction, generation, cache_dir)
+        self.llms = LLMPool(cache_dir)   # the stages' LLM backends, one per distinct config
+        for st in self.stages.values():
+            if isinstance(st, UsesLLMs):
+                st.bind_llms(self.llms)
         self._terms: dict[str, list[str]] = {}
         self._vecs: dict[str, np.ndarray] = {}
         self._collection_df: dict[str, int] | None = None
@@ -138,8 +145,8 @@ class LethePipeline:
                "embedder": self.embedder.stats()}
         if self.fusion_model is not None:
             out["fusion_model"] = self.fusion_model.card
-        out["iteration4"] = self.it4.describe()
-        out["extra_stages"] = {k: st.describe() for k, st in self.extra_stages.items()}
+        out["stages"] = {k: st.describe() for k, st in self.stages.items()}
+        out["llms"] = [llm.describe() for llm in self.llms.backends()]
         return out
 
     def set_collection(self, docs: Sequence[Doc]) -> None:
@@ -182,8 +189,7 @@ class LethePipeline:
         self.texts_lower = [d.text.lower() for d in self.docs]
         self.kinds = [d.kind for d in self.docs]
         self.docs_by_id = {d.doc_id: d for d in self.docs}
-        self.it4.on_index(self.docs)
-        for st in self.extra_stages.values():
+        for st in self.stages.values():
             if isinstance(st, IndexAware):
                 st.on_index(self.docs)
 
@@ -274,8 +280,7 @@ class LethePipeline:
                 lam = pred["lam"]
             flags["fusion_fold"] = pred["fold"]
             timings["features"] = (time.perf_counter() - t0) * 1e3
-        stages = [st for st in (self.it4, *self.extra_stages.values()) if isinstance(st, ReadsCandidates)]
-        depth = max([k, *(st.candidate_depth() for st in stages)])   # a stage reads its own depth, whatever k is
+        depth = max([k, *(st.candidate_depth() for st in self.stages.values() if isinstance(st, ReadsCandidates))])
         ranking, t = self.rank(p, alpha, lam, depth)
         timings.update(t)
         if p.understanding is not None:
@@ -287,28 +292,24 @@ class LethePipeline:
                 record_llm_failures(flags, *count_fallback_causes(causes))
         flags.update({"alpha": round(float(alpha), 4), "lambda": round(float(lam), 4),
                       "candidates": int(sum(len(c.idx) for c in p.subs))})
-        if self.it4.active:
-            ranking = self.it4.apply(query, ranking, self.docs_by_id, timings, flags)
-        for st in self.extra_stages.values():
+        for st in self.stages.values():
             ranking = st.apply(query, ranking, self.docs_by_id, timings, flags)
         return SearchResult(ranking[:k], timings, flags)
 
     def set_queries(self, query_ids: Sequence[str]) -> None:
         """Runner hook: the run's query ids (iteration 4 draws its generation sample from them)."""
-        self.it4.set_queries(query_ids)
-        for st in self.extra_stages.values():
+        for st in self.stages.values():
             if isinstance(st, UsesQuerySet):
                 st.set_queries(query_ids)
 
     def annotate(self, query: Query, result: SearchResult) -> None:
         """Runner hook, outside the timed search: answer generation and judging (iteration 4)."""
-        self.it4.annotate(query, result, self.docs_by_id)
-        for st in self.extra_stages.values():
+        for st in self.stages.values():
             if isinstance(st, Annotates):
                 st.annotate(query, result)
 
     def close(self) -> None:
         self.embedder.flush()
-        self.it4.close()
-        for st in self.extra_stages.values():
+        for st in self.stages.values():
             st.close()
+        self.llms.close()

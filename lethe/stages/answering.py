@@ -1,7 +1,9 @@
 """Answers for a seeded sample of a run's queries, from the top passages of a ranking, optionally judged.
 
 One implementation for every method: the runner's ``answers`` section (any method, conf/answers/default.yaml)
-and Lethe iteration 4's ``generation`` stage both build an :class:`AnswerStage`.
+and Lethe iteration 4's ``generation`` stage (:class:`GenerationStage`, a ranking stage of the pipeline) both
+build an :class:`AnswerStage`. Either runs after the timed search (``annotate``): a query's ``latency_ms`` is
+retrieval, and ``generation`` and ``judge`` are timed as their own stages.
 
 - **Sample** (:func:`sample_queries`): the run's query ids, sorted and de-duplicated; ``sample`` of them
   drawn without replacement by ``numpy.random.default_rng(seed).choice`` (null or >= the count: all).
@@ -27,11 +29,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from lethe.core.protocol import SearchResult, record_llm_failures
+from lethe.core.protocol import Doc, Query, SearchResult, record_llm_failures
 from lethe.llm.base import LLMBackend
+from lethe.llm.pool import LLMPool
 from lethe.stages.generation import AnswerGenerator, HallucinationJudge
 
-__all__ = ["AnswerStage", "answer_stage_from_config", "sample_queries"]
+__all__ = ["AnswerStage", "GenerationStage", "answer_stage_from_config", "sample_queries"]
 
 JUDGE_KEYS = ("enabled", "llm", "options")
 DEDUP_SCAN = 4   # with dedup, at most this many times context_docs docs of the ranking are looked at
@@ -136,3 +139,56 @@ def answer_stage_from_config(cfg: Mapping[str, Any], llm_for: Callable[[Mapping[
                                    **dict(judge_cfg.get("options") or {}))
     return AnswerStage(generator, judge, context_docs=int(cfg["context_docs"]), sample=cfg.get("sample"),
                        seed=int(cfg.get("seed", 0)), dedup_threshold=cfg.get("dedup_threshold"))
+
+
+class GenerationStage:
+    """Lethe iteration 4's ``generation`` section as a ranking stage: it leaves the ranking as it is and answers
+    (and judges) the sampled queries in ``annotate``; with ``UsesLLMs``, ``UsesQuerySet``, ``IndexAware`` and
+    ``Annotates`` (``lethe.stages.ranking_stage``, ``lethe.core.protocol``)."""
+
+    SECTION = "method.generation"
+
+    def __init__(self, *, enabled: bool, sample: int | None, seed: int, context_docs: int,
+                 options: Mapping[str, Any], llm: Mapping[str, Any] | None, judge: Mapping[str, Any]):
+        """A seeded ``sample`` of the run's queries (None = all) answered from the top ``context_docs`` docs;
+        ``options`` go to AnswerGenerator, ``llm`` is its model config; ``judge`` = {enabled, llm, options} for
+        HallucinationJudge."""
+        self.enabled = bool(enabled)
+        self.cfg = {"sample": sample, "seed": int(seed), "context_docs": int(context_docs),
+                    "options": dict(options or {}), "llm": llm, "judge": dict(judge or {})}
+        self.answering: AnswerStage | None = None   # built by bind_llms
+        self._text: dict[str, str] = {}
+
+    def bind_llms(self, llms: LLMPool) -> None:
+        """Build the generator and judge on the pool's backends (nothing when the stage is off)."""
+        if self.enabled:
+            self.answering = answer_stage_from_config(
+                self.cfg, lambda cfg, part: llms.get(cfg, f"{self.SECTION}{'.' + part if part else ''}.llm"),
+                self.SECTION)
+
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        if self.answering is not None:
+            self.answering.set_queries(query_ids)
+
+    def on_index(self, docs: Sequence[Doc]) -> None:
+        self._text = {d.doc_id: d.text for d in docs}
+
+    def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
+              timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:
+        return ranking
+
+    def annotate(self, query: Query, result: SearchResult) -> None:
+        if self.answering is not None and self.answering.wants(query.query_id):
+            self.answering.annotate(query.text, result, self._text.__getitem__)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"enabled": self.enabled, **self.cfg}
+        if self.answering is not None:
+            stage = self.answering.describe()
+            out["generator"] = stage["generator"]
+            if stage["judge_model"] is not None:
+                out["judge_model"] = stage["judge_model"]
+        return out
+
+    def close(self) -> None:
+        """The backends belong to the pipeline's pool, which closes them."""

@@ -1,15 +1,21 @@
-"""What a ranking stage of the Lethe pipeline implements (``method.extra_stages`` in a method YAML).
+"""What a ranking stage of the Lethe pipeline implements.
 
 A stage takes the pipeline's ranking of one query and returns a new one; it may add per-stage timings
-(ms) and per-query flags. Optional abilities are the Protocols below and those of
+(ms) and per-query flags. Iteration 4's ``llm_rerank`` (``lethe.stages.llm_rerank``), ``contradiction``
+(``lethe.stages.contradiction.stage``) and ``generation`` (``lethe.stages.answering.GenerationStage``) are
+stages like any other, and ``method.extra_stages`` in a method YAML adds more; each is a ``_target_`` section
+Hydra builds, applied in that order. Optional abilities are the Protocols below and those of
 ``lethe.core.protocol`` (``UsesQuerySet``, ``Annotates``); the pipeline checks each with isinstance.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from lethe.core.protocol import Doc, Query
+
+if TYPE_CHECKING:
+    from lethe.llm.pool import LLMPool
 
 
 @runtime_checkable
@@ -37,3 +43,11 @@ class ReadsCandidates(Protocol):
         """How many of the incoming ranking's top documents the stage reads (its reranking or checking depth; 0 for
         none). The pipeline ranks at least this deep and cuts to the run's ``k`` after its last stage, so a stage
         judges its own depth whatever ``run.k`` is."""
+
+
+@runtime_checkable
+class UsesLLMs(Protocol):
+    def bind_llms(self, llms: "LLMPool") -> None:
+        """Called once when the pipeline is built, with its pool of LLM backends (one backend per distinct LLM
+        config, shared by every stage that names it; the pipeline closes them): the stage builds what calls a
+        model here."""

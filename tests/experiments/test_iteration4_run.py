@@ -46,7 +46,8 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
             assert row.answer_f1 == score_answer(row.answer, gold, None)["f1"]  # not LoCoMo: plain token F1
     if a["judged"]:
         assert 0.0 <= a["hallucination_rate"] <= 1.0
-    man = json.loads((folder / "manifest.json").read_text())["method"]["iteration4"]
+    man = json.loads((folder / "manifest.json").read_text())["method"]["stages"]
+    assert list(man) == ["llm_rerank", "contradiction", "generation"]   # the three stages, in the order applied
     assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
     judge = man["generation"]["judge_model"]
     assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)

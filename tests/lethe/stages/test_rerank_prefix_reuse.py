@@ -91,23 +91,25 @@ def test_cost_characters_follow_the_prefix_the_backend_reuses():
 
 
 def test_iteration4_yaml_turns_prefix_reuse_and_the_token_cut_on(tmp_path):
-    from lethe.stages.iteration4 import Iteration4
+    from lethe.llm.pool import LLMPool
 
     yaml = build_stage("llm_rerank", "lethe_iter4")
-    assert yaml.max_passage_tokens == 96 and yaml.llm["reuse_prompt_cache"] is True
+    assert yaml.describe()["max_passage_tokens"] == 96 and yaml.llm_cfg["reuse_prompt_cache"] is True
+    assert yaml.llm_cfg["cache"] is False   # the YAML's reranker runs without the response cache
     # The YAML's reranker is Qwen 0.5B, which CI does not install; the same section on SmolLM2.
     small = OmegaConf.to_container(OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / "smollm2.yaml"))
-    cfg = build_stage("llm_rerank", "lethe_iter4",
-                      llm={**small, "reuse_prompt_cache": yaml.llm["reuse_prompt_cache"], "cache": False})
-    it4 = Iteration4(cfg, None, None, cache_dir=tmp_path)
+    stage = build_stage("llm_rerank", "lethe_iter4",
+                        llm={**small, "reuse_prompt_cache": yaml.llm_cfg["reuse_prompt_cache"], "cache": False})
+    llms = LLMPool(tmp_path)
     try:
-        assert it4.reranker.prefix_reuse and it4.reranker.max_passage_tokens == 96
-        assert it4.reranker.llm.reuse_prompt_cache is True
-        d = it4.describe()
-        assert d["llm_rerank"]["max_passage_tokens"] == 96 and d["llm_rerank"]["reranker"]["prefix_reuse"] is True
-        assert d["llms"][0]["reuse_prompt_cache"] is True
+        stage.bind_llms(llms)
+        assert stage.reranker.prefix_reuse and stage.reranker.max_passage_tokens == 96
+        assert stage.reranker.llm.reuse_prompt_cache is True
+        d = stage.describe()
+        assert d["max_passage_tokens"] == 96 and d["reranker"]["prefix_reuse"] is True
+        assert llms.backends()[0].describe()["reuse_prompt_cache"] is True
     finally:
-        it4.close()
+        llms.close()
 
 
 def test_prefix_reusing_reranker_scores_like_a_fresh_one_on_real_passages(tmp_path, cases):
