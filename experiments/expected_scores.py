@@ -22,6 +22,7 @@ from experiments.study_jobs import study_done, study_folder
 from lethe.core.atomic import atomic_write_text
 from lethe.core.paths import project_path
 from lethebench.runs import RunFolder
+from lethebench.studies import StudyFolder
 
 
 def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write: bool = True) -> tuple[bool, str]:
@@ -89,7 +90,7 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         folder = study_folder(st, cfg)
         entries[st.key] = {"class": tol.klass, "tolerance": tol.value,
                            "metrics": E.measure_study(folder, st.row_key, st.metrics),
-                           "seconds": float((folder / "seconds.txt").read_text())}
+                           "seconds": StudyFolder(folder).seconds}
     dirty = [r.key for r in runs if r.key not in kept and E.provenance(r.folder)["dirty"]]
     if dirty:
         print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)

@@ -10,7 +10,7 @@ reads, machine-independent, as MTEB keeps its results repository::
     <store_dir>/index.json                      # tier -> declared key -> config hash, folder, dataset folder
     <store_dir>/<tier>/<dataset>/<label>/       # per declared run: manifest.json, metrics.json,
                                                 #   per_query.parquet (with the label metrics), labels.json
-    <store_dir>/<tier>/studies/<name>/          # per study: its Markdown, JSON, command.txt and DONE
+    <store_dir>/<tier>/studies/<name>/          # per study: its Markdown and JSON (manifest included), DONE
     <store_dir>/datasets/<dataset>/<build key>/ # queries.parquet (no text; with gold_group), card.json,
                                                 #   contradictions.parquet
 
@@ -160,7 +160,8 @@ def write_reach(folder: Path, per_query: pd.DataFrame) -> bool:
 
 
 def write_study(folder: Path, dest: Path, roots: Sequence[tuple[str, str]]) -> None:
-    """A finished study's published files (Markdown, JSON, command line), made portable."""
+    """A finished study's published files (Markdown, JSON with the manifest and its command line; an older folder's
+    ``command.txt``), made portable."""
     with atomic_dir(dest) as tmp:
         for f in [*sorted(folder.glob("*.md")), *sorted(folder.glob("*.json")), folder / "command.txt"]:
             if f.is_file():

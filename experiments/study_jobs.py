@@ -7,7 +7,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -19,7 +18,6 @@ from experiments.datasets import dataset_build_key
 from experiments.prerequisites import Step, data_step
 from experiments.reference import Study, load_tier, processed_folder, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, tier_overrides
-from lethe.core.atomic import atomic_dir
 from lethe.core.paths import project_path
 from lethebench.studies import MANIFEST, StudyFolder
 
@@ -53,13 +51,12 @@ def study_data_steps(studies: Sequence[Study], cfg: DictConfig, seen: set[str]) 
     return [step for st in studies if st.dataset for step in data_step(*study_dataset(st, cfg), seen)]
 
 
-def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) -> list[str]:
+def study_command(study: Study, cfg: DictConfig) -> list[str]:
     """The study's command line: its declared overrides of its own top config, then its output folder
-    (default: :func:`study_folder`), the run config's cache dir and (if named) processed dataset folder."""
+    (:func:`study_folder`), the run config's cache dir and (if named) processed dataset folder."""
     extra = [*tier_overrides(study.tier, cfg), *base_overrides(cfg)]
     run_cfg = load_config(extra)
-    out = study_folder(study, cfg) if out_dir is None else out_dir
-    cmd = [sys.executable, "-m", study.module, *study.overrides, f"out_dir={_override_value(out)}",
+    cmd = [sys.executable, "-m", study.module, *study.overrides, f"out_dir={_override_value(study_folder(study, cfg))}",
            f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}"]
     if study.dataset:
         cmd.append(f"dataset_folder={_override_value(study_dataset(study, cfg)[1])}")
@@ -71,20 +68,13 @@ def study_command(study: Study, cfg: DictConfig, out_dir: Path | None = None) ->
 
 
 def run_study(study: Study, cfg: DictConfig) -> Path:
-    """Run a study into a temporary folder renamed into place with ``DONE`` (a crash leaves nothing).
-    The temporary folder's path, wherever the study wrote it (its manifest, tables), becomes the final one."""
-
+    """Run a study as its own process; it writes its folder whole (lethebench.studies.StudyFolder.write: a crash
+    leaves nothing) under the study's lock."""
     final = study_folder(study, cfg)
-    t0 = time.perf_counter()
-    with atomic_dir(final) as tmp:
-        cmd = study_command(study, cfg, out_dir=tmp)
+    with StudyFolder(final).claim():
+        cmd = study_command(study, cfg)
         print("$ " + " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, cwd=project_path("."), check=True)
-        for f in [*tmp.glob("*.json"), *tmp.glob("*.md")]:
-            f.write_text(f.read_text().replace(str(tmp), str(final)))
-        (tmp / "command.txt").write_text(" ".join(["python", *cmd[1:]]).replace(str(tmp), str(final)) + "\n")
-        (tmp / "seconds.txt").write_text(f"{time.perf_counter() - t0:.1f}\n")
-        (tmp / "DONE").write_text("complete\n")
     return final
 
 
@@ -124,7 +114,7 @@ def study_drift(study: Study, cfg: DictConfig) -> list[str]:
 def study_done(study: Study, cfg: DictConfig) -> bool:
     """Finished (``DONE``) and made with the config its command composes now; a drifted study is made again
     (a study of the reference store is as it was stored)."""
-    if not (study_folder(study, cfg) / "DONE").is_file():
+    if not StudyFolder(study_folder(study, cfg)).is_done:
         return False
     if from_store(cfg):
         return True

@@ -1,18 +1,16 @@
 """What every LLM study (the modules of ``experiments.studies``) writes
 beside its tables, so its folder describes itself: ``manifest.json`` with the resolved config, the
-command line, git commit and dirty flag, package versions, hardware, start and end time."""
+command line, git commit and dirty flag, package versions, hardware, start and end time; and how a study
+builds its LLM."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from lethebench.provenance import PACKAGES, git_info, hardware, package_versions
-from lethebench.studies import MANIFEST
 
 STUDY_PACKAGES = (*PACKAGES, "llama-cpp-python")   # the LLM backend's build can change a token
 
@@ -27,17 +25,13 @@ def command_line(module: str) -> str | None:
     return " ".join(["python", "-m", module, *HydraConfig.get().overrides.task])
 
 
-def write_manifest(out_dir: str | Path, cfg: DictConfig, command: str | None, started: dt.datetime,
-                   **extra: Any) -> Path:
-    """Write ``<out_dir>/manifest.json``; ``extra`` adds study-specific entries (e.g. the dataset's build key)."""
+def manifest(cfg: DictConfig, command: str | None, started: dt.datetime, **extra: Any) -> dict[str, Any]:
+    """A study's ``manifest.json`` (for lethebench.studies.StudyFolder.write), ended now; ``extra`` adds
+    study-specific entries (e.g. the dataset's build key)."""
     ended = dt.datetime.now(dt.timezone.utc)
-    doc = {"config": OmegaConf.to_container(cfg, resolve=True), "command": command, "git": git_info(),
-           "packages": package_versions(STUDY_PACKAGES), "hardware": hardware(), "started": started.isoformat(),
-           "ended": ended.isoformat(), "seconds": round((ended - started).total_seconds(), 1), **extra}
-    path = Path(out_dir) / MANIFEST
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    return path
+    return {"config": OmegaConf.to_container(cfg, resolve=True), "command": command, "git": git_info(),
+            "packages": package_versions(STUDY_PACKAGES), "hardware": hardware(), "started": started.isoformat(),
+            "ended": ended.isoformat(), "seconds": round((ended - started).total_seconds(), 1), **extra}
 
 
 def study_llm(name: str, cfg: DictConfig) -> Any:

@@ -19,7 +19,7 @@
 - :func:`sample_scopes`: a seeded sample of scope ids (optionally of one split), sorted.
 - :func:`blocking_stats`: recall of the ``llm`` backend's candidate pairs on the labelled pairs
   (uncapped and capped at ``max_pairs``) and candidates per scope; no model involved.
-- :func:`write_tables`: ``contradiction_detection.md`` and ``.json`` (one row per backend).
+- :func:`tables`: ``contradiction_detection.md`` and ``.json`` (one row per backend).
 
 CLI (settings: ``conf/contradiction_detection.yaml``; writes ``contradiction_detection.{md,json}`` and
 ``manifest.json`` to ``out_dir``; :func:`study` does the work from a composed config)::
@@ -46,12 +46,13 @@ import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
-from experiments.studies.common import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.paths import project_path
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethe.core.protocol import Doc
 from lethe.core.arguments import check_arguments
 from lethebench.schema import read_dataset
+from lethebench.studies import StudyFolder
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 COUNTERS = ("candidates", "pairs_considered", "judged", "parse_failures", "timeouts", "errors", "not_judged", "cached")
@@ -241,11 +242,10 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, Any] | None = None,
-                 stem: str = "contradiction_detection") -> tuple[Path, Path]:
-    """Write ``<stem>.md`` (one line per row, plus blocking and sweep notes) and ``<stem>.json`` (rows + meta)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def tables(rows: Sequence[dict[str, Any]], meta: dict[str, Any] | None = None,
+           stem: str = "contradiction_detection") -> dict[str, str]:
+    """``<stem>.md`` (one line per row, plus blocking and sweep notes) and ``<stem>.json`` (rows + meta): file name ->
+    text."""
     meta = dict(meta or {})
     lines = ["# Contradiction detection: precision / recall per backend", ""]
     if meta.get("dataset"):
@@ -285,12 +285,9 @@ def write_tables(rows: Sequence[dict[str, Any]], out_dir: Path, meta: dict[str, 
                                   _fmt(sw["f1"])] for sw in s["threshold_sweep"]))
     if meta.get("command"):
         lines += ["", f"Command: `{meta['command']}`"]
-    md = out_dir / f"{stem}.md"
-    md.write_text("\n".join(lines) + "\n")
-    js = out_dir / f"{stem}.json"
-    js.write_text(json.dumps({"meta": {**meta, "precision_note": PRECISION_NOTE}, "rows": list(rows)}, indent=2,
-                             default=str) + "\n")
-    return md, js
+    return {f"{stem}.md": "\n".join(lines) + "\n",
+            f"{stem}.json": json.dumps({"meta": {**meta, "precision_note": PRECISION_NOTE}, "rows": list(rows)},
+                                       indent=2, default=str) + "\n"}
 
 
 # ---------------------------------------------------------------- CLI
@@ -361,10 +358,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 rows.append(row)
             finally:
                 llm.close()
-    out_dir = project_path(cfg.out_dir)
-    md, js = write_tables(rows, out_dir, meta)
-    write_manifest(out_dir, cfg, command, started, dataset=meta["dataset"])
-    log(f"wrote {md}, {js} and {out_dir / 'manifest.json'}")
+    written = StudyFolder(project_path(cfg.out_dir)).write(tables(rows, meta), manifest(cfg, command, started,
+                                                                                        dataset=meta["dataset"]))
+    log(f"wrote {written.path}")
     return {"meta": meta, "rows": rows}
 
 

@@ -38,9 +38,8 @@ CLI: ``python -m experiments.studies.judge_agreement llms=[qwen_coder_0_5b,qwen_
 ``conf/llm/<name>.yaml`` backend with ``lethe.llm.backends.make_llm`` (under ``cache_dir``, with
 ``n_threads``), runs the judge on the items and writes ``judge_agreement.{md,json}`` and
 ``manifest.json`` to ``out_dir``: one row per model, with the model file's sha256, the prompt's
-name/version/sha256, temperature, the scores above and the wall-clock time. Rows already in the JSON
-for *other* models are kept if they were computed on the same items file (sha256) and prompt
-(sha256); otherwise they are dropped (and the drop is printed).
+name/version/sha256, temperature, the scores above and the wall-clock time. The folder is written whole
+(lethebench.studies.StudyFolder): a new run replaces it, rows of models it did not judge included.
 """
 
 from __future__ import annotations
@@ -57,10 +56,11 @@ import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
-from experiments.studies.common import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
 from lethe.core.arguments import check_arguments
+from lethebench.studies import StudyFolder
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
 LABELS = ("supported", "unsupported")
@@ -220,9 +220,6 @@ def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[st
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Judge the items with each of ``cfg.llms`` (settings: ``conf/judge_agreement.yaml``), write the
     tables and ``manifest.json`` to ``cfg.out_dir``; return the JSON document."""
-    from lethe.stages.generation import JUDGE_PROMPT
-    from lethe.llm.prompts import load_prompt
-
     started = dt.datetime.now(dt.timezone.utc)
     names = [str(n) for n in cfg.llms]
     if not names:
@@ -230,22 +227,10 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     items_path, out_dir = project_path(cfg.items_file), project_path(cfg.out_dir)
     items = load_items(items_path)
     items_sha = sha256_file(items_path)
-    prompt_sha = load_prompt(JUDGE_PROMPT, "v1").sha256
     try:
         items_file = str(items_path.resolve().relative_to(PROJECT_ROOT))
     except ValueError:
         items_file = str(items_path)
-    json_path, md_path = out_dir / "judge_agreement.json", out_dir / "judge_agreement.md"
-    kept: list[dict[str, Any]] = []
-    if json_path.is_file():
-        old = json.loads(json_path.read_text())
-        for r in old.get("rows", []):
-            if r["config"] in names:
-                continue
-            if old.get("items_sha256") == items_sha and r["prompt"]["sha256"] == prompt_sha:
-                kept.append(r)
-            else:
-                print(f"dropping old row {r['config']}: computed on other items or another prompt")
     rows = []
     for name in names:
         row = _run_one(name, items, cfg)
@@ -254,13 +239,11 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
               f"model_ms_mean={_f(row['model_ms_mean'], 0)} wall={row['wall_s']:.1f}s", flush=True)
         rows.append(row)
     doc = {"items_file": items_file, "items_sha256": items_sha, "n_items": len(items),
-           "rows": sorted(kept + rows, key=lambda r: r["config"])}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(doc, indent=2) + "\n")
-    md_path.write_text(to_markdown(doc))
-    write_manifest(out_dir, cfg, command, started, items={"file": items_file, "sha256": items_sha},
-                   kept_rows=[r["config"] for r in kept])
-    print(f"wrote {md_path}, {json_path} and {out_dir / 'manifest.json'}")
+           "rows": sorted(rows, key=lambda r: r["config"])}
+    folder = StudyFolder(out_dir).write(
+        {"judge_agreement.json": json.dumps(doc, indent=2) + "\n", "judge_agreement.md": to_markdown(doc)},
+        manifest(cfg, command, started, items={"file": items_file, "sha256": items_sha}))
+    print(f"wrote {folder.path}")
     return doc
 
 

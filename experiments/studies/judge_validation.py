@@ -44,12 +44,13 @@ from analysis.formatting import fmt, fmt_p, markdown_table
 from experiments.studies.judge_agreement import agreement_scores
 from analysis.judge_pairs import build_pairs
 from analysis.stats import proportion_cells, sign_test
-from experiments.studies.common import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.paths import project_path
 from lethe.core.arguments import check_arguments
 from lethe.stages.generation import HallucinationJudge
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.schema import Dataset, read_dataset
+from lethebench.studies import StudyFolder
 
 ALL = "all"
 NOT_A_CLAIM = ("truncation",)   # perturbations whose text is neither supported nor unsupported as a whole
@@ -202,8 +203,6 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     if pairs.empty:
         raise SystemExit(f"{folder}: no {cfg.split} pair (no question with a gold answer?)")
     conf = float(cfg.confidence)
-    out = project_path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     described: dict[str, Any] = {}
@@ -231,10 +230,11 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
             "pairs": len(pairs), "pairs_by_perturbation": pairs["perturbation"].value_counts().sort_index().to_dict(),
             "hallucination_items": len(items), "judges": described}
     doc = {"meta": meta, "rows": rows}
-    (out / "judgments.jsonl").write_text("".join(json.dumps(c, default=str) + "\n" for c in calls))
-    (out / "judge_validation.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    (out / "judge_validation.md").write_text(to_markdown(rows, meta))
-    write_manifest(out, cfg, command, started, dataset_build_key=meta["build_key"])
+    StudyFolder(project_path(cfg.out_dir)).write(
+        {"judgments.jsonl": "".join(json.dumps(c, default=str) + "\n" for c in calls),
+         "judge_validation.json": json.dumps(doc, indent=2, default=str) + "\n",
+         "judge_validation.md": to_markdown(rows, meta)},
+        manifest(cfg, command, started, dataset_build_key=meta["build_key"]))
     return doc
 
 

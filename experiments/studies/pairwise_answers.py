@@ -32,13 +32,14 @@ from omegaconf import DictConfig
 
 from analysis.formatting import fmt_p, markdown_table
 from analysis.stats import proportion_cells, sign_test
-from experiments.studies.common import command_line, study_llm, write_manifest
+from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
 from lethe.core.arguments import check_arguments
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
+from lethebench.studies import StudyFolder
 
 OUTCOMES = ("A", "B", "tie", None)
 
@@ -150,8 +151,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     labels_path = project_path(cfg.labels_file)
     items = load_labels(labels_path)
     data = {name: answered_pairs(folders[a], folders[b]) for name, a, b in pairs}
-    out_dir = project_path(cfg.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = StudyFolder(project_path(cfg.out_dir))
     rows, judges_doc, records = [], [], []
     for jname in [str(x) for x in cfg.judges]:
         llm = study_llm(jname, cfg)
@@ -184,22 +184,20 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                                "position_bias_labels": position_bias(labelled)})
         finally:
             llm.close()
-    judgments_path = out_dir / "judgments.jsonl"
-    judgments_path.write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+    replies = {"judgments.jsonl": "".join(json.dumps(r, default=str) + "\n" for r in records)}
     try:
         for j in judges_doc:
             check_unjudged(j["judge"], j["unjudged_share"], max_unjudged)
     except SystemExit:
-        for stale in ("pairwise_answers.json", "pairwise_answers.md", "manifest.json"):
-            (out_dir / stale).unlink(missing_ok=True)   # an earlier run's tables must not sit beside these replies
+        folder.write_failed(replies)   # the replies alone, to inspect; an earlier run's tables must not sit beside them
         raise
     doc = {"pairs": [{"name": n, "a": a, "b": b, "folder_a": str(folders[a]), "folder_b": str(folders[b]),
                       "questions": int(len(data[n]))} for n, a, b in pairs],
            "labels_file": str(cfg.labels_file), "labels_sha256": sha256_file(labels_path), "n_labelled_items": len(items),
            "judges": judges_doc, "rows": rows}
-    (out_dir / "pairwise_answers.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    (out_dir / "pairwise_answers.md").write_text(to_markdown(doc))
-    write_manifest(out_dir, cfg, command, started, run_folders={k: str(v) for k, v in folders.items()})
+    folder.write({**replies, "pairwise_answers.json": json.dumps(doc, indent=2, default=str) + "\n",
+                  "pairwise_answers.md": to_markdown(doc)},
+                 manifest(cfg, command, started, run_folders={k: str(v) for k, v in folders.items()}))
     return doc
 
 

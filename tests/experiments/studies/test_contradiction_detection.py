@@ -14,10 +14,11 @@ import pytest
 
 from experiments.studies.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
                                               evaluate_rules_on_dataset, load_scopes, sample_scopes, study,
-                                              table_row, threshold_sweep, write_tables)
+                                              table_row, tables, threshold_sweep)
 from experiments.config import load_config
 from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
+from lethebench.studies import StudyFolder
 from tests.lethe.stages.contradiction.test_detectors import FakeLLM
 from tests.support.toy import toy_dataset
 
@@ -115,23 +116,25 @@ def test_blocking_stats_on_toy(toy_folder):
     assert blocking_stats(scopes, gold, ["notes"])["n_gold"] == 1
 
 
-def test_write_tables_and_the_entry_point(toy_folder, tmp_path):
+def test_tables_and_the_entry_point(toy_folder, tmp_path):
     row = table_row("rules", None, "all", evaluate_detector(RulesDetector(), toy_folder))
-    md, js = write_tables([row], tmp_path / "t", {"dataset": {"build_key": "k"}})
-    text = md.read_text()
+    files = tables([row], {"dataset": {"build_key": "k"}})
+    assert list(files) == ["contradiction_detection.md", "contradiction_detection.json"]
+    text = files["contradiction_detection.md"]
     assert "| rules | - | all | 2 | 2 | 2 | 0 | 0 | 1.000 | 1.000 | 1.000 |" in text and "lower bound" in text
-    data = json.loads(js.read_text())
+    data = json.loads(files["contradiction_detection.json"])
     assert data["rows"][0]["tp"] == 2 and "lower bound" in data["meta"]["precision_note"]
     cfg = load_config([f"dataset_folder={toy_folder}", "backends=[rules]", "scopes=1", "split=notes",
                        f"out_dir={tmp_path / 'cli'}", f"cache_dir={tmp_path / 'cache'}"], config_name="contradiction_detection")
     out = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[rules]")
     assert [r["scopes"] for r in out["rows"]] == ["all (2)", "notes n=1 seed=0"]
     assert [r["n_gold"] for r in out["rows"]] == [2, 1]
-    saved = json.loads((tmp_path / "cli" / "contradiction_detection.json").read_text())
-    assert saved["meta"]["sample"]["scope_ids"] == ["notes"] and len(saved["rows"]) == 2
-    assert (tmp_path / "cli" / "contradiction_detection.md").is_file()
+    folder = StudyFolder(tmp_path / "cli")
+    saved = folder.document
+    assert folder.is_done and saved["meta"]["sample"]["scope_ids"] == ["notes"] and len(saved["rows"]) == 2
+    assert [p.name for p in folder.tables] == ["contradiction_detection.md"]
     # the folder describes itself: the resolved config, the command, code and package versions
-    man = json.loads((tmp_path / "cli" / "manifest.json").read_text())
+    man = folder.manifest
     assert man["config"]["backends"] == ["rules"] and man["config"]["scopes"] == 1 and man["config"]["max_pairs"] == 40
     assert man["config"]["out_dir"] == str(tmp_path / "cli") and man["command"].endswith("backends=[rules]")
     assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["hydra-core"] and "llama-cpp-python" in man["packages"]
@@ -157,8 +160,8 @@ def test_the_entry_point_with_a_real_llm_writes_its_row(toy_folder, tmp_path):
     row = rows[0]
     assert row["backend"] == "llm" and row["model"] == "smollm2-135m-instruct-q4_1" and row["llm_config"] == "smollm2"
     assert row["n_gold"] == 2 and row["tp"] + row["fn"] == 2 and row["n_threads"] == 1 and row["response_cache"] is False
-    saved = json.loads((out / "contradiction_detection.json").read_text())
-    assert saved["rows"][0]["model"] == row["model"] and (out / "manifest.json").is_file()
+    folder = StudyFolder(out)
+    assert folder.document["rows"][0]["model"] == row["model"] and folder.manifest["config"]["llms"] == ["smollm2"]
 
 
 def test_the_default_dataset_is_the_only_build(toy_folder, tmp_path):

@@ -13,6 +13,7 @@ from experiments.studies.judge_agreement import (DEFAULT_ITEMS, agreement_scores
                                       study, to_markdown)
 from experiments.config import load_config
 from lethe.stages.generation import JudgeResult
+from lethebench.studies import StudyFolder
 
 S, U = "supported", "unsupported"
 
@@ -146,8 +147,9 @@ def test_the_entry_point_with_smollm2_writes_a_self_describing_folder(tmp_path):
     assert doc["n_items"] == 2 and [r["config"] for r in doc["rows"]] == ["smollm2"]
     row = doc["rows"][0]
     assert row["n"] == 2 and row["judged"] + row["unjudged"] == 2 and row["n_threads"] == 1 and row["threshold"] == 0.5
-    assert json.loads((out / "judge_agreement.json").read_text()) == doc and (out / "judge_agreement.md").is_file()
-    man = json.loads((out / "manifest.json").read_text())
+    folder = StudyFolder(out)
+    assert folder.is_done and folder.document == doc and [p.name for p in folder.tables] == ["judge_agreement.md"]
+    man = folder.manifest
     assert man["config"]["llms"] == ["smollm2"] and man["config"]["items_file"] == str(items) and man["config"]["llm_cache"]
     assert man["command"] == "python -m experiments.studies.judge_agreement llms=[smollm2]" and man["items"]["sha256"] == doc["items_sha256"]
     assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["llama-cpp-python"] and man["seconds"] >= 0

@@ -15,6 +15,7 @@ from lethe.core.paths import CONF_DIR
 from lethe.stages.pairwise_judge import CRITERIA, OrderVerdict, PairJudgment
 from lethebench.runs import RunFolder
 from lethebench.schema import read_dataset
+from lethebench.studies import StudyFolder
 from tests.support.fake_llm import FakeLLM
 
 
@@ -85,12 +86,14 @@ def test_the_study_writes_its_tables_from_the_judges_replies(ds, e2e_runs, tmp_p
     monkeypatch.setattr(JV, "study_llm", lambda name, cfg: fake)
     cfg = OmegaConf.load(CONF_DIR / "judge_validation.yaml")
     cfg.merge_with({"dataset_folder": str(RunFolder(e2e_runs["bm25"]).dataset_folder), "per_perturbation": 3,
-                    "out_dir": str(tmp_path), "pairwise": {"judges": ["fake"]}, "hallucination": {"judges": ["fake"]}})
+                    "out_dir": str(tmp_path / "out"), "pairwise": {"judges": ["fake"]}, "hallucination": {"judges": ["fake"]}})
     OmegaConf.set_struct(cfg, False)
     cfg.pop("hydra")
     doc = JV.study(cfg)
-    assert {p.name for p in tmp_path.iterdir()} == {"judge_validation.json", "judge_validation.md", "judgments.jsonl",
-                                                    "manifest.json"}
+    folder = StudyFolder(tmp_path / "out")
+    assert folder.is_done and folder.document == json.loads(json.dumps(doc, default=str))
+    assert {p.name for p in folder.path.iterdir()} == {"judge_validation.json", "judge_validation.md", "judgments.jsonl",
+                                                       "manifest.json", "DONE"}
     pw = next(r for r in doc["rows"] if r["judge"] == "pairwise" and r["perturbation"] == JV.ALL)
     n = doc["meta"]["pairs"]
     assert (pw["n"], pw["ties"], pw["correct"], pw["wrong"]) == (n, n, 0, 0)   # position 1 in both orders: ties
@@ -100,6 +103,6 @@ def test_the_study_writes_its_tables_from_the_judges_replies(ds, e2e_runs, tmp_p
     assert hj["n"] == len(items) == doc["meta"]["hallucination_items"] and len(items) > 5 and n > 5
     assert 0 < hj["correct"] < hj["n"]   # the string-match judge is right on some items, wrong on others
     assert hj["correct"] + hj["wrong"] + hj["unjudged"] == hj["n"]
-    lines = [json.loads(x) for x in (tmp_path / "judgments.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (folder.path / "judgments.jsonl").read_text().splitlines()]
     assert sum(x["judge"] == "pairwise" for x in lines) == n and sum(x["judge"] == "hallucination" for x in lines) == len(items)
-    assert "| fake | all |" in (tmp_path / "judge_validation.md").read_text()
+    assert "| fake | all |" in folder.table

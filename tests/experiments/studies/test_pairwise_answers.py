@@ -14,6 +14,7 @@ from analysis.stats import proportion_ci
 from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.base import Decoding, Message
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment
+from lethebench.studies import StudyFolder
 from tests.conftest import TWO_CONVS
 from tests.support.fake_llm import FakeLLM
 
@@ -69,9 +70,11 @@ def test_study_fails_past_max_unjudged_share_and_keeps_the_replies(tmp_path, mon
     monkeypatch.setattr(P, "study_llm", lambda name, cfg: CopiesTemplate())
     (tmp_path / "out").mkdir()
     (tmp_path / "out/pairwise_answers.md").write_text("an earlier run's table")
+    (tmp_path / "out/DONE").write_text("complete\n")   # an earlier, finished run
     with pytest.raises(SystemExit, match=r"judge scripted: unjudged share above max_unjudged_share=0.1 for labels 100%"):
         P.study(study_cfg(tmp_path))   # every pair has one copied order, so every criterion is unjudged
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["judgments.jsonl"]
+    assert not StudyFolder(tmp_path / "out").is_done
     recs = [json.loads(line) for line in (tmp_path / "out/judgments.jsonl").read_text().splitlines()]
     assert len(recs) == 12 and all(set(r["winners"].values()) == {None} for r in recs)
     doc = P.study(study_cfg(tmp_path, max_unjudged_share=1.0))   # the measurement itself, when asked for
@@ -115,6 +118,7 @@ def test_study_judges_two_real_runs_answers(cfg_for, tmp_path, monkeypatch):
                                   "labelled": labelled, "accuracy": agree / labelled}
     assert agree < labelled   # the off-topic long answers catch the length preference
     assert judge["position_bias"]["share_first"] is not None
-    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"pairwise_answers.json", "pairwise_answers.md",
-                                                              "judgments.jsonl", "manifest.json"}
-    assert "| scripted | bm25_vs_vector (bm25 vs vector) | Overall Winner |" in (tmp_path / "out/pairwise_answers.md").read_text()
+    folder = StudyFolder(tmp_path / "out")
+    assert folder.is_done and {p.name for p in folder.path.iterdir()} == {
+        "pairwise_answers.json", "pairwise_answers.md", "judgments.jsonl", "manifest.json", "DONE"}
+    assert "| scripted | bm25_vs_vector (bm25 vs vector) | Overall Winner |" in folder.table
