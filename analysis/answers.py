@@ -101,7 +101,7 @@ CATEGORIES: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-h
 
 _PUNCT = set(string.punctuation)
 _ARTICLES_RE = re.compile(r"\b(a|an|the|and)\b")
-_STEMMER = PorterStemmer()   # default mode NLTK_EXTENSIONS, as LoCoMo's ``ps = PorterStemmer()``
+_STEMMER = PorterStemmer()  # default mode NLTK_EXTENSIONS, as LoCoMo's ``ps = PorterStemmer()``
 
 
 def normalize_answer(s: str) -> str:
@@ -183,8 +183,9 @@ def score_answer(pred: str, gold: str, category: str | None) -> dict[str, float]
     return {"f1": f1, "rouge_l": rouge_l(pred, gold), "em": exact_match(pred, gold)}
 
 
-def embedding_similarity(preds: Sequence[str], golds: Sequence[str],
-                         encode: Callable[[list[str]], np.ndarray]) -> list[float]:
+def embedding_similarity(
+    preds: Sequence[str], golds: Sequence[str], encode: Callable[[list[str]], np.ndarray]
+) -> list[float]:
     """Cosine similarity of each prediction's embedding with its gold answer's (seed 001's "SBERT similarity").
 
     ``encode(texts)`` returns L2-normalized vectors of shape (len(texts), dim) (the run's embedder, MiniLM by

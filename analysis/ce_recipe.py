@@ -37,17 +37,23 @@ def recipe_dev_ids(queries: pd.DataFrame, groups: Mapping[str, str], share: floa
     (scopes, else ``groups``) dealt into round(1/share) folds (:func:`lethebench.folds.assign_folds`), fold 0 kept."""
     if not 0 < share <= 0.5:
         raise ValueError(f"analysis.ce_recipe.share={share}: expected a share in (0, 0.5]")
-    meta = pd.DataFrame({"scope_id": queries["scope_id"].astype(str).to_numpy(),
-                         "query_id": queries["query_id"].astype(str).to_numpy()})
+    meta = pd.DataFrame(
+        {"scope_id": queries["scope_id"].astype(str).to_numpy(), "query_id": queries["query_id"].astype(str).to_numpy()}
+    )
     folds, grouping = assign_folds(meta, round(1 / share), seed, groups)
     return set(meta["query_id"][folds == 0]), grouping
 
 
 def restricted(v: DatasetView, keep: set[str]) -> DatasetView:
     """``v`` with every method's per-query scores restricted to the query ids ``keep``."""
-    return DatasetView(v.name, v.queries, dict(v.runs),
-                       {m: pq.loc[pq.index.isin(keep)] for m, pq in v.per_query.items()},
-                       list(v.label_metrics), dict(v.missing))
+    return DatasetView(
+        v.name,
+        v.queries,
+        dict(v.runs),
+        {m: pq.loc[pq.index.isin(keep)] for m, pq in v.per_query.items()},
+        list(v.label_metrics),
+        dict(v.missing),
+    )
 
 
 def recipe_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -72,30 +78,41 @@ def recipe_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd
         for c in cands:
             t = paired_row(rest, name, c, first, metric, cfg) if first in rest.per_query else None
             r = paired_row(rest, name, c, rnd, metric, cfg) if rnd and rnd in rest.per_query else None
-            rows.append({
-                "dataset": name, "candidate": c,
-                "regime": ((v.runs[c].manifest.get("method") or {}).get("model") or {}).get("regime") or NM,
-                "mode": ((v.runs[c].manifest.get("method") or {}).get("interpolation") or {}).get("mode", NM),
-                "recipe-dev n": len(dev), "grouping": grouping, f"recipe-dev {metric}": fmt(on_dev[c]),
-                "chosen": "yes" if c == chosen else "",
-                "reported n": t["n"] if t else len(ids) - len(dev),
-                f"reported {metric}": fmt(t["method_mean"]) if t else NM,
-                f"{first} {metric}": fmt(t["baseline_mean"]) if t else NM,
-                f"- {first} [95% CI]": f"{t['mean_diff']:+.4f} [{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]" if t else NM,
-                "p (randomization)": fmt_p(t["p_randomization"]) if t else NM,
-                f"- {rnd} [95% CI]": f"{r['mean_diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]" if r else NM,
-            })
+            rows.append(
+                {
+                    "dataset": name,
+                    "candidate": c,
+                    "regime": ((v.runs[c].manifest.get("method") or {}).get("model") or {}).get("regime") or NM,
+                    "mode": ((v.runs[c].manifest.get("method") or {}).get("interpolation") or {}).get("mode", NM),
+                    "recipe-dev n": len(dev),
+                    "grouping": grouping,
+                    f"recipe-dev {metric}": fmt(on_dev[c]),
+                    "chosen": "yes" if c == chosen else "",
+                    "reported n": t["n"] if t else len(ids) - len(dev),
+                    f"reported {metric}": fmt(t["method_mean"]) if t else NM,
+                    f"{first} {metric}": fmt(t["baseline_mean"]) if t else NM,
+                    f"- {first} [95% CI]": f"{t['mean_diff']:+.4f} [{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]"
+                    if t
+                    else NM,
+                    "p (randomization)": fmt_p(t["p_randomization"]) if t else NM,
+                    f"- {rnd} [95% CI]": f"{r['mean_diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
+                    if r
+                    else NM,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def note(cfg: Mapping[str, Any]) -> str:
     spec = cfg["ce_recipe"]
-    return (f"Recipe-dev: a seeded {float(spec['share']):.0%} of each dataset's evaluated queries (seed {spec['seed']}), "
-            "in whole groups (`grouping`: conversations or sessions when there are enough, else queries sharing a gold "
-            "source document); the chosen candidate (`chosen`) has the highest recipe-dev mean. The `reported` columns "
-            "and the paired differences (95% BCa CIs, randomization p, unadjusted: exploratory) are on the other "
-            "queries only, which no choice of recipe looked at. Every candidate scores each query with a fold model "
-            "that never trained or selected on it. The overview and Table 1 keep all evaluated queries.")
+    return (
+        f"Recipe-dev: a seeded {float(spec['share']):.0%} of each dataset's evaluated queries (seed {spec['seed']}), "
+        "in whole groups (`grouping`: conversations or sessions when there are enough, else queries sharing a gold "
+        "source document); the chosen candidate (`chosen`) has the highest recipe-dev mean. The `reported` columns "
+        "and the paired differences (95% BCa CIs, randomization p, unadjusted: exploratory) are on the other "
+        "queries only, which no choice of recipe looked at. Every candidate scores each query with a fold model "
+        "that never trained or selected on it. The overview and Table 1 keep all evaluated queries."
+    )
 
 
 def finding(table: pd.DataFrame, cfg: Mapping[str, Any]) -> str:

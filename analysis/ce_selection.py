@@ -38,29 +38,39 @@ def selection_table(views: Mapping[str, DatasetView], metric: str = "ndcg@10") -
             weights = [((s.get("interpolation") or {}).get("weight")) for s in sel]
             mode = (method.get("interpolation") or {}).get("mode", "none")
             pq = v.per_query.get(label)
-            rows.append({
-                "dataset": ds, "method": label, "regime": (method.get("model") or {}).get("regime"),
-                "folds": len(cards), "dev queries": sum(int(c["data"]["dev"]["queries"]) for c in cards),
-                "depth": method.get("candidates"),
-                "dev BM25": fmt(_pooled(cards, lambda c: c["selection"].get("bm25_order"))),
-                "dev CE": fmt(_pooled(cards, lambda c: c["selection"].get("chosen_score"))),
-                "weights": ", ".join(f"{w:g}" for w in weights) if None not in weights else NM,
-                "dev CE+BM25": fmt(_pooled(cards, lambda c: (c["selection"].get("interpolation") or {}).get("score"))),
-                "mode": mode,
-                f"evaluated {metric}": fmt(float(pq[metric].mean())) if pq is not None and metric in pq else NM,
-            })
+            rows.append(
+                {
+                    "dataset": ds,
+                    "method": label,
+                    "regime": (method.get("model") or {}).get("regime"),
+                    "folds": len(cards),
+                    "dev queries": sum(int(c["data"]["dev"]["queries"]) for c in cards),
+                    "depth": method.get("candidates"),
+                    "dev BM25": fmt(_pooled(cards, lambda c: c["selection"].get("bm25_order"))),
+                    "dev CE": fmt(_pooled(cards, lambda c: c["selection"].get("chosen_score"))),
+                    "weights": ", ".join(f"{w:g}" for w in weights) if None not in weights else NM,
+                    "dev CE+BM25": fmt(
+                        _pooled(cards, lambda c: (c["selection"].get("interpolation") or {}).get("score"))
+                    ),
+                    "mode": mode,
+                    f"evaluated {metric}": fmt(float(pq[metric].mean())) if pq is not None and metric in pq else NM,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-NOTE = ("dev columns: nDCG@10 on each fold's own dev queries (pooled over folds, weighted by their dev queries), "
-        "never on evaluated queries; `weights`: each fold's cross-encoder weight against BM25 chosen on those dev "
-        "queries (1 = the cross-encoder alone); `mode`: what the run applied (none: the cross-encoder's logit alone; "
-        "dev: the interpolation at each fold's weight). The dev scores of the chosen checkpoint and weight are "
-        "maxima over what was tried, so they are optimistic; the evaluated column is the run's own mean.")
+NOTE = (
+    "dev columns: nDCG@10 on each fold's own dev queries (pooled over folds, weighted by their dev queries), "
+    "never on evaluated queries; `weights`: each fold's cross-encoder weight against BM25 chosen on those dev "
+    "queries (1 = the cross-encoder alone); `mode`: what the run applied (none: the cross-encoder's logit alone; "
+    "dev: the interpolation at each fold's weight). The dev scores of the chosen checkpoint and weight are "
+    "maxima over what was tried, so they are optimistic; the evaluated column is the run's own mean."
+)
 
 
-def regime_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], reranker: str = "cross_encoder",
-                 metric: str = "ndcg@10") -> pd.DataFrame:
+def regime_table(
+    views: Mapping[str, DatasetView], cfg: Mapping[str, Any], reranker: str = "cross_encoder", metric: str = "ndcg@10"
+) -> pd.DataFrame:
     """Per dataset: the reranker's first stage, its random control and each training regime's run (the
     reranker's label and its ``<label>+<variant>`` runs, named by the regime in their manifests, else by
     the variant), mean
@@ -101,12 +111,16 @@ def regime_finding(table: pd.DataFrame) -> str:
 
     rows = [r for _, r in table.iterrows() if r[first] != NM]
     none = [r["dataset"] for r in rows if not any(reaches(r, c) for c in regimes)]
-    other = [f"{r['dataset']} ({', '.join(c for c in regimes if c != default and reaches(r, c))})" for r in rows
-             if default and r[default] != NM and not reaches(r, default) and any(reaches(r, c) for c in regimes)]
+    other = [
+        f"{r['dataset']} ({', '.join(c for c in regimes if c != default and reaches(r, c))})"
+        for r in rows
+        if default and r[default] != NM and not reaches(r, default) and any(reaches(r, c) for c in regimes)
+    ]
     out = []
     if none:
-        out.append(f"Finding: on {', '.join(none)}, no training regime of the cross-encoder reaches its BM25 first "
-                   "stage.")
+        out.append(
+            f"Finding: on {', '.join(none)}, no training regime of the cross-encoder reaches its BM25 first stage."
+        )
     if other:
         out.append(f"On {', '.join(other)}, the default is below its first stage while the regime(s) named reach it.")
     if not out:

@@ -21,23 +21,27 @@ from analysis.iteration4 import hallucination
 from analysis.metric_names import display_metric
 from analysis.views import DatasetView, cached_mean_ci, paired_row
 
-HOW = ("A printed value is tested against the 95% CI of the measured mean (BCa over queries; a rate against its Wilson "
-       "interval); a printed difference against the BCa CI of the paired difference on the queries both runs scored; an "
-       "improvement in percent against that CI divided by the reference mean (the mean taken as fixed); \"A lost to B\" "
-       "in pairwise judgments against the Wilson interval of A's share of the pairs the judge decided, once the judge passed "
-       "its validation (seed_claims.yaml `judge_validation`). A row names a "
-       "redefined metric; a quantity that is not the claimed one is `not comparable`, with the reason.")
+HOW = (
+    "A printed value is tested against the 95% CI of the measured mean (BCa over queries; a rate against its Wilson "
+    "interval); a printed difference against the BCa CI of the paired difference on the queries both runs scored; an "
+    'improvement in percent against that CI divided by the reference mean (the mean taken as fixed); "A lost to B" '
+    "in pairwise judgments against the Wilson interval of A's share of the pairs the judge decided, once the judge passed "
+    "its validation (seed_claims.yaml `judge_validation`). A row names a "
+    "redefined metric; a quantity that is not the claimed one is `not comparable`, with the reason."
+)
 COLUMNS = ["source", "claim", "claimed", "measured [95% CI]", "n", "verdict", "reason"]
 NO_RUN = "no finished run of the declared method (n/m†)"
 # the paper's Table 1 keys that are not the quantity measured here, and why
 PAPER_NOT_COMPARABLE = {
     "latency_ms": "the paper's latency is a mean per query of a simulated pipeline with generation, on its machine; "
-                  "ours is the P95 of retrieval per query on this 2-core machine",
+    "ours is the P95 of retrieval per query on this 2-core machine",
     "contradiction_rate": "the paper does not define its contradiction rate; ours (Contradiction@10) is the share of "
-                          "queries with a labelled stale doc in the top 10, a retrieval quantity",
+    "queries with a labelled stale doc in the top 10, a retrieval quantity",
 }
-PAPER_TABLE3 = ("the paper's stage times are simulated means on its machine (with generation); ours are this "
-                "machine's per-stage timings (Table 3 of each dataset)")
+PAPER_TABLE3 = (
+    "the paper's stage times are simulated means on its machine (with generation); ours are this "
+    "machine's per-stage timings (Table 3 of each dataset)"
+)
 SEED_NOT_COMPARABLE = {
     "p95_ms": "latency of another implementation (Node.js, SQLite) on another machine",
     "memory_mb": "memory of another implementation on another machine",
@@ -45,9 +49,18 @@ SEED_NOT_COMPARABLE = {
     "action_consistency": "redefined: the seed gives no definition; ours is action-pair recall@10, another quantity",
 }
 SEED_UNDEFINED = {"planning_coherence", "planning_pattern_coverage"}
-NAMES = {"ndcg_at_10": "nDCG@10", "recall_at_50": "R@50", "coverage_at_n": "Coverage@N", "latency_ms": "latency (ms)",
-         "f1": "answer F1", "rouge_l": "answer ROUGE-L", "similarity": "answer similarity", "p95_ms": "P95 latency (ms)",
-         "memory_mb": "memory (MB)", "qps": "QPS"}
+NAMES = {
+    "ndcg_at_10": "nDCG@10",
+    "recall_at_50": "R@50",
+    "coverage_at_n": "Coverage@N",
+    "latency_ms": "latency (ms)",
+    "f1": "answer F1",
+    "rouge_l": "answer ROUGE-L",
+    "similarity": "answer similarity",
+    "p95_ms": "P95 latency (ms)",
+    "memory_mb": "memory (MB)",
+    "qps": "QPS",
+}
 
 
 def name(key: str) -> str:
@@ -62,9 +75,21 @@ def _cell(est: float, lo: float, hi: float, pct: bool = False, signed: bool = Fa
     return f"{f(est)} [{f(lo)}, {f(hi)}]"
 
 
-def row(source: str, claim: str, claimed: VD.Claim | str, est: float | None = None, lo: float = math.nan,
-        hi: float = math.nan, n: int | None = None, *, fixed: tuple[str, str] | None = None, acted: bool = True,
-        unfit: str | None = None, pct: bool = False, note: str = "") -> dict[str, Any]:
+def row(
+    source: str,
+    claim: str,
+    claimed: VD.Claim | str,
+    est: float | None = None,
+    lo: float = math.nan,
+    hi: float = math.nan,
+    n: int | None = None,
+    *,
+    fixed: tuple[str, str] | None = None,
+    acted: bool = True,
+    unfit: str | None = None,
+    pct: bool = False,
+    note: str = "",
+) -> dict[str, Any]:
     """One claims-table row: the verdict of ``claimed`` against ``[lo, hi]`` (:func:`analysis.verdicts.verdict`), or
     ``fixed`` (verdict, reason) when the rule's first two steps decide it without an interval."""
     if fixed is not None:
@@ -73,13 +98,20 @@ def row(source: str, claim: str, claimed: VD.Claim | str, est: float | None = No
         verdict, reason = VD.verdict(claimed, lo, hi, acted, unfit)
     else:
         raise ValueError(f"claim {claim!r}: a claim without an interval needs a fixed verdict")
-    signed = isinstance(claimed, VD.Claim) and claimed.null == 0.0   # a difference
+    signed = isinstance(claimed, VD.Claim) and claimed.null == 0.0  # a difference
     measured = "-" if est is None or (isinstance(est, float) and math.isnan(est)) else _cell(est, lo, hi, pct, signed)
     shown = claimed.describe() if isinstance(claimed, VD.Claim) else str(claimed)
     if pct and isinstance(claimed, VD.Claim):
         shown = " to ".join(dict.fromkeys(f"{x:+.1%}" for x in (claimed.low, claimed.high) if math.isfinite(x)))
-    return {"source": source, "claim": claim, "claimed": shown, "measured [95% CI]": measured,
-            "n": "-" if n is None else int(n), "verdict": verdict, "reason": reason + (f"; {note}" if note else "")}
+    return {
+        "source": source,
+        "claim": claim,
+        "claimed": shown,
+        "measured [95% CI]": measured,
+        "n": "-" if n is None else int(n),
+        "verdict": verdict,
+        "reason": reason + (f"; {note}" if note else ""),
+    }
 
 
 def mean_row(source: str, claim: str, value: float, x: pd.Series, cfg: Mapping[str, Any], note: str = "") -> dict:
@@ -99,19 +131,37 @@ def share_row(source: str, claim: str, value: float, k: int, n: int, cfg: Mappin
     return row(source, claim, VD.Claim.point(value), ci["share"], ci["ci_low"], ci["ci_high"], n, note=note)
 
 
-def diff_row(source: str, claim: str, claimed: VD.Claim, t: Mapping[str, Any] | None, relative: bool = False,
-             acted: bool = True, note: str = "") -> dict:
+def diff_row(
+    source: str,
+    claim: str,
+    claimed: VD.Claim,
+    t: Mapping[str, Any] | None,
+    relative: bool = False,
+    acted: bool = True,
+    note: str = "",
+) -> dict:
     """A printed difference (or, ``relative``, an improvement as a fraction of the reference mean) against a paired
     test's CI (``t``: ``analysis.stats.paired_test`` or ``analysis.views.paired_row`` keys; None = not measured)."""
     if t is None or t.get("n", 0) < 2:
-        return row(source, claim, claimed, fixed=(VD.NOT_MEASURED, "fewer than two queries both runs scored"),
-                   pct=relative, note=note)
+        return row(
+            source,
+            claim,
+            claimed,
+            fixed=(VD.NOT_MEASURED, "fewer than two queries both runs scored"),
+            pct=relative,
+            note=note,
+        )
     est, lo, hi = t["mean_diff"], t["ci_low"], t["ci_high"]
     ref = t.get("mean_b", t.get("baseline_mean"))
     if relative:
         if not ref:
-            return row(source, claim, claimed, fixed=(VD.NOT_MEASURED, "the reference mean is 0: no relative change"),
-                       note=note)
+            return row(
+                source,
+                claim,
+                claimed,
+                fixed=(VD.NOT_MEASURED, "the reference mean is 0: no relative change"),
+                note=note,
+            )
         est, lo, hi = est / ref, lo / ref, hi / ref
     return row(source, claim, claimed, est, lo, hi, t["n"], acted=acted, pct=relative, note=note)
 
@@ -119,8 +169,13 @@ def diff_row(source: str, claim: str, claimed: VD.Claim, t: Mapping[str, Any] | 
 # --------------------------------------------------------------------------- the paper
 
 
-def paper_rows(views: Mapping[str, DatasetView], t2: pd.DataFrame, claims: Mapping[str, Any],
-               cfg: Mapping[str, Any], dataset: str | None = None) -> list[dict[str, Any]]:
+def paper_rows(
+    views: Mapping[str, DatasetView],
+    t2: pd.DataFrame,
+    claims: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    dataset: str | None = None,
+) -> list[dict[str, Any]]:
     """The rows of the paper's Tables 1-4 (``claims``: the parsed ``claims.yaml``), measured on ``dataset``
     (default: ``cfg["paper_dataset"]``)."""
     dataset = dataset or str(cfg["paper_dataset"])
@@ -136,20 +191,42 @@ def paper_rows(views: Mapping[str, DatasetView], t2: pd.DataFrame, claims: Mappi
             if key.endswith(("_ci_low", "_ci_high")):
                 continue
             src, text = "paper Table 1", f"{method}: {name(key)} = {value}"
-            if key in PAPER_NOT_COMPARABLE:   # shown beside: our P95 latency (ms), which is not the claimed quantity
+            if key in PAPER_NOT_COMPARABLE:  # shown beside: our P95 latency (ms), which is not the claimed quantity
                 p95 = (v.runs[method].metrics.get("latency_ms") or {}).get("p95") if pq is not None else None
-                out.append(row(src, text, str(value), p95 if key == "latency_ms" else None,
-                               fixed=(VD.NOT_COMPARABLE, PAPER_NOT_COMPARABLE[key])))
+                out.append(
+                    row(
+                        src,
+                        text,
+                        str(value),
+                        p95 if key == "latency_ms" else None,
+                        fixed=(VD.NOT_COMPARABLE, PAPER_NOT_COMPARABLE[key]),
+                    )
+                )
             elif pq is None:
                 out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, NO_RUN)))
             elif key == "hallucination_rate":
                 rate, n = hallucination(pq)
                 if rate is None:
-                    out.append(row(src, text, VD.Claim.point(value), fixed=(
-                        VD.NOT_MEASURED, "no judged answers: this method's LetheBench run generates none")))
+                    out.append(
+                        row(
+                            src,
+                            text,
+                            VD.Claim.point(value),
+                            fixed=(VD.NOT_MEASURED, "no judged answers: this method's LetheBench run generates none"),
+                        )
+                    )
                 else:
-                    out.append(share_row(src, text, value, round(rate * n), n, cfg,
-                                         note="unsupported share of the judged answers (LLM judge)"))
+                    out.append(
+                        share_row(
+                            src,
+                            text,
+                            value,
+                            round(rate * n),
+                            n,
+                            cfg,
+                            note="unsupported share of the judged answers (LLM judge)",
+                        )
+                    )
             elif metric_of.get(key) in pq:
                 note = f"Coverage@N with N = {n_cov}" if key == "coverage_at_n" else ""
                 out.append(mean_row(src, text, value, pq[metric_of[key]], cfg, note))
@@ -157,14 +234,21 @@ def paper_rows(views: Mapping[str, DatasetView], t2: pd.DataFrame, claims: Mappi
                 out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, f"{key} not in the run")))
     out += _paper_table2(t2, claims.get("table2_significance_vs_best_baseline") or {}, metric_of, dataset)
     for method, stages in (claims.get("table3_latency_breakdown_ms") or {}).items():
-        out.append(row("paper Table 3", f"{method}: stage latency (retrieval, ML, LLM rerank, generation, total) = "
-                       f"{stages} ms", str(stages[-1]), fixed=(VD.NOT_COMPARABLE, PAPER_TABLE3)))
+        out.append(
+            row(
+                "paper Table 3",
+                f"{method}: stage latency (retrieval, ML, LLM rerank, generation, total) = {stages} ms",
+                str(stages[-1]),
+                fixed=(VD.NOT_COMPARABLE, PAPER_TABLE3),
+            )
+        )
     out += _paper_table4(v, claims.get("table4_ndcg_at_10_by_domain") or {}, cfg)
     return out
 
 
-def _paper_table2(t2: pd.DataFrame, spec: Mapping[str, Any], metric_of: Mapping[str, str],
-                  dataset: str) -> list[dict[str, Any]]:
+def _paper_table2(
+    t2: pd.DataFrame, spec: Mapping[str, Any], metric_of: Mapping[str, str], dataset: str
+) -> list[dict[str, Any]]:
     out = []
     for key, cells in spec.items():
         metric = metric_of.get(key, key)
@@ -172,10 +256,12 @@ def _paper_table2(t2: pd.DataFrame, spec: Mapping[str, Any], metric_of: Mapping[
         for it, (value, p, _d) in ((k, c) for k, c in cells.items() if k != "baseline"):
             method = f"lethe_{it}"
             claimed = VD.Claim.point(round(float(value) - base_value, 6), null=0.0)
-            text = (f"{method} - best baseline, {display_metric(metric)}: {value} - {base_value} "
-                    f"(p {p})")
-            hit = (t2[(t2["dataset"] == dataset) & (t2["metric"] == metric) & (t2["method"] == method)]
-                   if not t2.empty else t2)
+            text = f"{method} - best baseline, {display_metric(metric)}: {value} - {base_value} (p {p})"
+            hit = (
+                t2[(t2["dataset"] == dataset) & (t2["metric"] == metric) & (t2["method"] == method)]
+                if not t2.empty
+                else t2
+            )
             if not len(hit):
                 out.append(row("paper Table 2", text, claimed, fixed=(VD.NOT_MEASURED, NO_RUN)))
                 continue
@@ -195,9 +281,17 @@ def _paper_table4(v: DatasetView | None, spec: Mapping[str, Any], cfg: Mapping[s
             continue
         sub = {m: v.per_query[m][v.per_query[m].index.map(dom) == domain] for m in ("lethe_iter4", "hybrid")}
         if sub["lethe_iter4"].empty:
-            out.append(row("paper Table 4", text, claimed, fixed=(
-                VD.NOT_MEASURED, f"no query of domain {domain!r} in LetheBench (its domains: "
-                                 f"{sorted(dom.dropna().unique())})")))
+            out.append(
+                row(
+                    "paper Table 4",
+                    text,
+                    claimed,
+                    fixed=(
+                        VD.NOT_MEASURED,
+                        f"no query of domain {domain!r} in LetheBench (its domains: {sorted(dom.dropna().unique())})",
+                    ),
+                )
+            )
             continue
         part = DatasetView(v.name, v.queries, v.runs, sub, list(v.label_metrics))
         t = paired_row(part, v.name, "lethe_iter4", "hybrid", "ndcg@10", cfg)
@@ -208,8 +302,12 @@ def _paper_table4(v: DatasetView | None, spec: Mapping[str, Any], cfg: Mapping[s
 # --------------------------------------------------------------------------- the seeds
 
 
-def seed_rows(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Mapping[str, Any],
-              studies: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+def seed_rows(
+    views: Mapping[str, DatasetView],
+    spec: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    studies: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """The rows of every seed's printed numbers (``spec``: the parsed seed_claims.yaml); ``studies`` maps a
     finished study's name to its JSON document (seed 003's pairwise judgments)."""
     out: list[dict[str, Any]] = []
@@ -226,8 +324,9 @@ def seed_rows(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Ma
             out += _pairwise_rows(seed, s, (studies or {}).get(s["study"]), cfg, studies or {})
         for c in s.get("not_run_claims") or []:
             lo, hi = VD.parse_range(c["improvement"])
-            out.append(row(f"{seed}: not run", c["claim"], VD.Claim(lo, hi, 0.0), fixed=(VD.NOT_MEASURED, c["why"]),
-                           pct=True))
+            out.append(
+                row(f"{seed}: not run", c["claim"], VD.Claim(lo, hi, 0.0), fixed=(VD.NOT_MEASURED, c["why"]), pct=True)
+            )
     return out
 
 
@@ -267,7 +366,9 @@ def _seed_row_claims(views, src, r, by_name, table, cfg) -> list[dict[str, Any]]
         if key == "improvement":
             ref = by_name[r["versus"]]
             col = S.compared_metric(table, cfg) if retrieval else S.ANSWER_COLUMNS["f1"]
-            text = f"{r['row']} vs {r['versus']}: {display_metric(col) if retrieval else 'answer F1'} improvement {value}"
+            text = (
+                f"{r['row']} vs {r['versus']}: {display_metric(col) if retrieval else 'answer F1'} improvement {value}"
+            )
             lo, hi = VD.parse_range(value)
             a, b = _series(views, r.get("run"), col, not retrieval), _series(views, ref.get("run"), col, not retrieval)
             if a is None or b is None:
@@ -280,29 +381,49 @@ def _seed_row_claims(views, src, r, by_name, table, cfg) -> list[dict[str, Any]]
             skipped = S.duplicates_skipped(gen) if gen is not None else None
             if skipped is not None:
                 acted, note = skipped > 0, f"a duplicate was skipped for {skipped} of {len(gen)} questions"
-            out.append(diff_row(src, text, VD.Claim(lo, hi, 0.0), S.paired_on_common(a, b, cfg)[0], relative=True, acted=acted,
-                                note=note))
+            out.append(
+                diff_row(
+                    src,
+                    text,
+                    VD.Claim(lo, hi, 0.0),
+                    S.paired_on_common(a, b, cfg)[0],
+                    relative=True,
+                    acted=acted,
+                    note=note,
+                )
+            )
         elif key == "activation":
             v, label = S.resolve_run(views, r.get("run"))
             counts = S.activation_counts(v, label) if v is not None else None
             if counts is None:
                 out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, NO_RUN)))
                 continue
-            out.append(share_row(src, text, value, *counts, cfg,
-                                 note="share of the sample's questions whose keyword boost ran"))
+            out.append(
+                share_row(
+                    src, text, value, *counts, cfg, note="share of the sample's questions whose keyword boost ran"
+                )
+            )
         else:
             col = S.ANSWER_COLUMNS.get(key, key)
             x = _series(views, r.get("run"), col, True)
-            out.append(mean_row(src, text, value, x, cfg) if x is not None else
-                       row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, _why_not(views, (r.get("run"), col)))))
+            out.append(
+                mean_row(src, text, value, x, cfg)
+                if x is not None
+                else row(
+                    src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, _why_not(views, (r.get("run"), col)))
+                )
+            )
     ref = by_name.get(r.get("versus"))
     if ref is not None and "f1" in claimed and "f1" in (ref.get("claimed") or {}):
         col = S.ANSWER_COLUMNS["f1"]
         c = VD.Claim.point(round(claimed["f1"] - ref["claimed"]["f1"], 6), null=0.0)
         text = f"{r['row']} - {r['versus']}: answer F1 {claimed['f1']} - {ref['claimed']['f1']}"
         a, b = _series(views, r.get("run"), col, True), _series(views, ref.get("run"), col, True)
-        out.append(diff_row(src, text, c, S.paired_on_common(a, b, cfg)[0]) if a is not None and b is not None else
-                   row(src, text, c, fixed=(VD.NOT_MEASURED, _why_not(views, (r.get("run"), col), (ref.get("run"), col)))))
+        out.append(
+            diff_row(src, text, c, S.paired_on_common(a, b, cfg)[0])
+            if a is not None and b is not None
+            else row(src, text, c, fixed=(VD.NOT_MEASURED, _why_not(views, (r.get("run"), col), (ref.get("run"), col))))
+        )
     return out
 
 
@@ -324,8 +445,16 @@ def _agent_rows(views, seed, s, cfg) -> list[dict[str, Any]]:
                 out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, NO_RUN)))
             else:
                 col = S.AGENT_METRICS[key]
-                out.append(mean_row(src, text, value, scores[r["row"]][col], cfg,
-                                    note=f"measured as {col}" if col.split("@")[0] != key.replace("_", "-") else ""))
+                out.append(
+                    mean_row(
+                        src,
+                        text,
+                        value,
+                        scores[r["row"]][col],
+                        cfg,
+                        note=f"measured as {col}" if col.split("@")[0] != key.replace("_", "-") else "",
+                    )
+                )
     for h in s.get("headline") or []:
         text = h["claim"]
         lo, hi = VD.parse_range(h["improvement"])
@@ -354,17 +483,23 @@ def judge_unfit(model: str, spec: Mapping[str, Any] | None, studies: Mapping[str
         doc = studies.get(name)
         if doc is None:
             return f"its validation (study {name}) was not run"
-        got = [r for r in doc["rows"] if r.get("judge") == "pairwise" and r.get("model") == model
-               and r.get("perturbation") == "all"]
+        got = [
+            r
+            for r in doc["rows"]
+            if r.get("judge") == "pairwise" and r.get("model") == model and r.get("perturbation") == "all"
+        ]
         if not got:
             return f"study {name} did not validate {model}"
         r = got[0]
         if not float(r["accuracy_low"]) >= need:
-            failed.append(f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}] of {r['n']} "
-                          f"pairs ({name})")
+            failed.append(
+                f"{r['accuracy']:.2f} [{r['accuracy_low']:.2f}, {r['accuracy_high']:.2f}] of {r['n']} pairs ({name})"
+            )
     if failed:
-        return (f"it chose the known-better answer in both orders in {' and '.join(failed)}, the CI's lower bound "
-                f"below the {need:g} required")
+        return (
+            f"it chose the known-better answer in both orders in {' and '.join(failed)}, the CI's lower bound "
+            f"below the {need:g} required"
+        )
     return None
 
 
@@ -385,24 +520,41 @@ def _pairwise_rows(seed, s, doc, cfg, studies) -> list[dict[str, Any]]:
             out.append(row(src, text, VD.Claim.loses(0.5), fixed=(VD.NOT_MEASURED, "the judge decided no pair")))
             continue
         ci = stats.proportion_ci(int(r["b_wins"]), decided, float(cfg["confidence"]))
-        out.append(row(src, text, VD.Claim.loses(0.5), ci["share"], ci["ci_low"], ci["ci_high"], decided,
-                       unfit=unfit[str(r["judge"])],
-                       note=f"the modified run's share of {decided} decided pairs ({r['ties']} ties left out)"))
+        out.append(
+            row(
+                src,
+                text,
+                VD.Claim.loses(0.5),
+                ci["share"],
+                ci["ci_low"],
+                ci["ci_high"],
+                decided,
+                unfit=unfit[str(r["judge"])],
+                note=f"the modified run's share of {decided} decided pairs ({r['ties']} ties left out)",
+            )
+        )
     return out
 
 
 # --------------------------------------------------------------------------- the table
 
 
-def claims_table(views: Mapping[str, DatasetView], t2: pd.DataFrame, paper: Mapping[str, Any] | None,
-                 seeds: Mapping[str, Any] | None, cfg: Mapping[str, Any],
-                 studies: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def claims_table(
+    views: Mapping[str, DatasetView],
+    t2: pd.DataFrame,
+    paper: Mapping[str, Any] | None,
+    seeds: Mapping[str, Any] | None,
+    cfg: Mapping[str, Any],
+    studies: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """Every claim's row (:data:`COLUMNS`): the paper's, then the seeds'."""
-    rows = (paper_rows(views, t2, paper, cfg) if paper else []) + (seed_rows(views, seeds, cfg, studies) if seeds else [])
+    rows = (paper_rows(views, t2, paper, cfg) if paper else []) + (
+        seed_rows(views, seeds, cfg, studies) if seeds else []
+    )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def verdict_counts(table: pd.DataFrame) -> str:
-    """"N claims: a consistent, b contradicted, ..." over the table's rows."""
+    """ "N claims: a consistent, b contradicted, ..." over the table's rows."""
     counts = table["verdict"].value_counts()
     return f"{len(table)} claims: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VD.VERDICTS)

@@ -49,11 +49,11 @@ class RunRef:
     """A declared run: the key it is reported under, its tier and where its results folder is."""
 
     dataset: str
-    label: str                  # method label: name or name+variant
+    label: str  # method label: name or name+variant
     tier: str
-    folder: Path                # <results_dir>/<dataset>/<label>/<config hash>; may not exist yet
-    dataset_folder: Path        # the processed dataset the run reads; may not be built yet
-    declared: str = ""          # the declaration in one line (sample, overrides)
+    folder: Path  # <results_dir>/<dataset>/<label>/<config hash>; may not exist yet
+    dataset_folder: Path  # the processed dataset the run reads; may not be built yet
+    declared: str = ""  # the declaration in one line (sample, overrides)
 
     @property
     def key(self) -> str:
@@ -65,8 +65,11 @@ def load_run(folder: Path) -> RunInfo | None:
     wrong: the report shows it as not run, and ``make reproduce`` makes it again)."""
     run = RunInfo(folder)
     if run.damage is not None:
-        print(f"DAMAGED ({run.damage}): {folder} is left out of the report; make reproduce runs it again",
-              file=sys.stderr, flush=True)
+        print(
+            f"DAMAGED ({run.damage}): {folder} is left out of the report; make reproduce runs it again",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
     return run if run.is_done else None
 

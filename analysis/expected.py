@@ -23,8 +23,8 @@ from lethe.core.atomic import atomic_write_text
 from lethebench.runs import RunFolder
 from lethe.text.collapse import collapse
 
-COUNT_KEYS = ("evaluated",)          # integers: always compared exactly
-ANSWER_PREFIX = "answer_"            # answer metrics are stored as answer_<name>
+COUNT_KEYS = ("evaluated",)  # integers: always compared exactly
+ANSWER_PREFIX = "answer_"  # answer metrics are stored as answer_<name>
 STATUSES = ("OK", "OKish", "FAIL", "MISSING", "DAMAGED")
 
 
@@ -68,7 +68,7 @@ def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str])
 
 def retrieval_values(run: RunFolder, metrics: Sequence[str]) -> dict[str, Any]:
     """The evaluated count and the means of ``metrics`` computed from ``run``'s run.trec and qrels.trec."""
-    from analysis.metrics import rescore   # ranx compiles its kernels on first use: only when verifying
+    from analysis.metrics import rescore  # ranx compiles its kernels on first use: only when verifying
 
     scores = rescore(run, metrics)
     return {"evaluated": int(len(scores)), **{k: float(scores[k].mean()) if len(scores) else 0.0 for k in metrics}}
@@ -79,8 +79,13 @@ def provenance(folder: Path) -> dict[str, Any]:
     (``timing_valid``; None in manifests older than the field) of a finished run (from its manifest)."""
     man = RunFolder(folder).manifest
     git = man.get("git") or {}
-    return {"config_hash": man.get("config_hash"), "commit": git.get("commit"), "dirty": git.get("dirty"),
-            "seconds": man.get("wall_seconds"), "timing_valid": man.get("timing_valid")}
+    return {
+        "config_hash": man.get("config_hash"),
+        "commit": git.get("commit"),
+        "dirty": git.get("dirty"),
+        "seconds": man.get("wall_seconds"),
+        "timing_valid": man.get("timing_valid"),
+    }
 
 
 HEADER = """\
@@ -95,30 +100,48 @@ HEADER = """\
 """
 
 
-def write_expected(path: Path, tier: str, entries: Mapping[str, Mapping[str, Any]],
-                   classes: Mapping[str, Tolerance], prepare_seconds: Mapping[str, float] | None = None) -> Path:
+def write_expected(
+    path: Path,
+    tier: str,
+    entries: Mapping[str, Mapping[str, Any]],
+    classes: Mapping[str, Tolerance],
+    prepare_seconds: Mapping[str, float] | None = None,
+) -> Path:
     """Write the expected-scores file of ``tier`` (entries: run key -> record; classes: the tolerance
     classes the entries name, written once with their reason)."""
     used = {e.get(k) for e in entries.values() for k in ("class", "answer_class")} - {None}
-    doc: dict[str, Any] = {"tier": tier,
-                           "tolerance_classes": {c: {"tolerance": classes[c].value, "why": classes[c].why}
-                                                 for c in sorted(used)},
-                           "runs": {k: dict(v) for k, v in entries.items()}}
+    doc: dict[str, Any] = {
+        "tier": tier,
+        "tolerance_classes": {c: {"tolerance": classes[c].value, "why": classes[c].why} for c in sorted(used)},
+        "runs": {k: dict(v) for k, v in entries.items()},
+    }
     if prepare_seconds:
         doc["prepare_seconds"] = {k: round(float(v), 1) for k, v in sorted(prepare_seconds.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, HEADER.format(tier=tier) + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True))
+    atomic_write_text(
+        path, HEADER.format(tier=tier) + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True)
+    )
     return path
 
 
-def expected_record(folder: Path, tol: Tolerance, answer_tol: Tolerance, metrics: Sequence[str],
-                    answer_metrics: Sequence[str], previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def expected_record(
+    folder: Path,
+    tol: Tolerance,
+    answer_tol: Tolerance,
+    metrics: Sequence[str],
+    answer_metrics: Sequence[str],
+    previous: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """One run's entry of the expected-scores file. ``seconds`` is the run's wall time, unless the run was
     not timed alone (``timing_valid`` false) and ``previous`` (the entry it replaces) has a time: that one is kept."""
     vals = measure(folder, metrics, answer_metrics)
     prov = provenance(folder)
-    rec: dict[str, Any] = {"config_hash": prov["config_hash"], "class": tol.klass, "tolerance": tol.value,
-                           "metrics": vals}
+    rec: dict[str, Any] = {
+        "config_hash": prov["config_hash"],
+        "class": tol.klass,
+        "tolerance": tol.value,
+        "metrics": vals,
+    }
     if any(k.startswith(ANSWER_PREFIX) for k in vals):
         rec.update({"answer_class": answer_tol.klass, "answer_tolerance": answer_tol.value})
     kept = (previous or {}).get("seconds")
@@ -156,12 +179,19 @@ def measure_study(folder: Path, row_key: Sequence[str], metrics: Sequence[str]) 
         name = " | ".join(str(row.get(k)) for k in row_key)
         for m in metrics:
             if row.get(m) is not None:
-                out[f"{name}: {m}"] = row[m] if isinstance(row[m], int) and not isinstance(row[m], bool) else float(row[m])
+                out[f"{name}: {m}"] = (
+                    row[m] if isinstance(row[m], int) and not isinstance(row[m], bool) else float(row[m])
+                )
     return out
 
 
-def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any], metrics: Sequence[str],
-           answer_metrics: Sequence[str], stored: Mapping[str, Path] | None = None) -> pd.DataFrame:
+def verify(
+    runs: Sequence[tuple[str, Path | None]],
+    expected: Mapping[str, Any],
+    metrics: Sequence[str],
+    answer_metrics: Sequence[str],
+    stored: Mapping[str, Path] | None = None,
+) -> pd.DataFrame:
     """One row per (run, metric): expected, measured, difference, tolerance, status and a note.
 
     ``runs`` lists (key, finished folder or None). A run without an entry in ``expected`` is
@@ -172,15 +202,21 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     items = []
     runs = [(key, f, RunFolder(f).damage if f is not None else None) for key, f in runs]
     for key, f, damage in runs:
-        if damage:   # listed, not read: its files cannot be trusted
+        if damage:  # listed, not read: its files cannot be trusted
             items.append((key, None, {"damaged": damage}))
             continue
         got = measure(f, metrics, answer_metrics) if f is not None else None
         prov = {**provenance(f), "stored_differs": stored_differs(f, got)} if f is not None else None
         items.append((key, got, prov))
     df = compare(items, expected, ["evaluated", *metrics])
-    extra = [row for key, f, damage in runs if f is not None and not damage and key in (stored or {})
-             for row in per_query_rows(key, f, stored[key], metrics, float((expected["runs"].get(key) or {}).get("tolerance", 0.0)))]
+    extra = [
+        row
+        for key, f, damage in runs
+        if f is not None and not damage and key in (stored or {})
+        for row in per_query_rows(
+            key, f, stored[key], metrics, float((expected["runs"].get(key) or {}).get("tolerance", 0.0))
+        )
+    ]
     if not extra:
         return df
     order = {key: i for i, (key, _, _) in enumerate(runs)}
@@ -188,7 +224,7 @@ def verify(runs: Sequence[tuple[str, Path | None]], expected: Mapping[str, Any],
     return out.sort_values("run", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-PER_QUERY_PREFIX = "per-query "   # rows comparing a run's per-query values with the store's: counts of queries
+PER_QUERY_PREFIX = "per-query "  # rows comparing a run's per-query values with the store's: counts of queries
 
 
 def per_query_rows(key: str, folder: Path, stored: Path, metrics: Sequence[str], tol: float) -> list[dict[str, Any]]:
@@ -215,8 +251,18 @@ def per_query_rows(key: str, folder: Path, stored: Path, metrics: Sequence[str],
             worst = diff.idxmax()
             status = "OKish" if agree == len(ref) else "FAIL"
             note = f"{int((a != b).sum())} queries differ; largest on {worst}"
-        rows.append({"run": key, "metric": f"{PER_QUERY_PREFIX}{m}", "expected": len(ref), "measured": agree,
-                     "diff": float(diff.max()) if len(diff) else 0.0, "tolerance": tol, "status": status, "note": note})
+        rows.append(
+            {
+                "run": key,
+                "metric": f"{PER_QUERY_PREFIX}{m}",
+                "expected": len(ref),
+                "measured": agree,
+                "diff": float(diff.max()) if len(diff) else 0.0,
+                "tolerance": tol,
+                "status": status,
+                "note": note,
+            }
+        )
     return rows
 
 
@@ -228,8 +274,11 @@ def stored_differs(folder: Path, measured: Mapping[str, Any]) -> list[str]:
     return [k for k, v in measured.items() if k in stored and stored[k] != v]
 
 
-def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
-            expected: Mapping[str, Any], default_names: Sequence[str] = ()) -> pd.DataFrame:
+def compare(
+    items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+    expected: Mapping[str, Any],
+    default_names: Sequence[str] = (),
+) -> pd.DataFrame:
     """Verification rows for (key, measured values or None when not run, provenance or None)."""
     rows: list[dict[str, Any]] = []
     exp_runs = expected.get("runs") or {}
@@ -238,25 +287,56 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
         names = (list(exp["metrics"]) if exp else list(got or {}) or list(default_names)) or ["-"]
         if got is None:
             damage = (prov or {}).get("damaged")
-            status, note = (("DAMAGED", f"{damage}: running it again (make reproduce) replaces the folder") if damage
-                            else ("MISSING", "not run (no finished results folder)"))
-            rows += [{"run": key, "metric": n, "expected": (exp or {}).get("metrics", {}).get(n), "measured": None,
-                      "diff": None, "tolerance": None, "status": status, "note": note} for n in names]
+            status, note = (
+                ("DAMAGED", f"{damage}: running it again (make reproduce) replaces the folder")
+                if damage
+                else ("MISSING", "not run (no finished results folder)")
+            )
+            rows += [
+                {
+                    "run": key,
+                    "metric": n,
+                    "expected": (exp or {}).get("metrics", {}).get(n),
+                    "measured": None,
+                    "diff": None,
+                    "tolerance": None,
+                    "status": status,
+                    "note": note,
+                }
+                for n in names
+            ]
             continue
         prov = prov or {}
         notes = ["made from a dirty tree"] if prov.get("dirty") else []
         if prov.get("stored_differs"):
-            notes.append(f"metrics.json differs from the run files on {', '.join(prov['stored_differs'])} "
-                         "(the measured value is computed from run.trec and qrels.trec)")
+            notes.append(
+                f"metrics.json differs from the run files on {', '.join(prov['stored_differs'])} "
+                "(the measured value is computed from run.trec and qrels.trec)"
+            )
         if exp is None:
-            rows += [{"run": key, "metric": n, "expected": None, "measured": got.get(n), "diff": None, "tolerance": None,
-                      "status": "MISSING", "note": "no expected value: write the expected-scores file"} for n in names]
+            rows += [
+                {
+                    "run": key,
+                    "metric": n,
+                    "expected": None,
+                    "measured": got.get(n),
+                    "diff": None,
+                    "tolerance": None,
+                    "status": "MISSING",
+                    "note": "no expected value: write the expected-scores file",
+                }
+                for n in names
+            ]
             continue
         if exp.get("config_hash") and prov.get("config_hash") and exp["config_hash"] != prov["config_hash"]:
             notes.append(f"config changed: hash {prov['config_hash']}, expected {exp['config_hash']}")
         for n in names:
             e, g = exp["metrics"].get(n), got.get(n)
-            tol = 0.0 if n in COUNT_KEYS else float(exp.get("answer_tolerance" if n.startswith(ANSWER_PREFIX) else "tolerance", 0.0))
+            tol = (
+                0.0
+                if n in COUNT_KEYS
+                else float(exp.get("answer_tolerance" if n.startswith(ANSWER_PREFIX) else "tolerance", 0.0))
+            )
             if g is None:
                 status, diff = "FAIL", None
                 note = notes + ["not measured by this run"]
@@ -264,32 +344,56 @@ def compare(items: Sequence[tuple[str, Mapping[str, Any] | None, Mapping[str, An
                 status = _status(e, g, tol)
                 diff = (g - e) if isinstance(g, (int, float)) and isinstance(e, (int, float)) else None
                 note = notes
-            rows.append({"run": key, "metric": n, "expected": e, "measured": g, "diff": diff, "tolerance": tol,
-                         "status": status, "note": "; ".join(note)})
+            rows.append(
+                {
+                    "run": key,
+                    "metric": n,
+                    "expected": e,
+                    "measured": g,
+                    "diff": diff,
+                    "tolerance": tol,
+                    "status": status,
+                    "note": "; ".join(note),
+                }
+            )
     # object columns: a count (an int, e.g. a study's judged pairs) stays an int beside the float means
-    return pd.DataFrame(rows, columns=["run", "metric", "expected", "measured", "diff", "tolerance", "status", "note"],
-                        dtype=object)
+    return pd.DataFrame(
+        rows, columns=["run", "metric", "expected", "measured", "diff", "tolerance", "status", "note"], dtype=object
+    )
 
 
 def _cell(x: Any, metric: str) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    if metric in COUNT_KEYS or metric.startswith(PER_QUERY_PREFIX) or isinstance(x, int):   # counts: queries
+    if metric in COUNT_KEYS or metric.startswith(PER_QUERY_PREFIX) or isinstance(x, int):  # counts: queries
         return str(int(x))
     return f"{float(x):.6f}"
 
 
 def format_verification(df: pd.DataFrame, title: str) -> str:
     """Markdown table of :func:`verify`'s rows plus one summary line."""
-    lines = [f"### Verification: {title}", "",
-             "| run | metric | expected | measured | diff | tolerance | status | note |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### Verification: {title}",
+        "",
+        "| run | metric | expected | measured | diff | tolerance | status | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in df.itertuples(index=False):
-        diff = "-" if r.diff is None or (isinstance(r.diff, float) and math.isnan(r.diff)) else (
-            "0" if r.diff == 0 else f"{r.diff:+.2e}")
-        tol = "-" if r.tolerance is None or (isinstance(r.tolerance, float) and math.isnan(r.tolerance)) else f"{r.tolerance:g}"
-        metric = str(r.metric).replace("|", "\\|")   # a study's row key joins its fields with " | "
-        lines.append(f"| {r.run} | {metric} | {_cell(r.expected, r.metric)} | {_cell(r.measured, r.metric)} | {diff} | "
-                     f"{tol} | {r.status} | {r.note or ''} |")
+        diff = (
+            "-"
+            if r.diff is None or (isinstance(r.diff, float) and math.isnan(r.diff))
+            else ("0" if r.diff == 0 else f"{r.diff:+.2e}")
+        )
+        tol = (
+            "-"
+            if r.tolerance is None or (isinstance(r.tolerance, float) and math.isnan(r.tolerance))
+            else f"{r.tolerance:g}"
+        )
+        metric = str(r.metric).replace("|", "\\|")  # a study's row key joins its fields with " | "
+        lines.append(
+            f"| {r.run} | {metric} | {_cell(r.expected, r.metric)} | {_cell(r.measured, r.metric)} | {diff} | "
+            f"{tol} | {r.status} | {r.note or ''} |"
+        )
     lines += ["", summary_line(df)]
     return "\n".join(lines) + "\n"
 
@@ -300,7 +404,9 @@ def summary_line(df: pd.DataFrame) -> str:
     if not counts["DAMAGED"]:
         del counts["DAMAGED"]
     runs = df["run"].nunique() if len(df) else 0
-    return f"{runs} run{'' if runs == 1 else 's'}, {len(df)} values: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    return f"{runs} run{'' if runs == 1 else 's'}, {len(df)} values: " + ", ".join(
+        f"{v} {k}" for k, v in counts.items()
+    )
 
 
 def passed(df: pd.DataFrame) -> bool:

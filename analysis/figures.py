@@ -35,8 +35,16 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d"]
 # Okabe & Ito's colour-blind-safe palette without its black (black error bars and hatches stay visible on every
 # bar), then a grey; 13 markers against 8 colours, so no two of the first 13 methods share colour and marker
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
-plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "figure.dpi": 110, "svg.hashsalt": "lethe",
-                     "pdf.fonttype": 42, "legend.fontsize": 7})
+plt.rcParams.update(
+    {
+        "font.size": 8,
+        "axes.titlesize": 9,
+        "figure.dpi": 110,
+        "svg.hashsalt": "lethe",
+        "pdf.fonttype": 42,
+        "legend.fontsize": 7,
+    }
+)
 
 
 class Styles:
@@ -53,25 +61,48 @@ class Styles:
 
     def bar(self, m: str) -> dict[str, Any]:
         i = self._i(m)
-        return {"color": PALETTE[i % len(PALETTE)], "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black",
-                "linewidth": 0.6, "error_kw": {"elinewidth": 1.2, "capthick": 1.2}}
+        return {
+            "color": PALETTE[i % len(PALETTE)],
+            "hatch": HATCHES[i % len(HATCHES)],
+            "edgecolor": "black",
+            "linewidth": 0.6,
+            "error_kw": {"elinewidth": 1.2, "capthick": 1.2},
+        }
 
     def marker(self, m: str) -> dict[str, Any]:
         i = self._i(m)
-        return {"marker": MARKERS[i % len(MARKERS)], "color": PALETTE[i % len(PALETTE)], "edgecolors": "black",
-                "linewidths": 0.6, "s": 36}
+        return {
+            "marker": MARKERS[i % len(MARKERS)],
+            "color": PALETTE[i % len(PALETTE)],
+            "edgecolors": "black",
+            "linewidths": 0.6,
+            "s": 36,
+        }
 
 
 def group_style(j: int) -> dict[str, Any]:
     """The style of the ``j``-th group (a domain, a complexity level) in a dot plot: colour and marker."""
-    return {"marker": MARKERS[j % len(MARKERS)], "color": PALETTE[j % len(PALETTE)], "markeredgecolor": "black",
-            "markeredgewidth": 0.5, "ecolor": PALETTE[j % len(PALETTE)]}
+    return {
+        "marker": MARKERS[j % len(MARKERS)],
+        "color": PALETTE[j % len(PALETTE)],
+        "markeredgecolor": "black",
+        "markeredgewidth": 0.5,
+        "ecolor": PALETTE[j % len(PALETTE)],
+    }
 
 
 def not_yet(ax, what: str) -> None:
     """Mark a panel whose runs do not exist yet."""
-    ax.text(0.5, 0.5, f"not measured yet:\n{what}", ha="center", va="center", fontsize=9, transform=ax.transAxes,
-            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.5"})
+    ax.text(
+        0.5,
+        0.5,
+        f"not measured yet:\n{what}",
+        ha="center",
+        va="center",
+        fontsize=9,
+        transform=ax.transAxes,
+        bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.5"},
+    )
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -86,8 +117,9 @@ def main_methods(v: DatasetView, cfg: Mapping[str, Any]) -> list[str]:
     return [m for m in main_family(cfg) if m in v.per_query]
 
 
-def hbars(ax, v: DatasetView, metric: str, cfg: Mapping[str, Any], styles: Styles, methods: list[str],
-          title: str) -> bool:
+def hbars(
+    ax, v: DatasetView, metric: str, cfg: Mapping[str, Any], styles: Styles, methods: list[str], title: str
+) -> bool:
     """Horizontal bars: mean of ``metric`` per method (top to bottom in ``methods`` order) with BCa CIs."""
     methods = [m for m in methods if metric in v.per_query[m] and v.per_query[m][metric].notna().any()]
     if not methods:
@@ -138,8 +170,16 @@ def group_levels(v: DatasetView, group_col: str) -> tuple[pd.Series, list]:
     return groups, levels
 
 
-def dots_by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, metric: str, title: str,
-                  methods: list[str], show_names: bool = True) -> list:
+def dots_by_group(
+    ax,
+    v: DatasetView,
+    cfg: Mapping[str, Any],
+    group_col: str,
+    metric: str,
+    title: str,
+    methods: list[str],
+    show_names: bool = True,
+) -> list:
     """Dot plot: one row per method (top to bottom in ``methods`` order), one marker per value of a query column
     (domain, complexity) at the mean of ``metric`` over that group's queries, with its 95% BCa CI; returns the
     legend handles (one per group; the figure draws one legend for all panels)."""
@@ -164,14 +204,25 @@ def dots_by_group(ax, v: DatasetView, cfg: Mapping[str, Any], group_col: str, me
             mean, lo, hi = _ci(vals, cfg)
             lo, hi = (mean, mean) if np.isnan(lo) else (lo, hi)
             xs.append(mean), los.append(mean - lo), his.append(hi - mean)
-            ys.append(yi + 0.35 - step * (j + 0.5))   # the groups of a method stacked inside its row
+            ys.append(yi + 0.35 - step * (j + 0.5))  # the groups of a method stacked inside its row
         if xs:
-            handles.append(ax.errorbar(xs, ys, xerr=[los, his], linestyle="none", capsize=1.5, markersize=4, elinewidth=1,
-                                       label=str(g), **group_style(j)))
+            handles.append(
+                ax.errorbar(
+                    xs,
+                    ys,
+                    xerr=[los, his],
+                    linestyle="none",
+                    capsize=1.5,
+                    markersize=4,
+                    elinewidth=1,
+                    label=str(g),
+                    **group_style(j),
+                )
+            )
     ax.set_yticks(y, methods)
-    ax.tick_params(axis="y", labelleft=show_names)   # panels sharing the rows name them once
+    ax.tick_params(axis="y", labelleft=show_names)  # panels sharing the rows name them once
     for yi in y[:-1]:
-        ax.axhline(yi - 0.5, color="0.9", linewidth=0.6, zorder=0)   # row separators
+        ax.axhline(yi - 0.5, color="0.9", linewidth=0.6, zorder=0)  # row separators
     ax.set_ylim(-0.5, len(methods) - 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(f"{metric} (mean, 95% BCa CI)")
@@ -185,11 +236,25 @@ def budget_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
         x = g["budget_ms"] * (1.0 + 0.04 * (i - 1))  # models side by side at a budget: CIs never overlap
-        ax.errorbar(x, g["ndcg"], yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
-                    marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)], capsize=2, label=model, lw=1)
+        ax.errorbar(
+            x,
+            g["ndcg"],
+            yerr=[g["ndcg"] - g["ci_low"], g["ci_high"] - g["ndcg"]],
+            marker=MARKERS[i % len(MARKERS)],
+            color=PALETTE[i % len(PALETTE)],
+            capsize=2,
+            label=model,
+            lw=1,
+        )
     base = pts["iter3_same"].dropna()
     if len(base):
-        ax.axhline(float(base.iloc[0]), ls="--", color="0.4", lw=0.8, label=f"lethe_iter3 (same {int(pts['n'].iloc[0])} queries)")
+        ax.axhline(
+            float(base.iloc[0]),
+            ls="--",
+            color="0.4",
+            lw=0.8,
+            label=f"lethe_iter3 (same {int(pts['n'].iloc[0])} queries)",
+        )
     _budget_axis(ax, pts)
     ax.set_ylabel("nDCG@10 (mean, 95% BCa CI)")
     ax.set_title(f"{dataset}: quality vs LLM budget")
@@ -208,8 +273,14 @@ def share_curve(ax, pts: pd.DataFrame, dataset: str) -> None:
     """Share of the top candidates the LLM judged within the budget, one line per model."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
-        ax.plot(g["budget_ms"], g["share_judged"], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
-                lw=1, label=model)
+        ax.plot(
+            g["budget_ms"],
+            g["share_judged"],
+            marker=MARKERS[i % len(MARKERS)],
+            color=PALETTE[i % len(PALETTE)],
+            lw=1,
+            label=model,
+        )
     _budget_axis(ax, pts)
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of the top 10 judged")
@@ -222,8 +293,14 @@ def frontier(ax, pts: pd.DataFrame, dataset: str) -> None:
     budgets (in budget order); the models are named in the legend."""
     for i, (model, g) in enumerate(sorted(pts.groupby("model"), key=lambda t: t[0])):
         g = g.sort_values("budget_ms")
-        ax.plot(g["rerank_p95"], g["ndcg"], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
-                lw=0.8, label=model)
+        ax.plot(
+            g["rerank_p95"],
+            g["ndcg"],
+            marker=MARKERS[i % len(MARKERS)],
+            color=PALETTE[i % len(PALETTE)],
+            lw=0.8,
+            label=model,
+        )
     ax.set_xlabel("rerank stage P95 latency on this machine (ms)")
     ax.set_ylabel("nDCG@10 (mean)")
     ax.set_title(f"{dataset}: model-choice frontier")
@@ -242,8 +319,17 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
             cols = [c for c in names if c in st.columns]
             vals.append(float(st[cols].fillna(0).sum(axis=1).mean()) if cols else 0.0)
         if any(vals):
-            ax.barh(y, vals, left=lefts, height=0.6, label=g, color=PALETTE[gi % len(PALETTE)],
-                    hatch=HATCHES[gi % len(HATCHES)], edgecolor="black", linewidth=0.6)
+            ax.barh(
+                y,
+                vals,
+                left=lefts,
+                height=0.6,
+                label=g,
+                color=PALETTE[gi % len(PALETTE)],
+                hatch=HATCHES[gi % len(HATCHES)],
+                edgecolor="black",
+                linewidth=0.6,
+            )
         lefts += np.array(vals)
     ax.set_yticks(y, methods)
     ax.set_xlabel("mean latency per query on this machine (ms)")
@@ -257,8 +343,16 @@ def forest(ax, rows: pd.DataFrame, label: Callable[[Any], str], xlabel: str, tit
         not_yet(ax, title)
         return
     y = np.arange(len(rows))[::-1]
-    ax.errorbar(rows["mean_diff"], y, xerr=[rows["mean_diff"] - rows["ci_low"], rows["ci_high"] - rows["mean_diff"]],
-                fmt="o", color="black", ecolor="0.4", capsize=2, markersize=3)
+    ax.errorbar(
+        rows["mean_diff"],
+        y,
+        xerr=[rows["mean_diff"] - rows["ci_low"], rows["ci_high"] - rows["mean_diff"]],
+        fmt="o",
+        color="black",
+        ecolor="0.4",
+        capsize=2,
+        markersize=3,
+    )
     ax.axvline(0, color="0.5", linewidth=0.8)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # few ticks: tick labels never run into each other
     ax.set_yticks(y, [label(r) for r in rows.itertuples()])
@@ -272,8 +366,17 @@ def progression(ax, v: DatasetView, cfg: Mapping[str, Any], its: list[str], base
     x = np.arange(len(its))
     ci = [_ci(v.per_query[m]["ndcg@10"].dropna().to_numpy(float), cfg) for m in its]
     mean = np.array([c[0] for c in ci])
-    ax.errorbar(x, mean, yerr=[mean - [c[1] for c in ci], [c[2] for c in ci] - mean], fmt="-o", color=PALETTE[0],
-                capsize=2, markeredgecolor="black", markeredgewidth=0.5, label="Lethe iteration")
+    ax.errorbar(
+        x,
+        mean,
+        yerr=[mean - [c[1] for c in ci], [c[2] for c in ci] - mean],
+        fmt="-o",
+        color=PALETTE[0],
+        capsize=2,
+        markeredgecolor="black",
+        markeredgewidth=0.5,
+        label="Lethe iteration",
+    )
     if base:
         bm, blo, bhi = _ci(v.per_query[base]["ndcg@10"].dropna().to_numpy(float), cfg)
         ax.axhspan(blo, bhi, color=PALETTE[1], alpha=0.25, lw=0)
@@ -288,8 +391,10 @@ def progression(ax, v: DatasetView, cfg: Mapping[str, Any], its: list[str], base
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
-    for path, fmt, metadata in ((paths[0], "png", {"Software": None}),
-                                (paths[1], "pdf", {"Creator": None, "Producer": None, "CreationDate": None})):
+    for path, fmt, metadata in (
+        (paths[0], "png", {"Software": None}),
+        (paths[1], "pdf", {"Creator": None, "Producer": None, "CreationDate": None}),
+    ):
         buf = io.BytesIO()  # replaced whole (lethe.core.atomic): a crash never leaves a truncated figure
         fig.savefig(buf, format=fmt, metadata=metadata, bbox_inches="tight")
         atomic_write_bytes(path, buf.getvalue())
@@ -306,14 +411,20 @@ def _grid(n: int, ncols: int, w: float, h: float):
     return fig, flat[:n]
 
 
-def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path,
-             main: str = "lethebench", ta: pd.DataFrame | None = None) -> dict[str, list[Path]]:
+def draw_all(
+    views: Mapping[str, DatasetView],
+    t2: pd.DataFrame,
+    cfg: Mapping[str, Any],
+    out_dir: Path,
+    main: str = "lethebench",
+    ta: pd.DataFrame | None = None,
+) -> dict[str, list[Path]]:
     """Draw Figures 1-7; ``main`` is the dataset the paper's single-dataset figures are about;
     ``t2`` and ``ta`` are Table 2 and the steps-and-ablations table."""
     styles = Styles(cfg)
     v = views.get(main)
     out: dict[str, list[Path]] = {}
-    has = (lambda m: v is not None and m in v.per_query)  # noqa: E731
+    has = lambda m: v is not None and m in v.per_query  # noqa: E731
     n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
     mm = main_methods(v, cfg) if v is not None else []
     rows_h = max(3.0, 0.28 * len(mm) + 1.0)
@@ -330,7 +441,9 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
 
     # Figure 2: iteration-2 ablation and nDCG@10 by query complexity (main family)
     fig, ax = plt.subplots(1, 2, figsize=(11, max(3.4, 0.34 * len(mm) + 1.2)), gridspec_kw={"width_ratios": [0.8, 1.2]})
-    abl = [m for m in ("lethe_iter1", "lethe_iter2+rewrite_only", "lethe_iter2+decompose_only", "lethe_iter2") if has(m)]
+    abl = [
+        m for m in ("lethe_iter1", "lethe_iter2+rewrite_only", "lethe_iter2+decompose_only", "lethe_iter2") if has(m)
+    ]
     if len([m for m in abl if m.startswith("lethe_iter2")]) < 2:
         not_yet(ax[0], "iteration-2 ablations (rewrite / decompose / both)")
     else:
@@ -350,8 +463,13 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.0), gridspec_kw={"width_ratios": [1, 1]})
     fus = [m for m in ("lethe_iter3+alpha_only", "lethe_iter3") if has(m)] if has("lethe_iter2") else []
     diffs = pd.DataFrame([r for m in fus if (r := paired_row(v, main, m, "lethe_iter2", "ndcg@10", cfg))])
-    forest(ax[0], diffs, lambda r: f"{r.method} (n={r.n})", "nDCG@10: method - lethe_iter2 (paired, 95% BCa CI)",
-           "Learned fusion against static fusion (iteration 2)")
+    forest(
+        ax[0],
+        diffs,
+        lambda r: f"{r.method} (n={r.n})",
+        "nDCG@10: method - lethe_iter2 (paired, 95% BCa CI)",
+        "Learned fusion against static fusion (iteration 2)",
+    )
     its = [m for m in cfg["lethe"] if has(m)]
     if not its:
         not_yet(ax[1], "Lethe iterations 1-4")
@@ -369,8 +487,11 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
     else:
         budget_curve(ax[0], pts, main)
         share_curve(ax[1], pts, main)
-    con = [m for m in ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4+contradiction_only_rank",
-                       "lethe_iter4") if has(m)]
+    con = [
+        m
+        for m in ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4+contradiction_only_rank", "lethe_iter4")
+        if has(m)
+    ]
     if not con:
         not_yet(ax[2], f"iteration 3/4 runs on {main}")
     else:
@@ -391,8 +512,13 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
             d = dv.per_query["lethe_iter4"]["ndcg@10"] - dv.per_query["lethe_iter3"].reindex(q)["ndcg@10"]
             lo, hi = (_ci(d.to_numpy(float), cfg)[1:]) if d.std() > 0 else (float(d.mean()), float(d.mean()))
             same.append({"dataset": ds, "mean_diff": float(d.mean()), "ci_low": lo, "ci_high": hi, "n": len(q)})
-    forest(ax[5], pd.DataFrame(same), lambda r: f"{r.dataset} (n={r.n})",
-           "nDCG@10: iter4 - iter3 on the same queries (95% BCa CI)", "Iteration 4 against iteration 3")
+    forest(
+        ax[5],
+        pd.DataFrame(same),
+        lambda r: f"{r.dataset} (n={r.n})",
+        "nDCG@10: iter4 - iter3 on the same queries (95% BCa CI)",
+        "Iteration 4 against iteration 3",
+    )
     fig.tight_layout()
     out["fig4"] = _save(fig, out_dir, "fig4")
 
@@ -408,8 +534,13 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
             d = d[d["method"].isin(main_family(cfg))]
             d = d.assign(_o=d["method"].map({m: i for i, m in enumerate(main_family(cfg))})).sort_values("_o")
         base = d["baseline"].iloc[0] if not d.empty else "best baseline"
-        forest(ax[j], d, lambda r: f"{r.method} (d_z {r.d_z:.2f})", f"nDCG@10: method - {base} (95% BCa CI)",
-               f"{ds}: vs best baseline")
+        forest(
+            ax[j],
+            d,
+            lambda r: f"{r.method} (d_z {r.d_z:.2f})",
+            f"nDCG@10: method - {base} (95% BCa CI)",
+            f"{ds}: vs best baseline",
+        )
         hbars(ax[len(datasets) + j], dv, "ndcg@10", cfg, styles, main_methods(dv, cfg), f"{ds}: nDCG@10")
     fig.tight_layout()
     out["fig5"] = _save(fig, out_dir, "fig5")
@@ -426,8 +557,14 @@ def draw_all(views: Mapping[str, DatasetView], t2: pd.DataFrame, cfg: Mapping[st
             title = f"{metric} (lower is better)" if metric.startswith("contradiction") else metric
             handles = dots_by_group(a, v, cfg, "domain", metric, title, mm, show_names=i == 0) or handles
     if handles:
-        fig.legend(handles=handles, title=f"{main} domain", loc="lower center", ncol=len(handles), frameon=False,
-                   bbox_to_anchor=(0.5, -0.01))
+        fig.legend(
+            handles=handles,
+            title=f"{main} domain",
+            loc="lower center",
+            ncol=len(handles),
+            frameon=False,
+            bbox_to_anchor=(0.5, -0.01),
+        )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     out["fig6"] = _save(fig, out_dir, "fig6")
 

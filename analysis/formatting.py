@@ -19,9 +19,10 @@ from lethe.core.atomic import atomic_write_text
 NM = "n/m"
 NOT_DECLARED = "-"
 FOOTNOTE_NM = "n/m = not measured for this run (no labels for it in this dataset, or the stage does not exist yet)."
-FOOTNOTE_MISSING = ("n/m† = declared in the reproduction contract but not run here (`make reproduce TIER=<tier>`, the tier "
-                    "is named in the setup table); - = not declared for this dataset.")
-
+FOOTNOTE_MISSING = (
+    "n/m† = declared in the reproduction contract but not run here (`make reproduce TIER=<tier>`, the tier "
+    "is named in the setup table); - = not declared for this dataset."
+)
 
 
 def fmt(x: float | None, nd: int = 4) -> str:
@@ -46,7 +47,7 @@ def with_p_strings(show: pd.DataFrame) -> pd.DataFrame:
 
 def _fmt_cell(x: Any) -> str:
     if isinstance(x, float):
-        return ("nan" if np.isnan(x) else f"{x:.4g}")
+        return "nan" if np.isnan(x) else f"{x:.4g}"
     return str(x)
 
 
@@ -77,19 +78,34 @@ def to_markdown(df: pd.DataFrame, footnote: str | None = None) -> str:
 
 def to_latex(df: pd.DataFrame, caption: str) -> str:
     def esc(s: str) -> str:
-        return s.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("%", "\\%").replace("&", "\\&").replace("#", "\\#")
+        return (
+            s.replace("\\", "\\textbackslash{}")
+            .replace("_", "\\_")
+            .replace("%", "\\%")
+            .replace("&", "\\&")
+            .replace("#", "\\#")
+        )
 
     df = printed(df)
     cols = list(df.columns)
-    out = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{esc(caption)}}}",
-           "\\begin{tabular}{" + "l" * len(cols) + "}", "\\toprule",
-           " & ".join(esc(str(c)) for c in cols) + " \\\\", "\\midrule"]
+    out = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        f"\\caption{{{esc(caption)}}}",
+        "\\begin{tabular}{" + "l" * len(cols) + "}",
+        "\\toprule",
+        " & ".join(esc(str(c)) for c in cols) + " \\\\",
+        "\\midrule",
+    ]
     out += [" & ".join(esc(_fmt_cell(x)) for x in row) + " \\\\" for row in df.itertuples(index=False)]
     out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     return "\n".join(out) + "\n"
 
 
-def write_table(df: pd.DataFrame, out_dir: Path, name: str, caption: str, footnote: str | None = FOOTNOTE_NM) -> dict[str, Path]:
+def write_table(
+    df: pd.DataFrame, out_dir: Path, name: str, caption: str, footnote: str | None = FOOTNOTE_NM
+) -> dict[str, Path]:
     """Write ``name``.csv / .md / .tex; floats formatted with 6 significant digits in CSV."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "tex": out_dir / f"{name}.tex"}

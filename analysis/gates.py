@@ -24,12 +24,18 @@ from analysis.metric_names import display_metric
 from analysis.views import DatasetView, paired_row
 
 BELOW = "▼"
-BELOW_NOTE = (f"{BELOW} = below its own first stage (paired mean difference < 0 on the queries both scored): "
-              "reranking made the order worse; never used as the best baseline (section 'Sanity gates').")
+BELOW_NOTE = (
+    f"{BELOW} = below its own first stage (paired mean difference < 0 on the queries both scored): "
+    "reranking made the order worse; never used as the best baseline (section 'Sanity gates')."
+)
 
 # verdicts
 V_BELOW, V_OK = "below first stage", "not below first stage"
-V_NOT_COMPARABLE, V_NOT_RUN, V_NOT_DECLARED = "not comparable", "first stage not run (n/m†)", "first stage not in the report"
+V_NOT_COMPARABLE, V_NOT_RUN, V_NOT_DECLARED = (
+    "not comparable",
+    "first stage not run (n/m†)",
+    "first stage not in the report",
+)
 
 
 @dataclass
@@ -40,11 +46,11 @@ class Gate:
     reranker: str
     first_stage: str
     verdict: str
-    depth: Any = None                   # the reranker's candidate depth, from its manifest (None: not recorded)
+    depth: Any = None  # the reranker's candidate depth, from its manifest (None: not recorded)
     random: str | None = None
     random_depth: Any = None
     test: dict[str, Any] | None = None  # paired row reranker vs first stage (analysis.views.paired_row)
-    random_test: dict[str, Any] | None = None   # paired row reranker vs random control
+    random_test: dict[str, Any] | None = None  # paired row reranker vs random control
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -80,8 +86,9 @@ def _method_config(run: Any) -> dict[str, Any]:
     return dict((run.manifest.get("config") or {}).get("method") or {})
 
 
-def mismatches(reranker: Any, other: Any, keys: Mapping[str, str] | None = None,
-               own: list[str] | None = None) -> list[str]:
+def mismatches(
+    reranker: Any, other: Any, keys: Mapping[str, str] | None = None, own: list[str] | None = None
+) -> list[str]:
     """Why ``other`` is not the run ``reranker`` started from: a different processed dataset, ``run.k``, or
     method keys (``keys``: reranker key -> other's key; ``own``: every key but these, ``name``, ``variant``)."""
     out = []
@@ -115,9 +122,21 @@ def gate(v: DatasetView, label: str, cfg: Mapping[str, Any]) -> Gate | None:
         return None
     fs, rnd = str(spec["first_stage"]), spec.get("random")
     run = v.runs[label]
-    key = (v.name, label, run.config_hash, fs, getattr(v.runs.get(fs), "config_hash", None), fs in v.missing, rnd,
-           getattr(v.runs.get(rnd), "config_hash", None) if rnd else None, repr(sorted(spec.items())),
-           cfg["gate_metric"], int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"]))
+    key = (
+        v.name,
+        label,
+        run.config_hash,
+        fs,
+        getattr(v.runs.get(fs), "config_hash", None),
+        fs in v.missing,
+        rnd,
+        getattr(v.runs.get(rnd), "config_hash", None) if rnd else None,
+        repr(sorted(spec.items())),
+        cfg["gate_metric"],
+        int(cfg["permutation_resamples"]),
+        int(cfg["seed"]),
+        float(cfg["confidence"]),
+    )
     if key in _GATE_CACHE:
         return _GATE_CACHE[key]
     g = Gate(v.name, label, fs, V_NOT_DECLARED, depth=method_value(run, str(spec["depth"])))
@@ -182,22 +201,29 @@ def sanity_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd
     for ds, v in sorted(views.items()):
         for m, g in gates(v, cfg).items():
             t, rt = g.test, g.random_test
-            rows.append({
-                "dataset": ds, "reranker": m, "depth": g.depth if g.depth is not None else NM,
-                "first stage": g.first_stage, "random control": g.random or "-",
-                "random depth": g.random_depth if g.random_depth is not None else ("-" if not g.random else NM),
-                "n": t["n"] if t else NM,
-                f"reranker {metric}": fmt(t["method_mean"]) if t else fmt(float(v.per_query[m][metric].mean())),
-                f"first stage {metric}": fmt(t["baseline_mean"]) if t else NM,
-                f"random {metric}": fmt(rt["baseline_mean"]) if rt else NM,
-                "reranker - first stage [95% CI]": (f"{t['mean_diff']:+.4f} [{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]"
-                                                    if t else NM),
-                "p (Wilcoxon)": fmt_p(t["p_wilcoxon"]) if t else NM,
-                "reranker - random": (f"{rt['mean_diff']:+.4f} (n={rt['n']})" if rt else NM),
-                "verdict": (f"{BELOW} " if g.below else "") + g.verdict
-                           + ("; not above its random reordering" if rt and rt["mean_diff"] <= 0 else ""),
-                "notes": "; ".join(g.notes) or "",
-            })
+            rows.append(
+                {
+                    "dataset": ds,
+                    "reranker": m,
+                    "depth": g.depth if g.depth is not None else NM,
+                    "first stage": g.first_stage,
+                    "random control": g.random or "-",
+                    "random depth": g.random_depth if g.random_depth is not None else ("-" if not g.random else NM),
+                    "n": t["n"] if t else NM,
+                    f"reranker {metric}": fmt(t["method_mean"]) if t else fmt(float(v.per_query[m][metric].mean())),
+                    f"first stage {metric}": fmt(t["baseline_mean"]) if t else NM,
+                    f"random {metric}": fmt(rt["baseline_mean"]) if rt else NM,
+                    "reranker - first stage [95% CI]": (
+                        f"{t['mean_diff']:+.4f} [{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]" if t else NM
+                    ),
+                    "p (Wilcoxon)": fmt_p(t["p_wilcoxon"]) if t else NM,
+                    "reranker - random": (f"{rt['mean_diff']:+.4f} (n={rt['n']})" if rt else NM),
+                    "verdict": (f"{BELOW} " if g.below else "")
+                    + g.verdict
+                    + ("; not above its random reordering" if rt and rt["mean_diff"] <= 0 else ""),
+                    "notes": "; ".join(g.notes) or "",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -207,8 +233,10 @@ def gate_sentences(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> 
     for ds, v in sorted(views.items()):
         for m, g in excluded_from_best(v, cfg).items():
             t = g.test or {}
-            out.append(f"{ds}: {m} (depth {g.depth}) scores {display_metric(cfg['gate_metric'])} {t.get('method_mean', float('nan')):.4f} "
-                       f"against {t.get('baseline_mean', float('nan')):.4f} for its own first stage {g.first_stage} "
-                       f"(paired, n = {t.get('n')}, difference {t.get('mean_diff', float('nan')):+.4f}, "
-                       f"95% CI [{t.get('ci_low', float('nan')):+.4f}, {t.get('ci_high', float('nan')):+.4f}])")
+            out.append(
+                f"{ds}: {m} (depth {g.depth}) scores {display_metric(cfg['gate_metric'])} {t.get('method_mean', float('nan')):.4f} "
+                f"against {t.get('baseline_mean', float('nan')):.4f} for its own first stage {g.first_stage} "
+                f"(paired, n = {t.get('n')}, difference {t.get('mean_diff', float('nan')):+.4f}, "
+                f"95% CI [{t.get('ci_low', float('nan')):+.4f}, {t.get('ci_high', float('nan')):+.4f}])"
+            )
     return out

@@ -73,22 +73,35 @@ def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -
             rate, n_j = hallucination(pq)
             gen = pq["answer_status"].notna() if "answer_status" in pq else pd.Series(False, index=pq.index)
             con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
-            rows.append({
-                "dataset": ds, "method": m, "n": int(len(pq)),
-                "nDCG@10": _f(float(pq["ndcg@10"].mean())),
-                "iter3 nDCG@10 (same queries)": _f(float(same.mean())) if same is not None and same.notna().all() else NM,
-                "reranker": model or "-", "budget (ms)": _f(budget, 0) if budget else "-",
-                "share judged": _f(float(rr["share_judged"].mean())) if "share_judged" in rr else NM,
-                "judged / query": _f(float(rr["judged"].mean()), 2) if "judged" in rr else NM,
-                "rerank P50 (ms)": _f(float(st.quantile(0.5)), 1) if len(st) else NM,
-                "rerank P95 (ms)": _f(p95, 1) if p95 is not None else NM,
-                "P95 <= budget+10%": ("yes" if p95 <= budget * BUDGET_SLACK else "NO") if p95 is not None and budget else NM,
-                f"contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
-                "answers": int(gen.sum()),
-                "answer F1": _f(float(pq["answer_f1"].dropna().mean())) if "answer_f1" in pq and pq["answer_f1"].notna().any() else NM,
-                "ROUGE-L": _f(float(pq["answer_rouge_l"].dropna().mean())) if "answer_rouge_l" in pq and pq["answer_rouge_l"].notna().any() else NM,
-                "hallucination (judged)": NM if rate is None else f"{rate:.4f} ({n_j})",
-            })
+            rows.append(
+                {
+                    "dataset": ds,
+                    "method": m,
+                    "n": int(len(pq)),
+                    "nDCG@10": _f(float(pq["ndcg@10"].mean())),
+                    "iter3 nDCG@10 (same queries)": _f(float(same.mean()))
+                    if same is not None and same.notna().all()
+                    else NM,
+                    "reranker": model or "-",
+                    "budget (ms)": _f(budget, 0) if budget else "-",
+                    "share judged": _f(float(rr["share_judged"].mean())) if "share_judged" in rr else NM,
+                    "judged / query": _f(float(rr["judged"].mean()), 2) if "judged" in rr else NM,
+                    "rerank P50 (ms)": _f(float(st.quantile(0.5)), 1) if len(st) else NM,
+                    "rerank P95 (ms)": _f(p95, 1) if p95 is not None else NM,
+                    "P95 <= budget+10%": ("yes" if p95 <= budget * BUDGET_SLACK else "NO")
+                    if p95 is not None and budget
+                    else NM,
+                    f"contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
+                    "answers": int(gen.sum()),
+                    "answer F1": _f(float(pq["answer_f1"].dropna().mean()))
+                    if "answer_f1" in pq and pq["answer_f1"].notna().any()
+                    else NM,
+                    "ROUGE-L": _f(float(pq["answer_rouge_l"].dropna().mean()))
+                    if "answer_rouge_l" in pq and pq["answer_rouge_l"].notna().any()
+                    else NM,
+                    "hallucination (judged)": NM if rate is None else f"{rate:.4f} ({n_j})",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -113,10 +126,19 @@ def budget_points(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         ci = cached_mean_ci(pq["ndcg@10"].to_numpy(float), cfg)
         st = _stage(pq, "llm_rerank")
         rr = flag_frame(pq, "rerank")
-        rows.append({"method": m, "model": model, "budget_ms": budget, "n": int(len(pq)),
-                     "ndcg": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
-                     "iter3_same": float(ref.reindex(pq.index)["ndcg@10"].mean()) if ref is not None else np.nan,
-                     "share_judged": float(rr["share_judged"].mean()) if "share_judged" in rr else np.nan,
-                     "rerank_p50": float(st.quantile(0.5)) if len(st) else np.nan,
-                     "rerank_p95": float(st.quantile(0.95)) if len(st) else np.nan})
+        rows.append(
+            {
+                "method": m,
+                "model": model,
+                "budget_ms": budget,
+                "n": int(len(pq)),
+                "ndcg": ci["mean"],
+                "ci_low": ci["ci_low"],
+                "ci_high": ci["ci_high"],
+                "iter3_same": float(ref.reindex(pq.index)["ndcg@10"].mean()) if ref is not None else np.nan,
+                "share_judged": float(rr["share_judged"].mean()) if "share_judged" in rr else np.nan,
+                "rerank_p50": float(st.quantile(0.5)) if len(st) else np.nan,
+                "rerank_p95": float(st.quantile(0.95)) if len(st) else np.nan,
+            }
+        )
     return pd.DataFrame(rows)

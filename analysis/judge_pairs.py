@@ -29,10 +29,34 @@ from typing import Any, Mapping
 import pandas as pd
 
 PERTURBATIONS = ("other_answer", "number", "date", "entity", "truncation")
-COLUMNS = ["pair_id", "dataset", "query_id", "group", "split", "perturbation", "question", "answer_1", "answer_2",
-           "better", "gold", "other"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
+COLUMNS = [
+    "pair_id",
+    "dataset",
+    "query_id",
+    "group",
+    "split",
+    "perturbation",
+    "question",
+    "answer_1",
+    "answer_2",
+    "better",
+    "gold",
+    "other",
+]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 _NUMBER = re.compile(r"(?<![\w.])(\d+)(?:\.(\d+))?(?![\w.]*\d)")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
@@ -54,7 +78,7 @@ def change_number(text: str, rng: random.Random) -> str | None:
     whole = int(m.group(1))
     new = whole + rng.randint(1, 9) if whole < 10 or rng.random() < 0.5 else max(0, whole - rng.randint(1, 9))
     digits = str(new) + (f".{m.group(2)}" if m.group(2) is not None else "")
-    return text[:m.start()] + digits + text[m.end():]
+    return text[: m.start()] + digits + text[m.end() :]
 
 
 def change_date(text: str, rng: random.Random) -> str | None:
@@ -67,7 +91,7 @@ def change_date(text: str, rng: random.Random) -> str | None:
         new = rng.choice([x for x in MONTHS if x != m.group(0)])
     else:
         new = str(int(m.group(0)) + rng.choice([-3, -2, -1, 1, 2, 3]))
-    return text[:m.start()] + new + text[m.end():]
+    return text[: m.start()] + new + text[m.end() :]
 
 
 def _name_spans(text: str) -> list[re.Match]:
@@ -87,7 +111,7 @@ def change_entity(text: str, pool: list[str], rng: random.Random) -> str | None:
     if not own or not others:
         return None
     m = rng.choice(own)
-    return text[:m.start()] + rng.choice(others) + text[m.end():]
+    return text[: m.start()] + rng.choice(others) + text[m.end() :]
 
 
 def truncate(text: str) -> str | None:
@@ -95,11 +119,12 @@ def truncate(text: str) -> str | None:
     words = text.split()
     if len(words) < MIN_TRUNCATION_WORDS:
         return None
-    return " ".join(words[:max(3, len(words) // 3)])
+    return " ".join(words[: max(3, len(words) // 3)])
 
 
-def build_pairs(queries: pd.DataFrame, dataset: str, seed: int = 0, dev_share: float = 0.3,
-                groups: Mapping[str, str] | None = None) -> pd.DataFrame:
+def build_pairs(
+    queries: pd.DataFrame, dataset: str, seed: int = 0, dev_share: float = 0.3, groups: Mapping[str, str] | None = None
+) -> pd.DataFrame:
     """Every pair (module docstring) the gold answers of ``queries`` (columns query_id, scope_id, text, answer) allow,
     one per (question, perturbation) that applies; :data:`COLUMNS` (``group``: the split's unit, ``groups[query_id]``
     or the scope), in query order."""
@@ -133,15 +158,28 @@ def build_pairs(queries: pd.DataFrame, dataset: str, seed: int = 0, dev_share: f
             if other is None or other == gold:
                 continue
             first = rng.random() < 0.5
-            rows.append({"pair_id": f"{qid}:{kind}", "dataset": dataset, "query_id": qid, "group": group,
-                         "split": split, "perturbation": kind, "question": question,
-                         "answer_1": gold if first else other, "answer_2": other if first else gold,
-                         "better": "1" if first else "2", "gold": gold, "other": other})
+            rows.append(
+                {
+                    "pair_id": f"{qid}:{kind}",
+                    "dataset": dataset,
+                    "query_id": qid,
+                    "group": group,
+                    "split": split,
+                    "perturbation": kind,
+                    "question": question,
+                    "answer_1": gold if first else other,
+                    "answer_2": other if first else gold,
+                    "better": "1" if first else "2",
+                    "gold": gold,
+                    "other": other,
+                }
+            )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def summary(pairs: pd.DataFrame) -> pd.DataFrame:
     """Pairs per perturbation and split, and the share with the gold answer first (one half in expectation)."""
     g = pairs.groupby(["perturbation", "split"])
-    return pd.DataFrame({"pairs": g.size(), "gold_first": g["better"].apply(lambda s: float((s == "1").mean()))}
-                        ).reset_index()
+    return pd.DataFrame(
+        {"pairs": g.size(), "gold_first": g["better"].apply(lambda s: float((s == "1").mean()))}
+    ).reset_index()

@@ -24,8 +24,9 @@ import pandas as pd
 from lethebench.schema import read_table
 
 
-def coverage_at_n(run: Mapping[str, Sequence[tuple[str, float]]], queries: pd.DataFrame, corpus: pd.DataFrame,
-                  n: int = 10) -> pd.Series:
+def coverage_at_n(
+    run: Mapping[str, Sequence[tuple[str, float]]], queries: pd.DataFrame, corpus: pd.DataFrame, n: int = 10
+) -> pd.Series:
     """Per query of ``queries`` that has gold entities (index query_id): Coverage@n.
 
     ``queries`` must be the evaluated queries; one absent from ``run`` (no results) scores 0.
@@ -57,8 +58,9 @@ def _cut(text: str, chars: int) -> str:
     return re.sub(r"\w+$", "", head) if re.match(r"\w", text[chars]) else head
 
 
-def answer_recall_at_chars(run: Mapping[str, Sequence[tuple[str, float]]], queries: pd.DataFrame, corpus: pd.DataFrame,
-                           chars: int) -> pd.Series:
+def answer_recall_at_chars(
+    run: Mapping[str, Sequence[tuple[str, float]]], queries: pd.DataFrame, corpus: pd.DataFrame, chars: int
+) -> pd.Series:
     """Per query of ``queries`` with a gold answer (``answer``; index query_id): answer recall@``chars``c (module
     docstring). ``queries`` must be the evaluated queries; one absent from ``run`` (no results) scores 0."""
     if chars < 1:
@@ -81,8 +83,13 @@ def answer_recall_at_chars(run: Mapping[str, Sequence[tuple[str, float]]], queri
     return pd.Series(out, name=f"answer_recall@{chars}c", dtype=float)
 
 
-def contradiction_at_k(run: Mapping[str, Sequence[tuple[str, float]]], contradictions: pd.DataFrame | None,
-                       evaluated: Sequence[str], k: int = 10, both: bool = False) -> pd.Series:
+def contradiction_at_k(
+    run: Mapping[str, Sequence[tuple[str, float]]],
+    contradictions: pd.DataFrame | None,
+    evaluated: Sequence[str],
+    k: int = 10,
+    both: bool = False,
+) -> pd.Series:
     """Per evaluated query with labelled pairs (index query_id): 1.0 if its top k holds a stale doc, else 0.0.
 
     A query absent from ``run`` (no results) holds no stale doc: 0.0.

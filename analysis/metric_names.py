@@ -34,12 +34,26 @@ from typing import Any, Iterable
 import ir_measures
 
 # ranx family -> ir_measures measure name; one entry per measure both libraries compute the same way
-RANX_TO_IR_MEASURES: dict[str, str] = {"ndcg": "nDCG", "recall": "R", "mrr": "RR", "precision": "P", "map": "AP",
-                                       "hit_rate": "Success", "r-precision": "Rprec"}
+RANX_TO_IR_MEASURES: dict[str, str] = {
+    "ndcg": "nDCG",
+    "recall": "R",
+    "mrr": "RR",
+    "precision": "P",
+    "map": "AP",
+    "hit_rate": "Success",
+    "r-precision": "Rprec",
+}
 _IR_MEASURES_TO_RANX = {v: k for k, v in RANX_TO_IR_MEASURES.items()}
 # whether a family takes a cutoff: always, optionally (without one: the whole ranking) or never
-CUTOFF = {"ndcg": "optional", "recall": "required", "mrr": "optional", "precision": "required", "map": "optional",
-          "hit_rate": "required", "r-precision": "none"}
+CUTOFF = {
+    "ndcg": "optional",
+    "recall": "required",
+    "mrr": "optional",
+    "precision": "required",
+    "map": "optional",
+    "hit_rate": "required",
+    "r-precision": "none",
+}
 _FAMILIES = "|".join(map(re.escape, RANX_TO_IR_MEASURES))
 _RANX_NAME = re.compile(r"^(%s)(?:@([1-9][0-9]*))?$" % _FAMILIES)
 # a ranx name with a cutoff inside free text (a column header such as "reranker ndcg@10")
@@ -50,9 +64,13 @@ def _spelling(family: str, names: dict[str, str]) -> str:
     return {"required": f"{names[family]}@k", "optional": f"{names[family]}[@k]", "none": names[family]}[CUTOFF[family]]
 
 
-ACCEPTED = ("ranx names " + ", ".join(_spelling(f, {f: f for f in CUTOFF}) for f in CUTOFF) + " or ir_measures names "
-            + ", ".join(_spelling(f, RANX_TO_IR_MEASURES) for f in CUTOFF)
-            + " (k an integer >= 1, e.g. ndcg@10 = nDCG@10)")
+ACCEPTED = (
+    "ranx names "
+    + ", ".join(_spelling(f, {f: f for f in CUTOFF}) for f in CUTOFF)
+    + " or ir_measures names "
+    + ", ".join(_spelling(f, RANX_TO_IR_MEASURES) for f in CUTOFF)
+    + " (k an integer >= 1, e.g. ndcg@10 = nDCG@10)"
+)
 
 
 def _with_cutoff(family: str | None, cutoff: Any) -> str | None:

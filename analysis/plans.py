@@ -70,8 +70,9 @@ def recorded_plans(per_query: pd.DataFrame) -> pd.Series:
     """Plan per evaluated query (index query_id; None where no plan was recorded)."""
     ids = per_query["query_id"] if "query_id" in per_query.columns else per_query.index.to_series()
     flags = per_query["flags"] if "flags" in per_query.columns else pd.Series([None] * len(per_query))
-    plans = pd.Series([_plan_of(f) for f in flags], index=pd.Index(ids.to_numpy(), name="query_id"),
-                      name="plan", dtype=object)
+    plans = pd.Series(
+        [_plan_of(f) for f in flags], index=pd.Index(ids.to_numpy(), name="query_id"), name="plan", dtype=object
+    )
     _check_labels(plans, "recorded plan")
     return plans
 
@@ -143,21 +144,35 @@ def plan_accuracy(per_query: pd.DataFrame, queries: pd.DataFrame, confidence: fl
     lo, hi = wilson_ci(k, n, confidence)
 
     pairs = scored.groupby(["gold", "pred"]).size()
-    confusion = pd.DataFrame([[int(pairs.get((g, p), 0)) for p in PLANS] for g in PLANS],
-                             index=pd.Index(PLANS, name="gold"), columns=pd.Index(PLANS, name="predicted"))
+    confusion = pd.DataFrame(
+        [[int(pairs.get((g, p), 0)) for p in PLANS] for g in PLANS],
+        index=pd.Index(PLANS, name="gold"),
+        columns=pd.Index(PLANS, name="predicted"),
+    )
     per_plan = {}
     for p in PLANS:
         tp = int(confusion.loc[p, p])
         fp, fn = int(confusion[p].sum()) - tp, int(confusion.loc[p].sum()) - tp
-        per_plan[p] = {"support": tp + fn, "predicted": tp + fp,
-                       "precision": tp / (tp + fp) if tp + fp else 0.0,
-                       "recall": tp / (tp + fn) if tp + fn else 0.0,
-                       "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0}
+        per_plan[p] = {
+            "support": tp + fn,
+            "predicted": tp + fp,
+            "precision": tp / (tp + fp) if tp + fp else 0.0,
+            "recall": tp / (tp + fn) if tp + fn else 0.0,
+            "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+        }
 
     out: dict[str, Any] = {
-        "n": n, "n_correct": k, "n_missing_plan": int(missing.sum()), "missing_plan_by_status": missing_by_status,
-        "accuracy": k / n, "ci_low": lo, "ci_high": hi, "ci_method": "wilson", "confidence": float(confidence),
-        "macro_f1": float(np.mean([per_plan[p]["f1"] for p in PLANS])), "per_plan": per_plan,
+        "n": n,
+        "n_correct": k,
+        "n_missing_plan": int(missing.sum()),
+        "missing_plan_by_status": missing_by_status,
+        "accuracy": k / n,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": "wilson",
+        "confidence": float(confidence),
+        "macro_f1": float(np.mean([per_plan[p]["f1"] for p in PLANS])),
+        "per_plan": per_plan,
         "confusion": confusion,
         "majority": majority_baseline(scored.rename(columns={"gold": "plan_label"})),
     }
@@ -197,7 +212,8 @@ def plan_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.D
         dist = plan_distribution(pq)
         maj = acc["majority"] if acc else None
         row: dict[str, Any] = {
-            "dataset": ds, "method": m,
+            "dataset": ds,
+            "method": m,
             "n": acc["n"] if acc else NM,
             "no plan": acc["n_missing_plan"] if acc else NM,
             "accuracy": _f(acc["accuracy"]) if acc else NM,

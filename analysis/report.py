@@ -66,9 +66,15 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     return out  # type: ignore[return-value]
 
 
-def claims_section(all_views: Mapping[str, V.DatasetView], views: Mapping[str, V.DatasetView], t2: pd.DataFrame,
-                   cfg: Mapping[str, Any], tdir: Path, studies: Mapping[str, Mapping[str, Any]] | None = None,
-                   declared: set[str] | None = None) -> str:
+def claims_section(
+    all_views: Mapping[str, V.DatasetView],
+    views: Mapping[str, V.DatasetView],
+    t2: pd.DataFrame,
+    cfg: Mapping[str, Any],
+    tdir: Path,
+    studies: Mapping[str, Mapping[str, Any]] | None = None,
+    declared: set[str] | None = None,
+) -> str:
     """Markdown: the claims table (analysis/claims.py; written as ``table_claims``) of the paper and of every seed
     whose runs the report declares (``declared``: run keys; None = every seed), the verdict rule, then what the sanity
     gates found on every dataset."""
@@ -79,11 +85,13 @@ def claims_section(all_views: Mapping[str, V.DatasetView], views: Mapping[str, V
         seeds = {k: s for k, s in seeds.items() if SEEDS.run_keys({k: s}) & declared}
     table = CL.claims_table(all_views, t2, paper, seeds, cfg, studies)
     missing = "" if paper else f"The paper's claims file {path} was not found: only the seeds' claims are below. "
-    note = (f"{missing}The paper's numbers were **not measurements**: the repository behind the paper produced them from "
-            "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench, dataset "
-            f"`{cfg['paper_dataset']}` (test split; not the paper's dataset, which never existed as described). The seeds' numbers are copied from "
-            f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
-            f"{VD.RULE} {CL.verdict_counts(table)}.")
+    note = (
+        f"{missing}The paper's numbers were **not measurements**: the repository behind the paper produced them from "
+        "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench, dataset "
+        f"`{cfg['paper_dataset']}` (test split; not the paper's dataset, which never existed as described). The seeds' numbers are copied from "
+        f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
+        f"{VD.RULE} {CL.verdict_counts(table)}."
+    )
     F.write_table(table, tdir, "table_claims", "Claims: every printed claim, measured, with its verdict", footnote=note)
     fidelity = CL.fidelity_lines(seeds)
     fidelity = ["What each seed study approximates:", "", *fidelity, ""] if fidelity else []
@@ -97,20 +105,26 @@ def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> s
         return "No rerankers are declared for the sanity gates (`analysis.rerankers`).\n"
     found = G.gate_sentences(views, cfg)
     bases = "; ".join(f"{ds}: {T.best_baseline(v, cfg)}" for ds, v in sorted(views.items()))
-    head = (f"Sanity gates ({display_metric(cfg['gate_metric'])}, paired per query; section 'Sanity gates'): the paper's Table 2 "
-            "compares against \"the best baseline\"; here that is the best baseline once rerankers below their own first "
-            f"stage are left out ({bases}).")
+    head = (
+        f"Sanity gates ({display_metric(cfg['gate_metric'])}, paired per query; section 'Sanity gates'): the paper's Table 2 "
+        'compares against "the best baseline"; here that is the best baseline once rerankers below their own first '
+        f"stage are left out ({bases})."
+    )
     if not found:
         return head + " No declared reranker scored below its own first stage.\n"
-    return head + " Below their own first stage, so reranking made the order worse and they were not used as the " \
-                  "best baseline:\n\n" + "\n".join(f"- {x}" for x in found) + "\n"
+    return (
+        head + " Below their own first stage, so reranking made the order worse and they were not used as the "
+        "best baseline:\n\n" + "\n".join(f"- {x}" for x in found) + "\n"
+    )
 
 
 def gate_footnote(cfg: Mapping[str, Any]) -> str:
     """Table 1's footnote on its "vs first stage" column."""
-    return (f"vs first stage: a reranker's paired mean {display_metric(cfg['gate_metric'])} difference against its own first-stage "
-            "run (on the queries both scored) and the candidate depth it used (from its manifest); n/a = not a "
-            "reranker. " + G.BELOW_NOTE)
+    return (
+        f"vs first stage: a reranker's paired mean {display_metric(cfg['gate_metric'])} difference against its own first-stage "
+        "run (on the queries both scored) and the candidate depth it used (from its manifest); n/a = not a "
+        "reranker. " + G.BELOW_NOTE
+    )
 
 
 def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
@@ -118,19 +132,28 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
     table = G.sanity_table(views, cfg)
     if table.empty:
         return "No declared reranker (`analysis.rerankers`) has a finished run yet.\n"
-    F.write_table(table, tdir, "table_sanity", "Sanity gates: rerankers against their first stage and a random "
-                  "reordering of the same candidates", footnote=G.BELOW_NOTE)
+    F.write_table(
+        table,
+        tdir,
+        "table_sanity",
+        "Sanity gates: rerankers against their first stage and a random reordering of the same candidates",
+        footnote=G.BELOW_NOTE,
+    )
     metric = display_metric(cfg["gate_metric"])
-    return "\n".join([
-        f"Each reranker declared in `analysis.rerankers` beside the run whose order it reorders (its first stage) and "
-        f"a seeded random reordering of the same candidates (`random_rerank`: the first stage's top `depth` shuffled "
-        f"per query from run.seed and the query id), {metric} paired per query on the queries reranker and first "
-        "stage both scored (`n`; the random control's difference has its own n). `depth` is the number of candidates "
-        "each run reordered, read from its manifest (`method.candidates`, `method.llm_rerank.top_n`): the reference "
-        "tiers may set it per dataset, never silently. A gate holds only when the manifests show the reranker "
-        "started from exactly that first stage (same processed dataset, run.k and first-stage parameters); "
-        "otherwise the verdict says `not comparable` and names what differs.", "",
-        F.to_markdown(table, G.BELOW_NOTE)])
+    return "\n".join(
+        [
+            f"Each reranker declared in `analysis.rerankers` beside the run whose order it reorders (its first stage) and "
+            f"a seeded random reordering of the same candidates (`random_rerank`: the first stage's top `depth` shuffled "
+            f"per query from run.seed and the query id), {metric} paired per query on the queries reranker and first "
+            "stage both scored (`n`; the random control's difference has its own n). `depth` is the number of candidates "
+            "each run reordered, read from its manifest (`method.candidates`, `method.llm_rerank.top_n`): the reference "
+            "tiers may set it per dataset, never silently. A gate holds only when the manifests show the reranker "
+            "started from exactly that first stage (same processed dataset, run.k and first-stage parameters); "
+            "otherwise the verdict says `not comparable` and names what differs.",
+            "",
+            F.to_markdown(table, G.BELOW_NOTE),
+        ]
+    )
 
 
 def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
@@ -141,11 +164,13 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
     man = runs[0].manifest
     hw = man.get("hardware", {})
     pk = man.get("packages", {})
-    lines = [f"- Hardware: {hw.get('cpu')}, {hw.get('cores')} cores, {hw.get('ram_gib')} GiB RAM; Python {hw.get('python')}",
-             "- Packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items()) if v),
-             f"- {len(runs)} of {len(refs)} declared runs are finished; the tiers are declared in `conf/reference/` and "
-             "their expected scores are in `results/expected/`.",
-             ""]
+    lines = [
+        f"- Hardware: {hw.get('cpu')}, {hw.get('cores')} cores, {hw.get('ram_gib')} GiB RAM; Python {hw.get('python')}",
+        "- Packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items()) if v),
+        f"- {len(runs)} of {len(refs)} declared runs are finished; the tiers are declared in `conf/reference/` and "
+        "their expected scores are in `results/expected/`.",
+        "",
+    ]
     rows = []
     by_key = {(r.dataset, r.label): r for r in refs}
     for ds in sorted({r.dataset for r in refs}):
@@ -158,18 +183,41 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
                 rows.append([ds, m, ref.tier, ref.declared, ref.folder.name, "-", "-", "-", "not run (n/m†)"])
                 continue
             g = run.manifest.get("git", {})
-            rows.append([ds, m, ref.tier, ref.declared, run.config_hash, run.manifest.get("seed"), str(g.get("commit"))[:10],
-                         g.get("dirty"), run.manifest.get("ended", "")[:19]])
-    lines += F.markdown_table(["dataset", "method", "tier", "declared", "config hash", "seed", "git commit", "dirty", "ended"],
-                              rows)
+            rows.append(
+                [
+                    ds,
+                    m,
+                    ref.tier,
+                    ref.declared,
+                    run.config_hash,
+                    run.manifest.get("seed"),
+                    str(g.get("commit"))[:10],
+                    g.get("dirty"),
+                    run.manifest.get("ended", "")[:19],
+                ]
+            )
+    lines += F.markdown_table(
+        ["dataset", "method", "tier", "declared", "config hash", "seed", "git commit", "dirty", "ended"], rows
+    )
     datasets = []
     for v in sorted(views.values(), key=lambda v: v.name):
         r = max(v.runs.values(), key=lambda x: x.metrics["queries"]["evaluated"])  # not a sampled run
         d = r.manifest["dataset"]
-        datasets.append([v.name, d.get("build_key"), (d.get("card_counts") or {}).get("docs"),
-                         r.metrics["queries"]["evaluated"], f"results/cards/{v.name}.md"])
-    lines += ["", "Datasets (from their cards):", "",
-              *F.markdown_table(["dataset", "build key", "docs", "queries evaluated", "card"], datasets)]
+        datasets.append(
+            [
+                v.name,
+                d.get("build_key"),
+                (d.get("card_counts") or {}).get("docs"),
+                r.metrics["queries"]["evaluated"],
+                f"results/cards/{v.name}.md",
+            ]
+        )
+    lines += [
+        "",
+        "Datasets (from their cards):",
+        "",
+        *F.markdown_table(["dataset", "build key", "docs", "queries evaluated", "card"], datasets),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -178,16 +226,21 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
     method's confusion matrix and per-category accuracy; one sentence when no run recorded plans."""
     table = P.plan_table(views, cfg)
     if table.empty:
-        return ("No runs with recorded plans yet: H4 (plan-selection accuracy) is not measured; it needs a Lethe "
-                "run with adaptive planning on.\n")
+        return (
+            "No runs with recorded plans yet: H4 (plan-selection accuracy) is not measured; it needs a Lethe "
+            "run with adaptive planning on.\n"
+        )
     F.write_table(table, tdir, "table_plans", "H4: plan-selection accuracy of the Lethe methods")
     conf = float(cfg["confidence"])
-    lines = [f"Accuracy of the plan each Lethe method chose (flags.plan) against the gold plan_label, over the "
-             f"evaluated queries with both; {conf:.0%} Wilson score interval; macro-F1 over verify/explore/exploit. "
-             "The majority baseline always predicts the most frequent gold label of the same queries (chosen on "
-             "them, so a generous reference). 'no plan' counts gold-labelled queries without a recorded plan (not "
-             "scored). Plan shares are over all evaluated queries with a recorded plan.", "",
-             F.to_markdown(table, F.FOOTNOTE_NM)]
+    lines = [
+        f"Accuracy of the plan each Lethe method chose (flags.plan) against the gold plan_label, over the "
+        f"evaluated queries with both; {conf:.0%} Wilson score interval; macro-F1 over verify/explore/exploit. "
+        "The majority baseline always predicts the most frequent gold label of the same queries (chosen on "
+        "them, so a generous reference). 'no plan' counts gold-labelled queries without a recorded plan (not "
+        "scored). Plan shares are over all evaluated queries with a recorded plan.",
+        "",
+        F.to_markdown(table, F.FOOTNOTE_NM),
+    ]
     per_cat: dict[str, dict[str, pd.DataFrame]] = {}
     for ds, m, v in P.runs_with_plans(views, cfg):
         acc = P.plan_accuracy(v.per_query[m], v.queries, conf)
@@ -195,20 +248,36 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
             continue
         cm = acc["confusion"].reset_index().rename(columns={"gold": "gold / predicted"})
         why = ", ".join(f"status {s}: {c}" for s, c in acc["missing_plan_by_status"].items())
-        lines += [f"Confusion matrix, {m} on {ds} (rows: gold, columns: predicted; n = {acc['n']}; "
-                  f"no plan: {acc['n_missing_plan']}{f' ({why})' if why else ''})", "", F.to_markdown(cm)]
+        lines += [
+            f"Confusion matrix, {m} on {ds} (rows: gold, columns: predicted; n = {acc['n']}; "
+            f"no plan: {acc['n_missing_plan']}{f' ({why})' if why else ''})",
+            "",
+            F.to_markdown(cm),
+        ]
         if "per_category" in acc:
             per_cat.setdefault(ds, {})[m] = acc["per_category"]
     for ds, by_m in per_cat.items():
         cats = sorted({c for df in by_m.values() for c in df.index})
-        rows = [{"category": c, **{m: (f"{F.fmt(df.loc[c, 'accuracy'])} (n={int(df.loc[c, 'n'])})" if c in df.index else F.NM)
-                                   for m, df in by_m.items()}} for c in cats]
+        rows = [
+            {
+                "category": c,
+                **{
+                    m: (f"{F.fmt(df.loc[c, 'accuracy'])} (n={int(df.loc[c, 'n'])})" if c in df.index else F.NM)
+                    for m, df in by_m.items()
+                },
+            }
+            for c in cats
+        ]
         lines += [f"Plan accuracy by query category on {ds}", "", F.to_markdown(pd.DataFrame(rows))]
     return "\n".join(lines)
 
 
-def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tuple[str, str]] = (),
-                 studies: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+def build_report(
+    cfg: Mapping[str, Any],
+    refs: list[RunRef],
+    extra: Sequence[tuple[str, str]] = (),
+    studies: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Path:
     """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
     ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section, ``studies`` the JSON
     document of each finished study by name (the claims table reads seed 003's). Runs whose label matches
@@ -219,24 +288,34 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     tdir, fdir = out / "tables", out / "figures"
     all_views = V.collect(cfg, refs)
     patterns = list(cfg.get("study_labels") or [])
-    study = lambda label: SEEDS.is_study_label(label, patterns)   # noqa: E731
+    study = lambda label: SEEDS.is_study_label(label, patterns)  # noqa: E731
     views = V.without_labels(all_views, study)
     main_refs = [r for r in refs if not study(r.label)]
-    md = ["# Lethe harness: measured results", "",
-          "Every number here was computed from the declared runs (their results folders, `make reproduce-all`, or their "
-          "copy in the committed reference store `results/reference/`, `make report`) by "
-          "`python -m experiments.reproduce`; nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
-          "cores, load recorded per run) and are never verified; quality numbers are verified against "
-          "`results/expected/`. Statistics are paired per query on identical query sets: means with "
-          f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "
-          "Wilcoxon signed-rank (Pratt), a paired sign-flip randomization test "
-          f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
-          "over the declared family.", "", "## Setup", "", setup_section(all_views, refs, cfg)]
+    md = [
+        "# Lethe harness: measured results",
+        "",
+        "Every number here was computed from the declared runs (their results folders, `make reproduce-all`, or their "
+        "copy in the committed reference store `results/reference/`, `make report`) by "
+        "`python -m experiments.reproduce`; nothing is simulated or copied from the paper. Latencies are this machine's (2 CPU "
+        "cores, load recorded per run) and are never verified; quality numbers are verified against "
+        "`results/expected/`. Statistics are paired per query on identical query sets: means with "
+        f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "
+        "Wilcoxon signed-rank (Pratt), a paired sign-flip randomization test "
+        f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
+        "over the declared family.",
+        "",
+        "## Setup",
+        "",
+        setup_section(all_views, refs, cfg),
+    ]
     ov = T.overview(views, cfg, main_refs)
     F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
     md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
-    md += ["## Sanity gates: each reranker against its first stage and a random reordering", "",
-           sanity_section(views, cfg, tdir)]
+    md += [
+        "## Sanity gates: each reranker against its first stage and a random reordering",
+        "",
+        sanity_section(views, cfg, tdir),
+    ]
     sel = CS.selection_table(views)
     if not sel.empty:
         F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
@@ -244,15 +323,25 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     recipe = CR.recipe_table(views, cfg)
     if not recipe.empty:
         note = CR.note(cfg) + " " + CR.finding(recipe, cfg)
-        F.write_table(recipe, tdir, "table_ce_recipe", "Cross-encoder recipe chosen on recipe-dev, reported on the "
-                      "other queries", footnote=note)
-        md += ["## Cross-encoder: recipe chosen on recipe-dev, reported on the other queries", "",
-               F.to_markdown(recipe, note)]
+        F.write_table(
+            recipe,
+            tdir,
+            "table_ce_recipe",
+            "Cross-encoder recipe chosen on recipe-dev, reported on the other queries",
+            footnote=note,
+        )
+        md += [
+            "## Cross-encoder: recipe chosen on recipe-dev, reported on the other queries",
+            "",
+            F.to_markdown(recipe, note),
+        ]
     regimes = CS.regime_table(views, cfg)
     if not regimes.empty:
-        note = ("Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "
-                "each training regime (columns; `(default)` = the core tier's run), all at the dev-chosen "
-                "interpolation. " + CS.regime_finding(regimes))
+        note = (
+            "Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "
+            "each training regime (columns; `(default)` = the core tier's run), all at the dev-chosen "
+            "interpolation. " + CS.regime_finding(regimes)
+        )
         F.write_table(regimes, tdir, "table_ce_regimes", "Cross-encoder training regimes (test)", footnote=note)
         md += ["## Cross-encoder: training regimes (test)", "", F.to_markdown(regimes, note)]
     for ds, v in sorted(views.items()):
@@ -262,11 +351,18 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
         t3 = T.table3(v, cfg)
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
         note = (cfg.get("dataset_notes") or {}).get(ds)
-        md += [f"## {ds}", "", *([str(note), ""] if note else []), f"Table 1 ({ds}): performance summary", "",
-               F.to_markdown(t1, t1_note),
-               f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
-               "wall time)", "",
-               F.to_markdown(t3, F.FOOTNOTE_NM)]
+        md += [
+            f"## {ds}",
+            "",
+            *([str(note), ""] if note else []),
+            f"Table 1 ({ds}): performance summary",
+            "",
+            F.to_markdown(t1, t1_note),
+            f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
+            "wall time)",
+            "",
+            F.to_markdown(t3, F.FOOTNOTE_NM),
+        ]
         t4 = T.table4(v, cfg)
         if t4 is not None:
             F.write_table(t4, tdir, f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain")
@@ -274,35 +370,95 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     t2 = T.table2(views, cfg)
     if not t2.empty:
         note = T.best_baseline_note(views, cfg)
-        F.write_table(t2, tdir, "table2_significance", "Table 2: paired tests against the best baseline per dataset",
-                      footnote=note)
-        show = t2[["dataset", "metric", "baseline", "method", "n", "baseline_mean", "method_mean", "mean_diff", "ci_low",
-                   "ci_high", "p_randomization", "p_wilcoxon", "n_nonzero", "p_holm", "p_bh", "p_bonferroni",
-                   "ci_vs_test", "d_z", "wins", "ties", "losses", "gate"]]
-        md += ["## Table 2: significance against the best baseline", "",
-               f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
-               f"datasets). {T.tests_note(t2, cfg)}", "", F.to_markdown(F.with_p_strings(show), note)]
+        F.write_table(
+            t2,
+            tdir,
+            "table2_significance",
+            "Table 2: paired tests against the best baseline per dataset",
+            footnote=note,
+        )
+        show = t2[
+            [
+                "dataset",
+                "metric",
+                "baseline",
+                "method",
+                "n",
+                "baseline_mean",
+                "method_mean",
+                "mean_diff",
+                "ci_low",
+                "ci_high",
+                "p_randomization",
+                "p_wilcoxon",
+                "n_nonzero",
+                "p_holm",
+                "p_bh",
+                "p_bonferroni",
+                "ci_vs_test",
+                "d_z",
+                "wins",
+                "ties",
+                "losses",
+                "gate",
+            ]
+        ]
+        md += [
+            "## Table 2: significance against the best baseline",
+            "",
+            f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
+            f"datasets). {T.tests_note(t2, cfg)}",
+            "",
+            F.to_markdown(F.with_p_strings(show), note),
+        ]
     ta = T.table_ablations(views, cfg)
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
         md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
     else:
         F.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
-        show = ta[["dataset", "metric", "reference", "method", "n", "reference_mean", "method_mean", "mean_diff",
-                   "ci_low", "ci_high", "p_randomization", "p_wilcoxon", "p_holm", "p_bh", "ci_vs_test", "d_z", "wins",
-                   "ties", "losses"]]
-        md += [f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
-               f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons. {T.tests_note(ta, cfg)}", "",
-               F.to_markdown(F.with_p_strings(show))]
+        show = ta[
+            [
+                "dataset",
+                "metric",
+                "reference",
+                "method",
+                "n",
+                "reference_mean",
+                "method_mean",
+                "mean_diff",
+                "ci_low",
+                "ci_high",
+                "p_randomization",
+                "p_wilcoxon",
+                "p_holm",
+                "p_bh",
+                "ci_vs_test",
+                "d_z",
+                "wins",
+                "ties",
+                "losses",
+            ]
+        ]
+        md += [
+            f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
+            f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons. {T.tests_note(ta, cfg)}",
+            "",
+            F.to_markdown(F.with_p_strings(show)),
+        ]
     t_it4 = iteration4_table(views, cfg)
     if not t_it4.empty:
         F.write_table(t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers")
-        md += ["## Iteration 4: LLM stages", "",
-               "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
-               "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
-               "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
-               "judged answers the pinned judge prompt found unsupported by the retrieved context.", "",
-               F.to_markdown(t_it4, F.FOOTNOTE_NM)]
+        md += [
+            "## Iteration 4: LLM stages",
+            "",
+            "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
+            "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
+            "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
+            "judged answers the pinned judge prompt found unsupported by the retrieved context.",
+            "",
+            F.to_markdown(t_it4, F.FOOTNOTE_NM),
+        ]
     if cfg.get("seeds_report"):
         md += ["## Seed studies", "", f"The seed studies, claimed beside measured, are in `{cfg['seeds_report']}`.", ""]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
@@ -316,6 +472,8 @@ def build_report(cfg: Mapping[str, Any], refs: list[RunRef], extra: Sequence[tup
     md += ["## Claims: verdicts", "", claims_section(all_views, views, t2, cfg, tdir, studies, {r.key for r in refs})]
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
-    print(f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "
-          f"({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"analysis: {sum(len(v.runs) for v in views.values())} runs, {len(views)} datasets -> {report} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
     return report

@@ -35,20 +35,28 @@ def build_seed_report(cfg: Mapping[str, Any], refs: list[RunRef], studies: Mappi
     spec = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {}
     refs = named_refs(cfg, refs)
     views = V.collect(cfg, refs)
-    md = ["# Lethe harness: the seed studies, claimed and measured", "",
-          "Every measured number here was computed from the declared runs (their results folders, or their copy in the "
-          "committed reference store `results/reference/`, `make report`) by "
-          "`python -m experiments.reproduce action=report`; the seeds' printed numbers (`../shared/seeds/`, copied into "
-          "`conf/reference/seed_claims.yaml`) appear only as claims beside them. Statistics are paired per query: means with "
-          f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}), "
-          "Wilcoxon signed-rank; quality numbers are verified against `results/expected/`.", "",
-          "## Runs", "", setup_section(views, refs, cfg)]
+    md = [
+        "# Lethe harness: the seed studies, claimed and measured",
+        "",
+        "Every measured number here was computed from the declared runs (their results folders, or their copy in the "
+        "committed reference store `results/reference/`, `make report`) by "
+        "`python -m experiments.reproduce action=report`; the seeds' printed numbers (`../shared/seeds/`, copied into "
+        "`conf/reference/seed_claims.yaml`) appear only as claims beside them. Statistics are paired per query: means with "
+        f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}), "
+        "Wilcoxon signed-rank; quality numbers are verified against `results/expected/`.",
+        "",
+        "## Runs",
+        "",
+        setup_section(views, refs, cfg),
+    ]
     for title, body, frames in SEEDS.seed_sections(views, spec, cfg, studies, {r.key for r in refs}):
         for name, frame in frames:
             F.write_table(frame, out / "tables", f"table_{name}", f"{title}: {name}", footnote=SEEDS.NOTE)
         md += [f"## {title}", "", body]
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
-    print(f"seed studies: {sum(len(v.runs) for v in views.values())} of {len(refs)} named runs finished -> {report} "
-          f"({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"seed studies: {sum(len(v.runs) for v in views.values())} of {len(refs)} named runs finished -> {report} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
     return report

@@ -41,16 +41,18 @@ from analysis.views import DatasetView
 from lethebench.schema import read_table
 
 ANSWER_COLUMNS = {"f1": "answer_f1", "rouge_l": "answer_rouge_l", "similarity": "answer_similarity"}
-NOTE = ("Claimed = printed in the seed (copied, never measured here); measured = this harness, means with 95% BCa "
-        "intervals over the answered questions (n). Answers: Qwen2.5-Coder-0.5B from each ranking's top 5 passages "
-        "(conf/answers/default.yaml), scored with LoCoMo's protocol; similarity = cosine of MiniLM embeddings of answer "
-        "and gold (the seed's SBERT); s per answer: mean time of a generation on this machine, as llama.cpp timed it "
-        "(model loading excluded; an answer replayed from the response cache counts its original generation's time, "
-        "so a replay states the same cost). LLM no answer / fallback: shares of the run's LLM-using questions whose "
-        "call got no answer / whose unparseable reply a fallback replaced (degraded past "
-        "run.max_parse_fallback_share). Activation: share of the sample's questions whose keyword boost ran (Wilson "
-        "interval). nDCG@10 sample: on the seed-sized sample; full: the same method on every question. n/m† = declared, "
-        "not run yet.")
+NOTE = (
+    "Claimed = printed in the seed (copied, never measured here); measured = this harness, means with 95% BCa "
+    "intervals over the answered questions (n). Answers: Qwen2.5-Coder-0.5B from each ranking's top 5 passages "
+    "(conf/answers/default.yaml), scored with LoCoMo's protocol; similarity = cosine of MiniLM embeddings of answer "
+    "and gold (the seed's SBERT); s per answer: mean time of a generation on this machine, as llama.cpp timed it "
+    "(model loading excluded; an answer replayed from the response cache counts its original generation's time, "
+    "so a replay states the same cost). LLM no answer / fallback: shares of the run's LLM-using questions whose "
+    "call got no answer / whose unparseable reply a fallback replaced (degraded past "
+    "run.max_parse_fallback_share). Activation: share of the sample's questions whose keyword boost ran (Wilson "
+    "interval). nDCG@10 sample: on the seed-sized sample; full: the same method on every question. n/m† = declared, "
+    "not run yet."
+)
 
 
 def resolve_run(views: Mapping[str, DatasetView], key: str | None) -> tuple[DatasetView | None, str | None]:
@@ -142,7 +144,7 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
             out["activation claimed"] = _claim(r, "activation")
             out["activation measured"] = _activation(v, label)
-        gen = v.runs[label].flag("generation").reindex(answered.index)   # parsed once: both cells read it
+        gen = v.runs[label].flag("generation").reindex(answered.index)  # parsed once: both cells read it
         skipped = _duplicates_skipped(gen)
         if skipped is not None:
             out["answers with a duplicate skipped"] = skipped
@@ -150,8 +152,11 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         _add_llm_failures(out, v.runs[label].metrics)
         out["nDCG@10 sample"] = fmt(float(pq["ndcg@10"].mean())) if "ndcg@10" in pq else NM
         fv, flabel = resolve_run(views, r.get("full"))
-        out["nDCG@10 full"] = (f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
-                               if fv is not None else ("n/m†" if r.get("full") else "-"))
+        out["nDCG@10 full"] = (
+            f"{fmt(float(fv.per_query[flabel]['ndcg@10'].mean()))} (n={len(fv.per_query[flabel])})"
+            if fv is not None
+            else ("n/m†" if r.get("full") else "-")
+        )
         rows.append(out)
     return pd.DataFrame(rows).fillna("-")
 
@@ -163,7 +168,9 @@ def paired_on_common(a: pd.Series, b: pd.Series, cfg: Mapping[str, Any]) -> tupl
     xa, xb = a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)
     if len(common) < 2:
         return None, xa - xb
-    return stats.paired_test(xa, xb, int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"])), xa - xb
+    return stats.paired_test(
+        xa, xb, int(cfg["permutation_resamples"]), int(cfg["seed"]), float(cfg["confidence"])
+    ), xa - xb
 
 
 TEST_COLUMNS = {"randomization": "p (randomization)", "wilcoxon": "p (Wilcoxon)"}
@@ -235,8 +242,9 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
     return pd.DataFrame(rows).fillna("-")
 
 
-def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any],
-                     metric: str = "f1") -> pd.DataFrame:
+def comparison_table(
+    views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: Mapping[str, Any], metric: str = "f1"
+) -> pd.DataFrame:
     """Paired answer-``metric`` differences of each row with ``versus`` against that row, with the power line."""
     by_name = {r["row"]: r for r in table["rows"]}
     col = ANSWER_COLUMNS[metric]
@@ -247,8 +255,11 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
         ref = by_name[r["versus"]]
         out: dict[str, Any] = {"row": r["row"], "versus": r["versus"]}
         claimed_a, claimed_b = (r.get("claimed") or {}).get(metric), (ref.get("claimed") or {}).get(metric)
-        out["seed's difference"] = (f"{claimed_a - claimed_b:+.4f}" if None not in (claimed_a, claimed_b)
-                                    else (r.get("claimed") or {}).get("improvement", "-"))
+        out["seed's difference"] = (
+            f"{claimed_a - claimed_b:+.4f}"
+            if None not in (claimed_a, claimed_b)
+            else (r.get("claimed") or {}).get("improvement", "-")
+        )
         (va, la), (vb, lb) = resolve_run(views, r.get("run")), resolve_run(views, ref.get("run"))
         if va is None or vb is None or col not in va.per_query[la] or col not in vb.per_query[lb]:
             out.update({"n": "n/m†"})
@@ -261,13 +272,17 @@ def comparison_table(views: Mapping[str, DatasetView], table: Mapping[str, Any],
             continue
         sd = float(np.std(d, ddof=1))
         mde = stats.min_detectable_difference(sd, len(d))
-        out.update({"measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
-                    **p_cells(t, cfg), "sd of differences": fmt(sd),
-                    "smallest detectable difference (80% power)": fmt(mde)})
+        out.update(
+            {
+                "measured difference [95% CI]": f"{t['mean_diff']:+.4f} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
+                **p_cells(t, cfg),
+                "sd of differences": fmt(sd),
+                "smallest detectable difference (80% power)": fmt(mde),
+            }
+        )
         if claimed_a is not None and claimed_b is not None:
             gap = abs(claimed_a - claimed_b)
-            out["could n show the seed's difference?"] = ("yes" if gap >= mde else
-                                                          f"no: {gap:.4f} < {mde:.4f}")
+            out["could n show the seed's difference?"] = "yes" if gap >= mde else f"no: {gap:.4f} < {mde:.4f}"
         rows.append(out)
     return pd.DataFrame(rows).fillna("-")
 
@@ -277,13 +292,25 @@ def power_line(cmp: pd.DataFrame) -> str:
     key = "smallest detectable difference (80% power)"
     if cmp.empty or key not in cmp:
         return ""
-    parts = [f"{r['row']} vs {r['versus']}: " + (
-        f"identical F1 on all {r['n']} paired questions (no spread to size a test from)"
-        if r.get("sd of differences") == fmt(0.0) else
-        f"with n = {r['n']} paired questions a difference below {r[key]} F1 goes undetected more often than one "
-        "time in five") for _, r in cmp.iterrows() if r.get(key, "-") != "-"]
-    return ("Power: " + "; ".join(parts) + " (paired t-test, alpha = 0.05, 80% power, from the measured spread of the "
-            "per-question differences).") if parts else ""
+    parts = [
+        f"{r['row']} vs {r['versus']}: "
+        + (
+            f"identical F1 on all {r['n']} paired questions (no spread to size a test from)"
+            if r.get("sd of differences") == fmt(0.0)
+            else f"with n = {r['n']} paired questions a difference below {r[key]} F1 goes undetected more often than one "
+            "time in five"
+        )
+        for _, r in cmp.iterrows()
+        if r.get(key, "-") != "-"
+    ]
+    return (
+        (
+            "Power: " + "; ".join(parts) + " (paired t-test, alpha = 0.05, 80% power, from the measured spread of the "
+            "per-question differences)."
+        )
+        if parts
+        else ""
+    )
 
 
 def run_keys(spec: Mapping[str, Any]) -> set[str]:
@@ -295,9 +322,13 @@ def run_keys(spec: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg: Mapping[str, Any],
-                  studies: Mapping[str, str] | None = None, declared: set[str] | None = None
-                  ) -> list[tuple[str, str, list[tuple[str, pd.DataFrame]]]]:
+def seed_sections(
+    views: Mapping[str, DatasetView],
+    spec: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    studies: Mapping[str, str] | None = None,
+    declared: set[str] | None = None,
+) -> list[tuple[str, str, list[tuple[str, pd.DataFrame]]]]:
     """(title, Markdown, [(table name, frame)]) per seed of ``spec`` whose runs the report declares (``declared``: run
     keys; None = every seed); ``studies`` maps a study name to its published Markdown table (seed 003's pairwise
     judgments, and the dev studies of ``decision_studies`` that chose how the judge decodes), or is missing it when
@@ -313,7 +344,12 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
             tables_ = agent_tables(views, s, cfg)
             md = [f"Seed: `{s['source']}`. " + str(s.get("note", "")), "", *fidelity]
             for title, frame in tables_:
-                md += [f"**{title}**", "", to_markdown(frame) if not frame.empty else "No finished runs yet (n/m†).", ""]
+                md += [
+                    f"**{title}**",
+                    "",
+                    to_markdown(frame) if not frame.empty else "No finished runs yet (n/m†).",
+                    "",
+                ]
             out.append((s["title"], "\n".join(md), [(f"{seed}_{i + 1}", f) for i, (_, f) in enumerate(tables_)]))
             continue
         md: list[str] = [f"Seed: `{s['source']}`. " + NOTE, "", *fidelity]
@@ -329,8 +365,11 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
             frames.append((f"{seed}_{i + 1}", t))
             cmp = comparison_table(views, table, cfg)
             if not cmp.empty:
-                md += [f"Paired answer-F1 differences on the questions both rows answered ({EXPLORATORY}):", "",
-                       to_markdown(cmp)]
+                md += [
+                    f"Paired answer-F1 differences on the questions both rows answered ({EXPLORATORY}):",
+                    "",
+                    to_markdown(cmp),
+                ]
                 line = power_line(cmp)
                 if line:
                     md += [line, ""]
@@ -338,11 +377,18 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
         if s.get("not_run_note"):
             md += [str(s["not_run_note"]), ""]
         if s.get("not_run_claims"):
-            md += ["Not run, with the improvement the seed expected:", "",
-                   *(f"- {c['claim']}: {c['why']}" for c in s["not_run_claims"]), ""]
+            md += [
+                "Not run, with the improvement the seed expected:",
+                "",
+                *(f"- {c['claim']}: {c['why']}" for c in s["not_run_claims"]),
+                "",
+            ]
         if s.get("not_run"):
-            md += [f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
-                   "loader accepts them where present).", ""]
+            md += [
+                f"Not run: the seed's UltraDomain domains {', '.join(s['not_run'])} are not in `../shared/data` (the "
+                "loader accepts them where present).",
+                "",
+            ]
         decided = s.get("decision_studies") or {}
         if decided:
             md += [str(decided["note"]), ""]
@@ -351,8 +397,12 @@ def seed_sections(views: Mapping[str, DatasetView], spec: Mapping[str, Any], cfg
                 md += [f"Study `{name}`:", "", table_md if table_md else f"`{name}` not run (n/m†).", ""]
         if s.get("study"):
             table_md = (studies or {}).get(s["study"])
-            md += [f"Pairwise judgments (study `{s['study']}`):", "",
-                   table_md if table_md else f"`{s['study']}` not run (n/m†).", ""]
+            md += [
+                f"Pairwise judgments (study `{s['study']}`):",
+                "",
+                table_md if table_md else f"`{s['study']}` not run (n/m†).",
+                "",
+            ]
         out.append((s["title"], "\n".join(md), frames))
     return out
 
@@ -366,7 +416,7 @@ def is_study_label(label: str, patterns: Sequence[str]) -> bool:
 
 # --------------------------------------------------------------------------- seed 002: agent-context metrics
 
-AGENT_METRICS = {   # claim key -> (column, how it is measured)
+AGENT_METRICS = {  # claim key -> (column, how it is measured)
     "tool_result_recall": "tool-result recall@10",
     "action_consistency": "action-pair recall@10",
     "entity_coverage": "coverage@10",
@@ -397,22 +447,30 @@ def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:
 
     run = v.runs[label]
     evaluated = v.queries[v.queries["query_id"].isin(v.per_query[label].index)]
-    if run.stored_labels is not None:   # a reference-store run: computed by this function when it was stored
+    if run.stored_labels is not None:  # a reference-store run: computed by this function when it was stored
         cols = {c: v.per_query[label][c] for c in AGENT_COLUMNS}
     else:
         corpus = _agent_corpus(run.dataset_folder)
         qrels = {q: r for q, r in run.qrels.items() if q in set(evaluated["query_id"])}
-        cols = dict(zip(AGENT_COLUMNS, (A.tool_result_recall(run.run, qrels, corpus, 10),
-                                        A.action_pair_recall(run.run, qrels, evaluated, 10),
-                                        A.tool_diversity(run.run, evaluated, corpus, 20))))
+        cols = dict(
+            zip(
+                AGENT_COLUMNS,
+                (
+                    A.tool_result_recall(run.run, qrels, corpus, 10),
+                    A.action_pair_recall(run.run, qrels, evaluated, 10),
+                    A.tool_diversity(run.run, evaluated, corpus, 20),
+                ),
+            )
+        )
     out = pd.DataFrame(cols).reindex(evaluated["query_id"])
     if "coverage@10" in v.per_query[label]:
         out["coverage@10"] = v.per_query[label]["coverage@10"]
     return out
 
 
-def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Mapping[str, Any]
-                 ) -> list[tuple[str, pd.DataFrame]]:
+def agent_tables(
+    views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Mapping[str, Any]
+) -> list[tuple[str, pd.DataFrame]]:
     """Seed 002's three tables (claimed beside measured) and the paired tests of each Lethe row against the best
     baseline row per metric (Holm and BH over that family)."""
     from analysis.agent_metrics import peak_memory_mb
@@ -427,32 +485,63 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
     for r in rows:
         c = r.get("claimed") or {}
         sc = scores.get(r["row"])
-        cell = (lambda col: _mean_cell(sc[col], cfg) + f" (n={int(sc[col].notna().sum())})"
-                if sc is not None and col in sc and sc[col].notna().any() else ("n/m†" if sc is None else NM))
-        claim = lambda key: "-" if c.get(key) is None else f"{c[key]:g}"   # noqa: E731
-        t1.append({"method (seed)": r["row"], "run": r["run"], "tool-result recall@10 claimed": claim("tool_result_recall"),
-                   "tool-result recall@10 measured": cell("tool-result recall@10"),
-                   "planning coherence claimed": claim("planning_coherence"), "planning coherence measured": UNDEFINED,
-                   "action consistency claimed": claim("action_consistency"),
-                   "action-pair recall@10 measured": cell("action-pair recall@10")})
-        t3.append({"method (seed)": r["row"], "run": r["run"], "entity coverage@10 claimed": claim("entity_coverage"),
-                   "entity coverage@10 measured": cell("coverage@10"), "tool diversity@20 claimed": claim("tool_diversity"),
-                   "tool diversity@20 measured": cell("tool diversity@20"),
-                   "planning pattern coverage claimed": claim("planning_pattern_coverage"),
-                   "planning pattern coverage measured": UNDEFINED})
+        cell = lambda col: (
+            _mean_cell(sc[col], cfg) + f" (n={int(sc[col].notna().sum())})"
+            if sc is not None and col in sc and sc[col].notna().any()
+            else ("n/m†" if sc is None else NM)
+        )
+        claim = lambda key: "-" if c.get(key) is None else f"{c[key]:g}"  # noqa: E731
+        t1.append(
+            {
+                "method (seed)": r["row"],
+                "run": r["run"],
+                "tool-result recall@10 claimed": claim("tool_result_recall"),
+                "tool-result recall@10 measured": cell("tool-result recall@10"),
+                "planning coherence claimed": claim("planning_coherence"),
+                "planning coherence measured": UNDEFINED,
+                "action consistency claimed": claim("action_consistency"),
+                "action-pair recall@10 measured": cell("action-pair recall@10"),
+            }
+        )
+        t3.append(
+            {
+                "method (seed)": r["row"],
+                "run": r["run"],
+                "entity coverage@10 claimed": claim("entity_coverage"),
+                "entity coverage@10 measured": cell("coverage@10"),
+                "tool diversity@20 claimed": claim("tool_diversity"),
+                "tool diversity@20 measured": cell("tool diversity@20"),
+                "planning pattern coverage claimed": claim("planning_pattern_coverage"),
+                "planning pattern coverage measured": UNDEFINED,
+            }
+        )
         v, label = resolve_run(views, r["run"])
         if v is None:
-            t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"), "P95 ms measured": "n/m†"})
+            t2.append(
+                {
+                    "method (seed)": r["row"],
+                    "run": r["run"],
+                    "P95 ms claimed": claim("p95_ms"),
+                    "P95 ms measured": "n/m†",
+                }
+            )
             continue
         run = v.runs[label]
         lat = run.metrics.get("latency_ms") or {}
         mark = "" if run.manifest.get("timing_valid", True) else " ‡"
         mem = peak_memory_mb(run.manifest)
-        t2.append({"method (seed)": r["row"], "run": r["run"], "P95 ms claimed": claim("p95_ms"),
-                   "P95 ms measured": f"{lat['p95']:.1f}{mark}" if lat.get("p95") is not None else NM,
-                   "memory MB claimed": claim("memory_mb"), "peak memory MB measured": "-" if mem is None else f"{mem:g}",
-                   "QPS claimed": claim("qps"),
-                   "QPS measured": f"{run.metrics['qps']:.1f}{mark}" if run.metrics.get("qps") else NM})
+        t2.append(
+            {
+                "method (seed)": r["row"],
+                "run": r["run"],
+                "P95 ms claimed": claim("p95_ms"),
+                "P95 ms measured": f"{lat['p95']:.1f}{mark}" if lat.get("p95") is not None else NM,
+                "memory MB claimed": claim("memory_mb"),
+                "peak memory MB measured": "-" if mem is None else f"{mem:g}",
+                "QPS claimed": claim("qps"),
+                "QPS measured": f"{run.metrics['qps']:.1f}{mark}" if run.metrics.get("qps") else NM,
+            }
+        )
     tests = []
     lethe = [r["row"] for r in rows if r.get("lethe") and r["row"] in scores]
     base = [r["row"] for r in rows if not r.get("lethe") and r["row"] in scores]
@@ -466,9 +555,19 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
                 continue
             t = paired_on_common(scores[m][col], scores[best][col], cfg)[0]
             if t is not None:
-                tests.append({"metric": col, "method": m, "best baseline": best, "n": t["n"],
-                              "difference": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                              "p_randomization": t["p_randomization"], "p_wilcoxon": t["p_wilcoxon"]})
+                tests.append(
+                    {
+                        "metric": col,
+                        "method": m,
+                        "best baseline": best,
+                        "n": t["n"],
+                        "difference": t["mean_diff"],
+                        "ci_low": t["ci_low"],
+                        "ci_high": t["ci_high"],
+                        "p_randomization": t["p_randomization"],
+                        "p_wilcoxon": t["p_wilcoxon"],
+                    }
+                )
     tt = pd.DataFrame(tests)
     primary = cfg["primary_test"]["seeds"]
     if not tt.empty:
@@ -477,11 +576,18 @@ def agent_tables(views: Mapping[str, DatasetView], s: Mapping[str, Any], cfg: Ma
             tt[c] = tt[c].map(fmt)
         for c in ("p_randomization", "p_wilcoxon", "p_holm", "p_bh"):
             tt[c] = tt[c].map(fmt_p)
-    return [("Table 1: agent quality (claimed beside measured, 95% BCa intervals, n queries)", pd.DataFrame(t1)),
-            ("Table 2: efficiency on this machine (warm P95 per query, peak RSS the run added, queries per second; "
-             "‡ = measured while other work ran)", pd.DataFrame(t2)),
-            ("Table 3: agent coverage", pd.DataFrame(t3)),
-            (f"Paired tests of the Lethe iterations against the best baseline per metric (primary test: "
-             f"{stats.TEST_NAMES[primary]}; its Holm and BH over this family; ci_vs_test: the CI and the primary test "
-             "disagree)", tt)]
-
+    return [
+        ("Table 1: agent quality (claimed beside measured, 95% BCa intervals, n queries)", pd.DataFrame(t1)),
+        (
+            "Table 2: efficiency on this machine (warm P95 per query, peak RSS the run added, queries per second; "
+            "‡ = measured while other work ran)",
+            pd.DataFrame(t2),
+        ),
+        ("Table 3: agent coverage", pd.DataFrame(t3)),
+        (
+            f"Paired tests of the Lethe iterations against the best baseline per metric (primary test: "
+            f"{stats.TEST_NAMES[primary]}; its Holm and BH over this family; ci_vs_test: the CI and the primary test "
+            "disagree)",
+            tt,
+        ),
+    ]

@@ -46,8 +46,10 @@ def _as_1d_finite(x: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise ValueError(f"{name} has {int(bad.sum())} non-finite value(s) (NaN/inf); per-query "
-                         "metrics must be finite (failed queries score 0, see docs/running.md, 'Evaluation conventions')")
+        raise ValueError(
+            f"{name} has {int(bad.sum())} non-finite value(s) (NaN/inf); per-query "
+            "metrics must be finite (failed queries score 0, see docs/running.md, 'Evaluation conventions')"
+        )
     return arr
 
 
@@ -82,29 +84,55 @@ def mean_ci(x: Any, resamples: int = 10_000, confidence: float = 0.95, seed: int
     arr = _as_1d_finite(x, "x")
     n = int(arr.size)
     if n == 0:
-        return {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": 0,
-                "method": "degenerate: empty sample"}
+        return {
+            "mean": float("nan"),
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "n": 0,
+            "method": "degenerate: empty sample",
+        }
     mean = float(np.mean(arr))
     if n < 2:
-        return {"mean": mean, "ci_low": float("nan"), "ci_high": float("nan"), "n": n,
-                "method": "degenerate: n < 2, no interval can be estimated"}
+        return {
+            "mean": mean,
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "n": n,
+            "method": "degenerate: n < 2, no interval can be estimated",
+        }
     if np.ptp(arr) == 0:
-        return {"mean": mean, "ci_low": mean, "ci_high": mean, "n": n,
-                "method": "degenerate: all values equal, zero-width interval"}
+        return {
+            "mean": mean,
+            "ci_low": mean,
+            "ci_high": mean,
+            "n": n,
+            "method": "degenerate: all values equal, zero-width interval",
+        }
 
     with warnings.catch_warnings():
         # scipy warns (DegenerateDataWarning / RuntimeWarning) when BCa is undefined; we report it
         warnings.simplefilter("ignore")
         res = scipy_stats.bootstrap(
-            (arr,), _mean_along, n_resamples=int(resamples), vectorized=True, paired=False,
-            confidence_level=confidence, alternative="two-sided", method="BCa",
-            batch=_batch_rows(n, int(resamples)), rng=np.random.default_rng(seed),
+            (arr,),
+            _mean_along,
+            n_resamples=int(resamples),
+            vectorized=True,
+            paired=False,
+            confidence_level=confidence,
+            alternative="two-sided",
+            method="BCa",
+            batch=_batch_rows(n, int(resamples)),
+            rng=np.random.default_rng(seed),
         )
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if np.isnan(low) or np.isnan(high):
-        return {"mean": mean, "ci_low": float("nan"), "ci_high": float("nan"), "n": n,
-                "method": "degenerate: BCa interval undefined (NaN), e.g. too few distinct "
-                          "bootstrap values"}
+        return {
+            "mean": mean,
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "n": n,
+            "method": "degenerate: BCa interval undefined (NaN), e.g. too few distinct bootstrap values",
+        }
     return {"mean": mean, "ci_low": low, "ci_high": high, "n": n, "method": "BCa"}
 
 
@@ -148,8 +176,7 @@ def _sign_flip_pvalue(d: np.ndarray, resamples: int, seed: int) -> tuple[float, 
     return (count + 1) / (resamples + 1), count
 
 
-def paired_test(a: Any, b: Any, resamples: int = 10_000, seed: int = 0,
-                confidence: float = 0.95) -> dict[str, Any]:
+def paired_test(a: Any, b: Any, resamples: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
     """Compare system ``a`` against baseline ``b`` on the same queries (aligned arrays).
 
     With d = a - b (rounded to ``DIFF_DECIMALS``), returns:
@@ -198,21 +225,28 @@ def paired_test(a: Any, b: Any, resamples: int = 10_000, seed: int = 0,
 
     if n == 0:
         notes.append("no queries: tests undefined")
-        out.update(wilcoxon_stat=nan, p_wilcoxon=nan, wilcoxon_method="none", n_nonzero=0,
-                   p_randomization=nan)
+        out.update(wilcoxon_stat=nan, p_wilcoxon=nan, wilcoxon_method="none", n_nonzero=0, p_randomization=nan)
     elif n_nonzero == 0:
         notes.append("all differences are 0 (identical systems on these queries): p-values 1.0")
-        out.update(wilcoxon_stat=0.0, p_wilcoxon=1.0, wilcoxon_method="none (no non-zero differences)",
-                   n_nonzero=0, p_randomization=1.0)
+        out.update(
+            wilcoxon_stat=0.0,
+            p_wilcoxon=1.0,
+            wilcoxon_method="none (no non-zero differences)",
+            n_nonzero=0,
+            p_randomization=1.0,
+        )
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            w = scipy_stats.wilcoxon(d, zero_method="pratt", correction=False,
-                                     alternative="two-sided", method="auto")
+            w = scipy_stats.wilcoxon(d, zero_method="pratt", correction=False, alternative="two-sided", method="auto")
         p_rand, _ = _sign_flip_pvalue(d, int(resamples), seed)
-        out.update(wilcoxon_stat=float(w.statistic), p_wilcoxon=float(w.pvalue),
-                   wilcoxon_method=_wilcoxon_method_used(d), n_nonzero=n_nonzero,
-                   p_randomization=float(p_rand))
+        out.update(
+            wilcoxon_stat=float(w.statistic),
+            p_wilcoxon=float(w.pvalue),
+            wilcoxon_method=_wilcoxon_method_used(d),
+            n_nonzero=n_nonzero,
+            p_randomization=float(p_rand),
+        )
     out["resamples"] = int(resamples)
 
     if n < 2:
@@ -257,13 +291,13 @@ def align(per_query: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
         ids = ids.astype(str).to_numpy()
         dup = pd.Index(ids).duplicated()
         if dup.any():
-            raise ValueError(f"system {name!r}: {int(dup.sum())} duplicated query_id(s), "
-                             f"e.g. {ids[dup][0]!r}")
+            raise ValueError(f"system {name!r}: {int(dup.sum())} duplicated query_id(s), e.g. {ids[dup][0]!r}")
         values = pd.to_numeric(df[metric], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(values)
         if bad.any():
-            raise ValueError(f"system {name!r}: {int(bad.sum())} non-finite {metric!r} value(s), "
-                             f"e.g. query {ids[bad][0]!r}")
+            raise ValueError(
+                f"system {name!r}: {int(bad.sum())} non-finite {metric!r} value(s), e.g. query {ids[bad][0]!r}"
+            )
         series[name] = pd.Series(values, index=pd.Index(ids, name="query_id"), name=name)
 
     names = list(series)
@@ -275,11 +309,15 @@ def align(per_query: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
         missing, extra = sorted(ref - other), sorted(other - ref)
         if missing or extra:
             example = (missing or extra)[0]
-            problems.append(f"system {name!r}: {len(missing)} query id(s) of {ref_name!r} missing, "
-                            f"{len(extra)} extra (e.g. {example!r})")
+            problems.append(
+                f"system {name!r}: {len(missing)} query id(s) of {ref_name!r} missing, "
+                f"{len(extra)} extra (e.g. {example!r})"
+            )
     if problems:
-        raise ValueError(f"query sets differ for metric {metric!r}; paired tests need the "
-                         "identical query set: " + "; ".join(problems))
+        raise ValueError(
+            f"query sets differ for metric {metric!r}; paired tests need the "
+            "identical query set: " + "; ".join(problems)
+        )
     out = pd.concat([series[n] for n in names], axis=1, join="inner").sort_index()
     out.columns = pd.Index(names)
     return out
@@ -338,9 +376,11 @@ def correct_family(df: pd.DataFrame, p_col: str = "p_wilcoxon") -> pd.DataFrame:
     return out
 
 
-TESTS = ("randomization", "wilcoxon")   # the paired tests a table may name as primary or secondary (p_<name> columns)
-TEST_NAMES = {"randomization": "the paired randomization (sign-flip) test of the mean difference",
-              "wilcoxon": "the Wilcoxon signed-rank test"}
+TESTS = ("randomization", "wilcoxon")  # the paired tests a table may name as primary or secondary (p_<name> columns)
+TEST_NAMES = {
+    "randomization": "the paired randomization (sign-flip) test of the mean difference",
+    "wilcoxon": "the Wilcoxon signed-rank test",
+}
 
 
 def test_order(primary: str) -> tuple[str, ...]:
@@ -351,7 +391,7 @@ def test_order(primary: str) -> tuple[str, ...]:
 
 
 def ci_test_disagreement(ci_low: float, ci_high: float, p: float, alpha: float) -> str:
-    """"" when the CI of the mean difference and a test's (unadjusted) p agree at level ``alpha``
+    """ "" when the CI of the mean difference and a test's (unadjusted) p agree at level ``alpha``
     (CI excludes 0 exactly when p < alpha), else which way they disagree; "" when either is undefined."""
     if any(x is None or np.isnan(x) for x in (ci_low, ci_high, p)):
         return ""
@@ -365,10 +405,11 @@ def with_primary_test(df: pd.DataFrame, primary: str, alpha: float) -> pd.DataFr
     """``correct_family`` over ``p_<primary>`` (the test that decides; the other p columns stay as they are), plus
     ``ci_vs_test``: ``ci_test_disagreement`` of each row's CI and unadjusted primary p. ``attrs["primary_test"]``
     records the choice."""
-    test_order(primary)   # a known test, or ValueError
+    test_order(primary)  # a known test, or ValueError
     out = correct_family(df, p_col=f"p_{primary}")
-    out["ci_vs_test"] = [ci_test_disagreement(lo, hi, p, alpha)
-                         for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"])]
+    out["ci_vs_test"] = [
+        ci_test_disagreement(lo, hi, p, alpha) for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"])
+    ]
     out.attrs["primary_test"] = primary
     return out
 

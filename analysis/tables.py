@@ -19,8 +19,10 @@ from analysis.declared_runs import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order, paired_row
 from lethebench.runs import timings_frame
 
-FOOTNOTE_TIMING = ("‡ = latency measured under contention (jobs run concurrently on one machine, or other processes "
-                   "busy on over a quarter of the cores: the manifest's timing_valid=false); not comparable with the others.")
+FOOTNOTE_TIMING = (
+    "‡ = latency measured under contention (jobs run concurrently on one machine, or other processes "
+    "busy on over a quarter of the cores: the manifest's timing_valid=false); not comparable with the others."
+)
 
 
 def latency_cell(ms: float | None, timing_valid: bool | None) -> str:
@@ -42,19 +44,22 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
         lat = v.runs[m].metrics.get("latency_ms") or {}
         cov = pq[f"coverage@{n}"].dropna() if f"coverage@{n}" in pq else pd.Series(dtype=float)
         con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
-        rows.append({
-            "method": m, "n": int(len(pq)),
-            ndcg: fmt(ci["mean"]), f"{ndcg} 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
-            r50: fmt(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
-            f"Coverage@{n}": fmt(float(cov.mean())) if len(cov) else NM,
-            "P95 latency (ms, this machine)": latency_cell(lat.get("p95"), v.runs[m].manifest.get("timing_valid")),
-            f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
-            "Hallucination": hallucination_cell(pq),
-            "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
-            f"vs first stage ({display_metric(cfg['gate_metric'])})": G.first_stage_cell(v, m, cfg),
-        })
+        rows.append(
+            {
+                "method": m,
+                "n": int(len(pq)),
+                ndcg: fmt(ci["mean"]),
+                f"{ndcg} 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
+                r50: fmt(float(pq["recall@50"].mean())) if "recall@50" in pq else NM,
+                f"Coverage@{n}": fmt(float(cov.mean())) if len(cov) else NM,
+                "P95 latency (ms, this machine)": latency_cell(lat.get("p95"), v.runs[m].manifest.get("timing_valid")),
+                f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
+                "Hallucination": hallucination_cell(pq),
+                "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
+                f"vs first stage ({display_metric(cfg['gate_metric'])})": G.first_stage_cell(v, m, cfg),
+            }
+        )
     return pd.DataFrame(rows)
-
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True) -> str | None:
@@ -78,8 +83,16 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
             s += f" ({', '.join(f'{m} {G.BELOW} excluded: below its first stage {G.gate(v, m, cfg).first_stage}' for m in out)}"
             s += f"; without the gate it would have been {ungated})" if ungated != base else ")"
         parts.append(s)
-    return ("Best baseline per dataset (highest mean " + display_metric(cfg["best_baseline_metric"]) + " among the baselines, "
-            "rerankers below their own first stage left out): " + "; ".join(parts) + ". " + G.BELOW_NOTE) if parts else ""
+    return (
+        (
+            "Best baseline per dataset (highest mean "
+            + display_metric(cfg["best_baseline_metric"])
+            + " among the baselines, "
+            "rerankers below their own first stage left out): " + "; ".join(parts) + ". " + G.BELOW_NOTE
+        )
+        if parts
+        else ""
+    )
 
 
 def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], baseline: str | None = None) -> pd.DataFrame:
@@ -114,10 +127,12 @@ def tests_note(df: pd.DataFrame, cfg: Mapping[str, Any]) -> str:
     primary, secondary = stats.test_order(df.attrs["primary_test"])
     conf = float(cfg["confidence"])
     flagged = int((df["ci_vs_test"] != "").sum())
-    return (f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); the adjusted p-values (`p_holm`, `p_bh`, "
-            f"`p_bonferroni`) are of it, over the whole family. Secondary, uncorrected: {stats.TEST_NAMES[secondary]} "
-            f"(`p_{secondary}`). `ci_vs_test` flags a row whose {conf:.0%} BCa CI of the mean difference and unadjusted "
-            f"primary p disagree at {1.0 - conf:g}: {flagged} of {len(df)} rows.")
+    return (
+        f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); the adjusted p-values (`p_holm`, `p_bh`, "
+        f"`p_bonferroni`) are of it, over the whole family. Secondary, uncorrected: {stats.TEST_NAMES[secondary]} "
+        f"(`p_{secondary}`). `ci_vs_test` flags a row whose {conf:.0%} BCa CI of the mean difference and unadjusted "
+        f"primary p disagree at {1.0 - conf:g}: {flagged} of {len(df)} rows."
+    )
 
 
 def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -137,8 +152,13 @@ def table_ablations(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) ->
         for m, ref in ablation_pairs(list(v.per_query), cfg):
             rows += [r for metric in cfg["family_metrics"] if (r := paired_row(v, ds, m, ref, metric, cfg))]
     df = pd.DataFrame(rows)
-    return df if df.empty else corrected(df.rename(columns={"baseline": "reference", "baseline_mean": "reference_mean"}),
-                                         cfg, "ablations")
+    return (
+        df
+        if df.empty
+        else corrected(
+            df.rename(columns={"baseline": "reference", "baseline_mean": "reference_mean"}), cfg, "ablations"
+        )
+    )
 
 
 def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -178,8 +198,9 @@ def table4(v: DatasetView, cfg: Mapping[str, Any], metric: str = "ndcg@10") -> p
     return pd.DataFrame(rows)
 
 
-def overview(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], refs: list[RunRef],
-             metric: str = "ndcg@10") -> pd.DataFrame:
+def overview(
+    views: Mapping[str, DatasetView], cfg: Mapping[str, Any], refs: list[RunRef], metric: str = "ndcg@10"
+) -> pd.DataFrame:
     """``metric`` per declared method (rows) and dataset (columns): n/m† when declared but not run,
     - when not declared for that dataset."""
     declared = {(r.dataset, r.label) for r in refs}
@@ -207,5 +228,3 @@ def with_missing_rows(df: pd.DataFrame, v: DatasetView, cfg: Mapping[str, Any]) 
     out = pd.concat([df, extra], ignore_index=True)
     order = {m: i for i, m in enumerate(method_order(list(out["method"]), cfg))}
     return out.sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
-
-

@@ -28,14 +28,16 @@ CONSISTENT, CONTRADICTED, INCONCLUSIVE = "consistent", "contradicted", "inconclu
 NOT_COMPARABLE, NOT_MEASURED = "not comparable", "not measured"
 VERDICTS = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_COMPARABLE, NOT_MEASURED)
 
-RULE = ("Verdict rule (analysis/verdicts.py, in this order): **not comparable** when the measured quantity is not the "
-        "claimed one (the reason names the difference); **not measured** when there is no finished run or no interval; "
-        "**contradicted** when the 95% CI of the measurement holds none of the values the claim allows (a printed "
-        "number allows itself, a printed range its range, \"A beats B\" every positive difference); **inconclusive** "
-        "when the CI holds an allowed value and also the no-effect value of a comparative claim (difference 0, win "
-        "rate 0.5), when the treatment never acted on the measured queries, or when the instrument that measured it failed "
-        "its validation (an LLM judge whose accuracy on pairs with a known better answer is below the required share); "
-        "**consistent** otherwise.")
+RULE = (
+    "Verdict rule (analysis/verdicts.py, in this order): **not comparable** when the measured quantity is not the "
+    "claimed one (the reason names the difference); **not measured** when there is no finished run or no interval; "
+    "**contradicted** when the 95% CI of the measurement holds none of the values the claim allows (a printed "
+    'number allows itself, a printed range its range, "A beats B" every positive difference); **inconclusive** '
+    "when the CI holds an allowed value and also the no-effect value of a comparative claim (difference 0, win "
+    "rate 0.5), when the treatment never acted on the measured queries, or when the instrument that measured it failed "
+    "its validation (an LLM judge whose accuracy on pairs with a known better answer is below the required share); "
+    "**consistent** otherwise."
+)
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,12 @@ class Claim:
 
     @classmethod
     def beats(cls, null: float = 0.0) -> "Claim":
-        """"A is better than B": every value above the no-effect value."""
+        """ "A is better than B": every value above the no-effect value."""
         return cls(null, math.inf, null)
 
     @classmethod
     def loses(cls, null: float = 0.0) -> "Claim":
-        """"A is worse than B": every value below the no-effect value."""
+        """ "A is worse than B": every value below the no-effect value."""
         return cls(-math.inf, null, null)
 
     def describe(self) -> str:
@@ -90,8 +92,9 @@ def parse_range(text: str) -> tuple[float, float]:
     return (lo, hi) if lo <= hi else (hi, lo)
 
 
-def verdict(claim: Claim, ci_low: float | None, ci_high: float | None, acted: bool = True,
-            unfit: str | None = None) -> tuple[str, str]:
+def verdict(
+    claim: Claim, ci_low: float | None, ci_high: float | None, acted: bool = True, unfit: str | None = None
+) -> tuple[str, str]:
     """(verdict, reason) of ``claim`` against a measured interval ``[ci_low, ci_high]`` (the module's rule, steps
     2-5); ``acted`` False when the treatment the claim is about never acted on the measured queries; ``unfit`` why
     the instrument that measured it failed its validation (None: it passed, or none was needed)."""

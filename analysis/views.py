@@ -69,16 +69,19 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
         chars = cfg.get("answer_recall_chars")
         stored = run.stored_labels
-        if stored is not None:   # a reference-store run: its label metrics were computed when it was stored
-            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k) or \
-                    stored.get("answer_recall_chars", chars) != chars:   # a store made before it: the metric is missing
-                raise ValueError(f"{run.folder} stores coverage@{stored['coverage_n']}, contradiction@"
-                                 f"{stored['contradiction_k']} and answer recall@{stored.get('answer_recall_chars')}c; "
-                                 f"coverage_n={n}, contradiction_k={k}, answer_recall_chars={chars} need the run folders")
+        if stored is not None:  # a reference-store run: its label metrics were computed when it was stored
+            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k) or stored.get(
+                "answer_recall_chars", chars
+            ) != chars:  # a store made before it: the metric is missing
+                raise ValueError(
+                    f"{run.folder} stores coverage@{stored['coverage_n']}, contradiction@"
+                    f"{stored['contradiction_k']} and answer recall@{stored.get('answer_recall_chars')}c; "
+                    f"coverage_n={n}, contradiction_k={k}, answer_recall_chars={chars} need the run folders"
+                )
         else:
             add_label_metrics(v, run, pq, n, k, chars)
         unstored = [m for m in asked_metrics(cfg) if m not in pq.columns]
-        if unstored:   # a metric the run did not store: from its run files (metrics are not part of a run's identity)
+        if unstored:  # a metric the run did not store: from its run files (metrics are not part of a run's identity)
             if stored is not None:
                 raise ValueError(f"{run.folder} (reference store) has no {unstored}; they need the run folders")
             pq[unstored] = run_scores(run, unstored).reindex(pq.index)
@@ -87,8 +90,14 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         if ref.dataset in views:
             views[ref.dataset].missing[ref.label] = ref
     for v in views.values():
-        v.label_metrics = sorted({c for pq in v.per_query.values() for c in pq.columns
-                                  if c.startswith(("coverage@", "contradiction@", "answer_recall@"))})
+        v.label_metrics = sorted(
+            {
+                c
+                for pq in v.per_query.values()
+                for c in pq.columns
+                if c.startswith(("coverage@", "contradiction@", "answer_recall@"))
+            }
+        )
     return views
 
 
@@ -98,8 +107,7 @@ def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k:
     labels are read once per build, in ``v.label_data``)."""
     folder = run.dataset_folder
     if folder not in v.label_data:
-        v.label_data[folder] = (read_table(folder, "corpus", ["doc_id", "text"]),
-                                read_contradictions(folder))
+        v.label_data[folder] = (read_table(folder, "corpus", ["doc_id", "text"]), read_contradictions(folder))
     corpus, contra = v.label_data[folder]
     evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
     cov = coverage_at_n(run.run, evaluated, corpus, n)
@@ -139,7 +147,9 @@ def paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Map
         return None
     subset_note = ""
     ia, ib = set(frames["a"].index), set(frames["b"].index)
-    if ia != ib:  # runs on (different) samples: compare on the queries both scored (per-query scores do not depend on others)
+    if (
+        ia != ib
+    ):  # runs on (different) samples: compare on the queries both scored (per-query scores do not depend on others)
         common = sorted(ia & ib)
         if not common:
             return None
@@ -151,17 +161,35 @@ def paired_row(v: DatasetView, ds: str, m: str, base: str, metric: str, cfg: Map
             subset_note = f"paired on the {len(common)} queries both runs scored; "
         frames = {k: f.loc[common] for k, f in frames.items()}
     pair = stats.align(frames, metric)
-    t = stats.paired_test(pair["a"].to_numpy(float), pair["b"].to_numpy(float),
-                          resamples=int(cfg["permutation_resamples"]), seed=int(cfg["seed"]),
-                          confidence=float(cfg["confidence"]))
-    return {"dataset": ds, "metric": metric, "baseline": base, "method": m, "n": t["n"],
-            "baseline_mean": float(pair["b"].mean()), "method_mean": float(pair["a"].mean()),
-            "mean_diff": t["mean_diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-            "p_wilcoxon": t["p_wilcoxon"], "n_nonzero": t["n_nonzero"],
-            "p_randomization": t["p_randomization"], "d_z": t["d_z"],
-            "wins": t["wins"], "ties": t["ties"], "losses": t["losses"],
-            "ci_method": t["ci_method"], "wilcoxon_method": t["wilcoxon_method"],
-            "notes": subset_note + (t["notes"] or "")}
+    t = stats.paired_test(
+        pair["a"].to_numpy(float),
+        pair["b"].to_numpy(float),
+        resamples=int(cfg["permutation_resamples"]),
+        seed=int(cfg["seed"]),
+        confidence=float(cfg["confidence"]),
+    )
+    return {
+        "dataset": ds,
+        "metric": metric,
+        "baseline": base,
+        "method": m,
+        "n": t["n"],
+        "baseline_mean": float(pair["b"].mean()),
+        "method_mean": float(pair["a"].mean()),
+        "mean_diff": t["mean_diff"],
+        "ci_low": t["ci_low"],
+        "ci_high": t["ci_high"],
+        "p_wilcoxon": t["p_wilcoxon"],
+        "n_nonzero": t["n_nonzero"],
+        "p_randomization": t["p_randomization"],
+        "d_z": t["d_z"],
+        "wins": t["wins"],
+        "ties": t["ties"],
+        "losses": t["losses"],
+        "ci_method": t["ci_method"],
+        "wilcoxon_method": t["wilcoxon_method"],
+        "notes": subset_note + (t["notes"] or ""),
+    }
 
 
 def without_labels(views: Mapping[str, DatasetView], drop: Callable[[str], bool]) -> dict[str, DatasetView]:
@@ -171,7 +199,13 @@ def without_labels(views: Mapping[str, DatasetView], drop: Callable[[str], bool]
     for ds, v in views.items():
         keep = [m for m in v.runs if not drop(m)]
         if keep:
-            out[ds] = DatasetView(v.name, v.queries, {m: v.runs[m] for m in keep},
-                                  {m: v.per_query[m] for m in keep if m in v.per_query}, list(v.label_metrics),
-                                  {m: r for m, r in v.missing.items() if not drop(m)}, v.label_data)
+            out[ds] = DatasetView(
+                v.name,
+                v.queries,
+                {m: v.runs[m] for m in keep},
+                {m: v.per_query[m] for m in keep if m in v.per_query},
+                list(v.label_metrics),
+                {m: r for m, r in v.missing.items() if not drop(m)},
+                v.label_data,
+            )
     return out

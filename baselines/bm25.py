@@ -86,9 +86,15 @@ class PyseriniBM25:
     def describe(self) -> dict[str, Any]:
         import importlib.metadata as md
 
-        return {"name": "bm25", "implementation": f"pyserini {md.version('pyserini')} (Lucene)", "k1": self.k1,
-                "b": self.b, "analyzer": "Anserini default (Porter stemmer, Lucene English stopwords)",
-                "indexes_built": self.indexes_built, "indexes_reused": self.indexes_reused}
+        return {
+            "name": "bm25",
+            "implementation": f"pyserini {md.version('pyserini')} (Lucene)",
+            "k1": self.k1,
+            "b": self.b,
+            "analyzer": "Anserini default (Porter stemmer, Lucene English stopwords)",
+            "indexes_built": self.indexes_built,
+            "indexes_reused": self.indexes_reused,
+        }
 
     def close(self) -> None:
         self._close_searcher()

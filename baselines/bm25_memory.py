@@ -66,8 +66,15 @@ class InMemoryBM25:
     runner's uniform constructor call; nothing is written to disk.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, cache_dir: str | Path | None = None, progress: bool = True,
-                 anserini_scores: bool = True, analyzer: str = "english"):
+    def __init__(
+        self,
+        k1: float = 1.2,
+        b: float = 0.75,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+        anserini_scores: bool = True,
+        analyzer: str = "english",
+    ):
         self.k1, self.b = float(k1), float(b)
         self.anserini_scores = bool(anserini_scores)
         self._index = BM25Index(self.k1, self.b, analyzer)
@@ -107,11 +114,18 @@ class InMemoryBM25:
         return SearchResult(ranking, {"search": (time.perf_counter() - t0) * 1e3})
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "bm25_memory", "implementation": "lethe.retrieval.bm25 (in-memory; Lucene 9.9.1 BM25Similarity, "
-                "Anserini 1.7.1 DefaultEnglishAnalyzer, as in pyserini 1.6.0)", "k1": self.k1, "b": self.b,
-                "anserini_scores": self.anserini_scores,
-                "analyzer": self._index.analyzer, "analyzer_steps": ANALYZER_STEPS[self._index.analyzer],
-                "unicode": f"regex {regex.__version__} + Unicode 9 corrections", "indexes_built": self.indexes_built}
+        return {
+            "name": "bm25_memory",
+            "implementation": "lethe.retrieval.bm25 (in-memory; Lucene 9.9.1 BM25Similarity, "
+            "Anserini 1.7.1 DefaultEnglishAnalyzer, as in pyserini 1.6.0)",
+            "k1": self.k1,
+            "b": self.b,
+            "anserini_scores": self.anserini_scores,
+            "analyzer": self._index.analyzer,
+            "analyzer_steps": ANALYZER_STEPS[self._index.analyzer],
+            "unicode": f"regex {regex.__version__} + Unicode 9 corrections",
+            "indexes_built": self.indexes_built,
+        }
 
     def close(self) -> None:
         self._analyzed.clear()

@@ -28,8 +28,15 @@ from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.heldout import LeakageError, pick_fold
 from lethe.core.models import ModelNotFoundError, ModelSpec, resolve_model
 from lethe.core.protocol import Doc, Query, SearchResult
-from lethe.retrieval.crossencoder import (FOLDS_JSON, fold_allows, interpolate, load_cross_encoder, read_model_card,
-                                          score_pairs, set_folder)
+from lethe.retrieval.crossencoder import (
+    FOLDS_JSON,
+    fold_allows,
+    interpolate,
+    load_cross_encoder,
+    read_model_card,
+    score_pairs,
+    set_folder,
+)
 from lethe.retrieval.onnx_backend import inference_info
 from lethe.retrieval.ranking import canonical_order
 
@@ -41,8 +48,10 @@ def trained_length(cards: Sequence[Mapping[str, Any] | None], folder: Path) -> i
     """The one training length (tokens per pair) recorded in a model set's fold cards."""
     lengths = {int(c["max_length"]) for c in cards if c and c.get("max_length")}
     if len(lengths) != 1:
-        raise ValueError(f"method.model.max_length=null takes the training length from the model cards in {folder}, "
-                         f"which record {sorted(lengths) or 'none'}: set method.model.max_length explicitly")
+        raise ValueError(
+            f"method.model.max_length=null takes the training length from the model cards in {folder}, "
+            f"which record {sorted(lengths) or 'none'}: set method.model.max_length explicitly"
+        )
     return lengths.pop()
 
 
@@ -54,29 +63,41 @@ class CrossEncoderRerank:
     scores below every reranked one.
     """
 
-    def __init__(self, model: Mapping[str, Any], first_stage: Mapping[str, Any] | None = None, candidates: int = 100,
-                 batch_size: int = 32, interpolation: str = "none", cache_dir: str | Path | None = None,
-                 progress: bool = True):
+    def __init__(
+        self,
+        model: Mapping[str, Any],
+        first_stage: Mapping[str, Any] | None = None,
+        candidates: int = 100,
+        batch_size: int = 32,
+        interpolation: str = "none",
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         if interpolation not in INTERPOLATION:
             raise ValueError(f"method.interpolation={interpolation!r}: expected one of {list(INTERPOLATION)}")
         self.interpolation = interpolation
-        self.weights: list[float | None] = []   # per fold: the dev-chosen cross-encoder weight (interpolation=dev)
+        self.weights: list[float | None] = []  # per fold: the dev-chosen cross-encoder weight (interpolation=dev)
         self.model_cfg = dict(model)
         # tokens per pair; None: a trained set's own training length (its checkpoint and interpolation weight were
         # chosen on dev at that length), the hub model's own limit
         self.max_length = self.model_cfg.get("max_length")
         self.max_length_used: int | None = None
         # inference backend (conf/model/cross_encoder.yaml backend/onnx); an ONNX export is cached under cache_dir
-        self.inference = {"backend": str(self.model_cfg.get("backend", "torch")), "onnx": self.model_cfg.get("onnx"),
-                          "cache_dir": cache_dir,
-                          "device": check_device(str(self.model_cfg.get("device", "cpu")), "method.model.device")}
+        self.inference = {
+            "backend": str(self.model_cfg.get("backend", "torch")),
+            "onnx": self.model_cfg.get("onnx"),
+            "cache_dir": cache_dir,
+            "device": check_device(str(self.model_cfg.get("device", "cpu")), "method.model.device"),
+        }
         self.candidates, self.batch_size = int(candidates), int(batch_size)
-        self.bm25 = PyseriniBM25(**{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress)
+        self.bm25 = PyseriniBM25(
+            **{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress
+        )
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.score_caches: list[EmbeddingCache | None] = []   # per fold (None: weights without a recorded hash)
+        self.score_caches: list[EmbeddingCache | None] = []  # per fold (None: weights without a recorded hash)
         self.dataset: str | None = None
         self.set_dir: Path | None = None
-        self.folds: list[dict[str, Any] | None] = []   # folds.json records; None = the hub model (not trained here)
+        self.folds: list[dict[str, Any] | None] = []  # folds.json records; None = the hub model (not trained here)
         self.models: list[Any] = []
         self.cards: list[dict[str, Any] | None] = []
         self.hub: dict[str, Any] | None = None
@@ -97,35 +118,49 @@ class CrossEncoderRerank:
                 raise ModelNotFoundError(
                     f"cross-encoder '{self.model_cfg.get('name')}' has no model set for dataset {name} at {folder}. "
                     "Run `make models` (python -m experiments.train_cross_encoder, with this run's dataset and "
-                    "method.model overrides) to train it, or allow the hub (LETHE_ALLOW_HUB=true).")
+                    "method.model overrides) to train it, or allow the hub (LETHE_ALLOW_HUB=true)."
+                )
             resolved = resolve_model({**self.model_cfg, "path": None, "pypi_module": None})
             self.hub = resolved.describe()
             if self.interpolation == "dev":
-                raise ValueError("method.interpolation=dev needs a model set trained here (its folds chose the weight "
-                                 f"on their dev queries); the hub model {self.hub.get('name') or self.model_cfg.get('hub_id')} "
-                                 "has none: use method.interpolation=none")
+                raise ValueError(
+                    "method.interpolation=dev needs a model set trained here (its folds chose the weight "
+                    f"on their dev queries); the hub model {self.hub.get('name') or self.model_cfg.get('hub_id')} "
+                    "has none: use method.interpolation=none"
+                )
             self.folds, self.cards = [None], [None]
-            self.models = [load_cross_encoder(resolved.path, max_length=max_length, offline=resolved.source != "hub",
-                                              **self.inference)]
+            self.models = [
+                load_cross_encoder(
+                    resolved.path, max_length=max_length, offline=resolved.source != "hub", **self.inference
+                )
+            ]
             self._open_score_caches()
             return
         built = doc["datasets"].get(name, {}).get("build_key")
         if built is not None and built != build_key:
-            raise ValueError(f"the cross-encoder set {folder} was trained on {name} build {built}, not build {build_key}; "
-                             "retrain it (force=true)")
+            raise ValueError(
+                f"the cross-encoder set {folder} was trained on {name} build {built}, not build {build_key}; "
+                "retrain it (force=true)"
+            )
         self.folds = list(doc["folds"])
         self.cards = [read_model_card(folder / f["dir"]) for f in self.folds]
         if self.interpolation == "dev":
-            missing = [f["dir"] for f, c in zip(self.folds, self.cards)
-                       if "interpolation" not in ((c or {}).get("selection") or {})]
+            missing = [
+                f["dir"]
+                for f, c in zip(self.folds, self.cards)
+                if "interpolation" not in ((c or {}).get("selection") or {})
+            ]
             if missing:
-                raise ValueError(f"method.interpolation=dev: the model cards of {missing} in {folder} record no "
-                                 "interpolation weight (trained before it existed); retrain the set (force=true)")
+                raise ValueError(
+                    f"method.interpolation=dev: the model cards of {missing} in {folder} record no "
+                    "interpolation weight (trained before it existed); retrain the set (force=true)"
+                )
             self.weights = [float(c["selection"]["interpolation"]["weight"]) for c in self.cards]  # type: ignore[index]
         if max_length is None:
             max_length = self.max_length_used = trained_length(self.cards, folder)
-        self.models = [load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference)
-                       for f in self.folds]
+        self.models = [
+            load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference) for f in self.folds
+        ]
         self._open_score_caches()
 
     def _open_score_caches(self) -> None:
@@ -136,10 +171,15 @@ class CrossEncoderRerank:
             if self.cache_dir is None or not sha:
                 self.score_caches.append(None)
                 continue
-            namespace = {"kind": "cross_encoder_logits", "weights_sha256": str(sha), "batch_size": self.batch_size,
-                         "inference": inference_info(model)}
-            self.score_caches.append(EmbeddingCache(self.cache_dir, namespace, flush_every=64, kind="scores",
-                                                    ragged=True))
+            namespace = {
+                "kind": "cross_encoder_logits",
+                "weights_sha256": str(sha),
+                "batch_size": self.batch_size,
+                "inference": inference_info(model),
+            }
+            self.score_caches.append(
+                EmbeddingCache(self.cache_dir, namespace, flush_every=64, kind="scores", ragged=True)
+            )
 
     def _logits(self, fold: int, query: str, texts: list[str]) -> Any:
         """The fold's raw logits of ``query`` against ``texts`` (float32, shape (n,)), from the cache when it
@@ -162,16 +202,20 @@ class CrossEncoderRerank:
         assert self.dataset is not None, "bind_dataset first"
         bad = [q for q in query_ids if not any(fold_allows(f, self.dataset, q, None) for f in self.folds if f)]
         if bad:
-            raise LeakageError(f"{len(bad)} evaluated quer(ies) of {self.dataset} were used to train or select every "
-                               f"cross-encoder fold in {self.set_dir}, e.g. {bad[:3]}")
+            raise LeakageError(
+                f"{len(bad)} evaluated quer(ies) of {self.dataset} were used to train or select every "
+                f"cross-encoder fold in {self.set_dir}, e.g. {bad[:3]}"
+            )
 
     def _fold(self, query: Query) -> int:
         if self.folds == [None]:
             return 0
         if not self.models:
             raise RuntimeError("the cross-encoder has no model: the runner binds the dataset first (bind_dataset)")
-        allowed = [fold_allows(f, self.dataset or "", query.query_id, query.scope_id) if f and query.query_id else False
-                   for f in self.folds]
+        allowed = [
+            fold_allows(f, self.dataset or "", query.query_id, query.scope_id) if f and query.query_id else False
+            for f in self.folds
+        ]
         return pick_fold(allowed, query.query_id, query.scope_id, "cross-encoder")
 
     def index(self, docs: Sequence[Doc]) -> None:
@@ -182,7 +226,7 @@ class CrossEncoderRerank:
         t0 = time.perf_counter()
         hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
-        head, tail = hits[: self.candidates], hits[self.candidates:]
+        head, tail = hits[: self.candidates], hits[self.candidates :]
         fold = self._fold(query)
         self.queries_per_fold[fold] = self.queries_per_fold.get(fold, 0) + 1
         logits = self._logits(fold, query.text, [self._text[d] for d, _ in head])
@@ -194,27 +238,48 @@ class CrossEncoderRerank:
             floor = min((s for _, s in ranking), default=0.0)
             ranking += [(d, floor - (i + 1)) for i, (d, _) in enumerate(tail)]
         t2 = time.perf_counter()
-        return SearchResult(ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3},
-                            {"candidates": len(head), "fold": fold})
+        return SearchResult(
+            ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3}, {"candidates": len(head), "fold": fold}
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "cross_encoder", "first_stage": self.bm25.describe(), "candidates": self.candidates,
-                "batch_size": self.batch_size, "max_length": self.max_length_used,
-                "max_length_config": self.max_length,
-                "score": ("raw logit (query text only)" if self.interpolation == "none" else
-                          "w * minmax(logit) + (1 - w) * minmax(BM25) per query, w chosen per fold on its dev queries"),
-                "interpolation": {"mode": self.interpolation, "weights": self.weights or None},
-                "inference": (inference_info(self.models[0]) if self.models
-                              else {"backend": self.inference["backend"], "onnx": self.inference["onnx"]}),
-                "device_config": self.inference["device"],
-                "model": {"name": self.model_cfg.get("name"), "regime": self.model_cfg.get("train", {}).get("regime"),
-                          "set": str(self.set_dir) if self.set_dir else None, "hub": self.hub,
-                          "folds": [{"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None
-                                    for f, c in zip(self.folds, self.cards)]},
-                "pairs_scored": self.pairs_scored,
-                "score_cache": [{"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)}
-                                if c else None for c in self.score_caches], "queries_per_fold": {str(k): v for k, v in sorted(self.queries_per_fold.items())},
-                "training_cards": self.cards}
+        return {
+            "name": "cross_encoder",
+            "first_stage": self.bm25.describe(),
+            "candidates": self.candidates,
+            "batch_size": self.batch_size,
+            "max_length": self.max_length_used,
+            "max_length_config": self.max_length,
+            "score": (
+                "raw logit (query text only)"
+                if self.interpolation == "none"
+                else "w * minmax(logit) + (1 - w) * minmax(BM25) per query, w chosen per fold on its dev queries"
+            ),
+            "interpolation": {"mode": self.interpolation, "weights": self.weights or None},
+            "inference": (
+                inference_info(self.models[0])
+                if self.models
+                else {"backend": self.inference["backend"], "onnx": self.inference["onnx"]}
+            ),
+            "device_config": self.inference["device"],
+            "model": {
+                "name": self.model_cfg.get("name"),
+                "regime": self.model_cfg.get("train", {}).get("regime"),
+                "set": str(self.set_dir) if self.set_dir else None,
+                "hub": self.hub,
+                "folds": [
+                    {"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None
+                    for f, c in zip(self.folds, self.cards)
+                ],
+            },
+            "pairs_scored": self.pairs_scored,
+            "score_cache": [
+                {"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)} if c else None
+                for c in self.score_caches
+            ],
+            "queries_per_fold": {str(k): v for k, v in sorted(self.queries_per_fold.items())},
+            "training_cards": self.cards,
+        }
 
     def close(self) -> None:
         for cache in self.score_caches:

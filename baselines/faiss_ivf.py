@@ -23,9 +23,16 @@ class FaissIVF:
     ``max(1, n // MIN_POINTS_PER_CENTROID)`` lists instead; the list count used is a per-query flag.
     """
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, nlist: int = 64, nprobe: int = 8, seed: int = 0,
-                 cache_dir: str | Path | None = None, progress: bool = True):
-        quiet("faiss.loader")   # its CPU-feature probes (lethe.core.library_logs)
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        nlist: int = 64,
+        nprobe: int = 8,
+        seed: int = 0,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
+        quiet("faiss.loader")  # its CPU-feature probes (lethe.core.library_logs)
         import faiss  # imported here: loading faiss is slow
 
         self.faiss = faiss
@@ -56,14 +63,23 @@ class FaissIVF:
         scores, idx = self.index_.search(np.ascontiguousarray(q[None, :], dtype=np.float32), k)
         t2 = time.perf_counter()
         ranking = [(self.dense.ids[i], float(s)) for s, i in zip(scores[0], idx[0]) if i >= 0]
-        return SearchResult(ranking, {"encode_query": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3},
-                            {"query_embedding_cached": cached, "nlist_used": self.nlist_used,
-                             "nprobe_used": int(self.index_.nprobe)})
+        return SearchResult(
+            ranking,
+            {"encode_query": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3},
+            {"query_embedding_cached": cached, "nlist_used": self.nlist_used, "nprobe_used": int(self.index_.nprobe)},
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "faiss_ivf", "index": "IndexIVFFlat(METRIC_INNER_PRODUCT)", "nlist": self.nlist,
-                "nprobe": self.nprobe, "seed": self.seed, "min_points_per_centroid": MIN_POINTS_PER_CENTROID,
-                "index_calls_with_reduced_nlist": int(self.reduced_scopes), "embedder": self.dense.embedder.stats()}
+        return {
+            "name": "faiss_ivf",
+            "index": "IndexIVFFlat(METRIC_INNER_PRODUCT)",
+            "nlist": self.nlist,
+            "nprobe": self.nprobe,
+            "seed": self.seed,
+            "min_points_per_centroid": MIN_POINTS_PER_CENTROID,
+            "index_calls_with_reduced_nlist": int(self.reduced_scopes),
+            "embedder": self.dense.embedder.stats(),
+        }
 
     def close(self) -> None:
         self.dense.embedder.flush()

@@ -24,9 +24,18 @@ from lethe.core.protocol import Doc, Query, SearchResult
 class HybridSearch:
     """BM25 + vector fusion by a convex combination (default) or RRF."""
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, alpha: float = 0.5, fusion: str = "convex",
-                 depth: int = 100, rrf_k: int = 60, k1: float = 1.2, b: float = 0.75,
-                 cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        alpha: float = 0.5,
+        fusion: str = "convex",
+        depth: int = 100,
+        rrf_k: int = 60,
+        k1: float = 1.2,
+        b: float = 0.75,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         if fusion not in ("convex", "rrf"):
             raise ValueError(f"fusion must be 'convex' or 'rrf', got {fusion!r}")
         if not 0.0 <= float(alpha) <= 1.0:
@@ -59,13 +68,26 @@ class HybridSearch:
             fused = {ids[i]: float(x) for i, x in zip(union, s)}
         out = top_k(fused, k)
         t3 = time.perf_counter()
-        return SearchResult(out, {"bm25": (t1 - t0) * 1e3, "encode_query": (t2 - t1) * 1e3, "fusion": (t3 - t2) * 1e3},
-                            {"query_embedding_cached": cached, "bm25_matches": len(lex_top)})
+        return SearchResult(
+            out,
+            {"bm25": (t1 - t0) * 1e3, "encode_query": (t2 - t1) * 1e3, "fusion": (t3 - t2) * 1e3},
+            {"query_embedding_cached": cached, "bm25_matches": len(lex_top)},
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "hybrid", "fusion": self.fusion, "alpha": self.alpha, "depth": self.depth, "rrf_k": self.rrf_k,
-                "bm25": {"implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)", "k1": self.k1, "b": self.b},
-                "embedder": self.dense.embedder.stats()}
+        return {
+            "name": "hybrid",
+            "fusion": self.fusion,
+            "alpha": self.alpha,
+            "depth": self.depth,
+            "rrf_k": self.rrf_k,
+            "bm25": {
+                "implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)",
+                "k1": self.k1,
+                "b": self.b,
+            },
+            "embedder": self.dense.embedder.stats(),
+        }
 
     def close(self) -> None:
         self.dense.embedder.flush()

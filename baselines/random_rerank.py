@@ -35,8 +35,14 @@ class RandomRerank:
     new order) and, if ``k > candidates``, the next BM25 hits in BM25 order below them (scores ``0, -1, ..``).
     """
 
-    def __init__(self, first_stage: Mapping[str, Any], candidates: int, seed: int,
-                 cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        first_stage: Mapping[str, Any],
+        candidates: int,
+        seed: int,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         self.candidates, self.seed = int(candidates), int(seed)
         if self.candidates < 1:
             raise ValueError(f"random_rerank: candidates must be >= 1, got {candidates}")
@@ -49,17 +55,23 @@ class RandomRerank:
         t0 = time.perf_counter()
         hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
-        head, tail = hits[: self.candidates], hits[self.candidates:]
+        head, tail = hits[: self.candidates], hits[self.candidates :]
         order = query_rng(self.seed, query).permutation(len(head))
         ranking = [(head[j][0], float(len(head) - i)) for i, j in enumerate(order)]
         ranking += [(d, float(-i)) for i, (d, _) in enumerate(tail)]
         t2 = time.perf_counter()
-        return SearchResult(ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3},
-                            {"candidates": len(head)})
+        return SearchResult(
+            ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3}, {"candidates": len(head)}
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "random_rerank", "first_stage": self.bm25.describe(), "candidates": self.candidates,
-                "seed": self.seed, "permutation": "numpy default_rng([seed, sha256(query id)[:8]]).permutation"}
+        return {
+            "name": "random_rerank",
+            "first_stage": self.bm25.describe(),
+            "candidates": self.candidates,
+            "seed": self.seed,
+            "permutation": "numpy default_rng([seed, sha256(query id)[:8]]).permutation",
+        }
 
     def close(self) -> None:
         self.bm25.close()

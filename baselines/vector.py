@@ -17,7 +17,9 @@ from lethe.core.protocol import Doc, Query, SearchResult
 class VectorSearch:
     """Embeds docs (cached) at index time and the query at search time; ranks by dot product."""
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self, embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path | None = None, progress: bool = True
+    ):
         self.dense = DenseIndex(make_embedder(embedder, cache_dir, progress))
 
     def index(self, docs: Sequence[Doc]) -> None:
@@ -41,7 +43,11 @@ class VectorSearch:
         return SearchResult([(self.dense.ids[i], float(scores[i])) for i in idx], timings, flags)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "vector", "similarity": "cosine (dot of L2-normalized vectors)", "embedder": self.dense.embedder.stats()}
+        return {
+            "name": "vector",
+            "similarity": "cosine (dot of L2-normalized vectors)",
+            "embedder": self.dense.embedder.stats(),
+        }
 
     def close(self) -> None:
         self.dense.embedder.flush()

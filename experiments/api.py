@@ -77,10 +77,18 @@ def run_missing(runs: Sequence[ResolvedRun], progress: bool = True) -> None:
             print(f"[{i}/{len(jobs)}] {name}: done · elapsed {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10", "R@50"),
-               baseline: str | None = None, correction: str | None = "holm", overrides: Sequence[str] = (),
-               save_dir: str | None = None, run: bool = True, analysis: Mapping[str, Any] | None = None,
-               progress: bool = True) -> pd.DataFrame:
+def experiment(
+    methods: Spec,
+    datasets: Spec,
+    metrics: Sequence[str] = ("nDCG@10", "R@50"),
+    baseline: str | None = None,
+    correction: str | None = "holm",
+    overrides: Sequence[str] = (),
+    save_dir: str | None = None,
+    run: bool = True,
+    analysis: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Run (or reuse) ``methods`` on ``datasets`` and test each against ``baseline`` per dataset and metric.
 
     ``methods`` / ``datasets``: config names (``conf/method/``, ``conf/dataset/``), a list of them, or a
@@ -104,7 +112,7 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
         raise ValueError(f"correction={correction!r}: expected one of {sorted(k for k in CORRECTIONS if k)} or None")
     if isinstance(metrics, str):
         metrics = [metrics]
-    family = list(dict.fromkeys(canonical_or_other(m) for m in metrics))   # label metrics (coverage@10) kept as is
+    family = list(dict.fromkeys(canonical_or_other(m) for m in metrics))  # label metrics (coverage@10) kept as is
     over = [*overrides, *([f"results_dir={project_path(save_dir)}"] if save_dir else [])]
     runs = resolve_runs(methods, datasets, over)
     if run:
@@ -118,8 +126,9 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     # a method in neither of the report's lists is one of the systems under study here; a reranker's random
     # control (random_rerank) stays out of the family, as in the report (it is a sanity check, not a system)
     controls = {spec.get("random") for spec in (cfg.get("rerankers") or {}).values()}
-    cfg["lethe"] = list(cfg["lethe"]) + [m for m in dict.fromkeys(labels) if m not in cfg["baselines"]
-                                         and m not in cfg["lethe"] and m not in controls]
+    cfg["lethe"] = list(cfg["lethe"]) + [
+        m for m in dict.fromkeys(labels) if m not in cfg["baselines"] and m not in cfg["lethe"] and m not in controls
+    ]
     cfg["family_metrics"] = family
     if baseline is not None and baseline not in labels:
         raise ValueError(f"baseline={baseline!r} is not one of the methods {sorted(set(labels))}")
@@ -129,9 +138,11 @@ def experiment(methods: Spec, datasets: Spec, metrics: Sequence[str] = ("nDCG@10
     absent = [m for m in family if m not in computed]
     if absent:
         known = sorted(c for c in computed if "@" in c)
-        raise ValueError(f"metrics {absent} were not computed for any of these runs; available: {known} "
-                         "(a retrieval metric is computed from the run files when asked for; a label metric such as "
-                         "coverage@N only where the dataset has its labels, at the report's coverage_n)")
+        raise ValueError(
+            f"metrics {absent} were not computed for any of these runs; available: {known} "
+            "(a retrieval metric is computed from the run files when asked for; a label metric such as "
+            "coverage@N only where the dataset has its labels, at the report's coverage_n)"
+        )
     df = T.table2(views, cfg, baseline=baseline)
     if df.empty:
         return df

@@ -37,5 +37,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

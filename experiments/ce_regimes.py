@@ -50,7 +50,7 @@ class Labelled:
     cfg: DictConfig
     ds: Dataset
     build_key: str
-    queries: pd.DataFrame   # with qrels, never the test split, sorted as the runner visits them
+    queries: pd.DataFrame  # with qrels, never the test split, sorted as the runner visits them
 
 
 @dataclass
@@ -59,8 +59,8 @@ class FoldPlan:
 
     train: dict[str, list[str]]
     dev: dict[str, list[str]]
-    heldout: list[str] | None = None            # evaluated dataset's ids this fold scores; None = any it never saw
-    scopes: dict[str, list[str]] = field(default_factory=dict)   # scopes of train+dev when folds group scopes
+    heldout: list[str] | None = None  # evaluated dataset's ids this fold scores; None = any it never saw
+    scopes: dict[str, list[str]] = field(default_factory=dict)  # scopes of train+dev when folds group scopes
 
     def record(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -87,7 +87,9 @@ def load_labelled(cfg: DictConfig) -> Labelled:
     """The labelled non-test queries of ``cfg.dataset`` within its scope and category filters (its
     ``split`` and ``sample`` are the evaluation's, not training's, and are ignored)."""
     ds, key = open_dataset(cfg)
-    sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None, sample=None)
+    sel = dataclasses.replace(
+        QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None, sample=None
+    )
     q, _ = select_queries(ds, sel)
     if "split" in q.columns:
         q = q[q["split"].fillna("") != FORBIDDEN_SPLIT]
@@ -193,8 +195,9 @@ def label_free_plan(lab: Labelled) -> FoldPlan:
     return FoldPlan({lab.name: _split_ids(lab, "train")}, {lab.name: _split_ids(lab, "dev")}, None, {})
 
 
-def plans_for(regime: str, target: Labelled | None, sources: Mapping[str, Labelled], train: Mapping[str, Any],
-              seed: int) -> tuple[list[FoldPlan], str]:
+def plans_for(
+    regime: str, target: Labelled | None, sources: Mapping[str, Labelled], train: Mapping[str, Any], seed: int
+) -> tuple[list[FoldPlan], str]:
     """The fold plans of ``regime`` and how they were cut ('splits', 'transfer', or 'k-fold by scope/query')."""
     if regime == "lethebench":
         lab = sources[str(train["dataset"])]

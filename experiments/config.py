@@ -21,8 +21,10 @@ def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> D
     from hydra.core.global_hydra import GlobalHydra
 
     gh = GlobalHydra.instance()
-    if gh.is_initialized() and any(s.scheme() == "file" and Path(s.path.removeprefix("file://")).resolve() == CONF_DIR
-                                   for s in gh.config_loader().get_sources()):
+    if gh.is_initialized() and any(
+        s.scheme() == "file" and Path(s.path.removeprefix("file://")).resolve() == CONF_DIR
+        for s in gh.config_loader().get_sources()
+    ):
         return compose(config_name=config_name, overrides=list(overrides))
     gh.clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

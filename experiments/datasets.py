@@ -20,11 +20,15 @@ from lethebench.schema import Dataset, dataset_content_sha256
 def chunk_params(cfg: DictConfig) -> ChunkParams:
     """The ``chunking`` section, typed (lethebench.chunking.ChunkParams)."""
     c = cfg.chunking
-    return ChunkParams(size=int(c.size_tokens), overlap=int(c.overlap_tokens), strategy=str(c.get("strategy", "tokens")),
-                       overlap_sentences=int(c.get("overlap_sentences", 1)),
-                       semantic_threshold=float(c.get("semantic_threshold", 0.5)),
-                       semantic_breakpoint=str(c.get("semantic_breakpoint", "threshold")),
-                       semantic_percentile=float(c.get("semantic_percentile", 95.0)))
+    return ChunkParams(
+        size=int(c.size_tokens),
+        overlap=int(c.overlap_tokens),
+        strategy=str(c.get("strategy", "tokens")),
+        overlap_sentences=int(c.get("overlap_sentences", 1)),
+        semantic_threshold=float(c.get("semantic_threshold", 0.5)),
+        semantic_breakpoint=str(c.get("semantic_breakpoint", "threshold")),
+        semantic_percentile=float(c.get("semantic_percentile", 95.0)),
+    )
 
 
 def _custom_folder(cfg: DictConfig) -> Path:
@@ -39,13 +43,17 @@ def prepare_dataset(cfg: DictConfig, force: bool = False, embedder: Embedder | N
 
     A dataset config with ``folder`` names an existing processed folder, used as is.
     """
-    plain_name(cfg.dataset.get("name"), "dataset.name")   # the processed folder is <data.processed>/<name>/<key>
+    plain_name(cfg.dataset.get("name"), "dataset.name")  # the processed folder is <data.processed>/<name>/<key>
     if cfg.dataset.get("folder"):
         return _custom_folder(cfg)
     emb = embedder or Embedder(to_dict(cfg.embedder), cache_dir=None, show_progress=False)
     return build_dataset(
-        to_dict(cfg.dataset), project_path(cfg.data.root), project_path(cfg.data.processed),
-        emb, chunk_params(cfg), force=force,
+        to_dict(cfg.dataset),
+        project_path(cfg.data.root),
+        project_path(cfg.data.processed),
+        emb,
+        chunk_params(cfg),
+        force=force,
     )
 
 
@@ -78,6 +86,8 @@ def dataset_key(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> str:
     ``dataset.folder``: the card's key plus the content hash of the checked files (``ds.content_sha256``)."""
     if cfg.dataset.get("folder"):
         if ds.content_sha256 is None:
-            raise ValueError(f"dataset {cfg.dataset.name}: the Dataset has no content_sha256; read it with read_dataset")
+            raise ValueError(
+                f"dataset {cfg.dataset.name}: the Dataset has no content_sha256; read it with read_dataset"
+            )
         return _folder_key(ds_folder, ds.card, ds.content_sha256)
     return ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")

@@ -29,7 +29,7 @@ from lethe.core.arguments import check_arguments
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 
-OWN_KEYS = ("methods", "cards_dir")   # keys of conf/difficulty.yaml that are not run config
+OWN_KEYS = ("methods", "cards_dir")  # keys of conf/difficulty.yaml that are not run config
 
 
 def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Path]:
@@ -47,13 +47,16 @@ def difficulty_section(folders: Mapping[str, Path]) -> tuple[dict[str, Any], Pat
         "queries": int(len(per_query[next(iter(per_query))])),
         "overall": overall,
         "by_category": dict(sorted(by_cat.items())),
-        "runs": {m: f"{r.dataset}/{r.method}/{r.config_hash}" for m, r in ((m, RunFolder(f)) for m, f in folders.items())},
+        "runs": {
+            m: f"{r.dataset}/{r.method}/{r.config_hash}" for m, r in ((m, RunFolder(f)) for m, f in folders.items())
+        },
     }
     return section, RunFolder(next(iter(folders.values()))).dataset_folder
 
 
-def write_difficulty(name: str, folders: Mapping[str, Path], cards_dir: str | Path,
-                     beside_card: bool = True, note: str | None = None) -> dict[str, Any]:
+def write_difficulty(
+    name: str, folders: Mapping[str, Path], cards_dir: str | Path, beside_card: bool = True, note: str | None = None
+) -> dict[str, Any]:
     """Write ``<cards_dir>/<name>.md`` (``note`` first, when given) and (``beside_card``) ``difficulty.json`` beside
     the dataset's card; return the section. The reference store's datasets are read only (``beside_card=False``)."""
     section, ds_folder = difficulty_section(folders)
@@ -89,5 +92,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

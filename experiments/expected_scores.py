@@ -37,15 +37,30 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
     for r in runs:
         if r.blocked:
             print(f"MISSING {r.blocked}", file=sys.stderr, flush=True)
-    df = E.verify([(r.key, r.folder if r.blocked is None and RunFolder(r.folder).is_done else None) for r in runs], expected,
-                  verify_metrics(cfg), list(cfg.answer_metrics), stored)
+    df = E.verify(
+        [(r.key, r.folder if r.blocked is None and RunFolder(r.folder).is_done else None) for r in runs],
+        expected,
+        verify_metrics(cfg),
+        list(cfg.answer_metrics),
+        stored,
+    )
     studies = selected_studies(tier.studies, cfg.select)
     if studies:
-        items = [(st.key, E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
-                  None) for st in studies]
+        items = [
+            (
+                st.key,
+                E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
+                None,
+            )
+            for st in studies
+        ]
         df = pd.concat([df, E.compare(items, expected)], ignore_index=True)
-    text = E.format_verification(df, f"tier {tier.name} against {path.relative_to(project_path('.'))}"
-                                 if path.is_relative_to(project_path(".")) else f"tier {tier.name} against {path}")
+    text = E.format_verification(
+        df,
+        f"tier {tier.name} against {path.relative_to(project_path('.'))}"
+        if path.is_relative_to(project_path("."))
+        else f"tier {tier.name} against {path}",
+    )
     if write and not cfg.select:
         atomic_write_text(project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
     return E.passed(df), text
@@ -56,7 +71,9 @@ def kept_entries(runs: Sequence[ResolvedRun], old: Mapping[str, Any], select: Se
     does not name them) whose entry has their config hash. Their scores and recorded times stay as written."""
     if not select:
         return set()
-    return {r.key for r in runs if not matches(r.key, select) and (old.get(r.key) or {}).get("config_hash") == r.config_hash}
+    return {
+        r.key for r in runs if not matches(r.key, select) and (old.get(r.key) or {}).get("config_hash") == r.config_hash
+    }
 
 
 def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
@@ -64,8 +81,10 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
     _replays_only(tier, cfg, "write_expected")
     missing = [r.key for r in runs if not r.done]
     if missing:
-        raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) are not finished, e.g. {missing[:5]}; "
-                         f"run them first (python -m experiments.reproduce tier={tier.name} action=run)")
+        raise SystemExit(
+            f"tier {tier.name}: {len(missing)} declared run(s) are not finished, e.g. {missing[:5]}; "
+            f"run them first (python -m experiments.reproduce tier={tier.name} action=run)"
+        )
     rules = yaml.safe_load((project_path(cfg.reference_dir) / "tolerances.yaml").read_text())
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
     old = E.read_expected(path)
@@ -80,28 +99,36 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
         tol = E.tolerance_for(r.declared.label, rules)
         answer_tol = E.tolerance_for(r.declared.label, rules, answers=True)
         classes.update({tol.klass: tol, answer_tol.klass: answer_tol})
-        entries[r.key] = E.expected_record(r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics),
-                                           previous=old["runs"].get(r.key))
+        entries[r.key] = E.expected_record(
+            r.folder, tol, answer_tol, verify_metrics(cfg), list(cfg.answer_metrics), previous=old["runs"].get(r.key)
+        )
     for st in selected_studies(tier.studies, cfg.select):
         if not study_done(st, cfg):
             raise SystemExit(f"tier {tier.name}: study {st.name} is not finished; run the tier first")
         tol = E.tolerance_for(st.module.rsplit(".", 1)[-1], rules)
         classes[tol.klass] = tol
         folder = study_folder(st, cfg)
-        entries[st.key] = {"class": tol.klass, "tolerance": tol.value,
-                           "metrics": E.measure_study(folder, st.row_key, st.metrics),
-                           "seconds": StudyFolder(folder).seconds}
+        entries[st.key] = {
+            "class": tol.klass,
+            "tolerance": tol.value,
+            "metrics": E.measure_study(folder, st.row_key, st.metrics),
+            "seconds": StudyFolder(folder).seconds,
+        }
     dirty = [r.key for r in runs if r.key not in kept and E.provenance(r.folder)["dirty"]]
     if dirty:
         print(f"warning: {len(dirty)} run(s) were made from a dirty tree, e.g. {dirty[:3]}", file=sys.stderr)
-    keys = [d.key for d in tier.runs] + [st.key for st in tier.studies]   # the tier's declared order, whatever the selection
+    keys = [d.key for d in tier.runs] + [
+        st.key for st in tier.studies
+    ]  # the tier's declared order, whatever the selection
     order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     entries = dict(sorted(entries.items(), key=lambda kv: order.get(kv[0], len(order))))
     measured = read_json(prepare_file(list(runs)))
     plan = prepare_steps(runs)
-    recorded = dict(old.get("prepare_seconds") or {})   # only the current prerequisites: renamed ones drop out
-    prep = {s.name: measured.get(s.name, recorded.get(s.name)) for s in plan if s.name in measured or s.name in recorded}
-    if cfg.select:   # part of the tier: the other runs' prerequisites keep their recorded times
+    recorded = dict(old.get("prepare_seconds") or {})  # only the current prerequisites: renamed ones drop out
+    prep = {
+        s.name: measured.get(s.name, recorded.get(s.name)) for s in plan if s.name in measured or s.name in recorded
+    }
+    if cfg.select:  # part of the tier: the other runs' prerequisites keep their recorded times
         prep = {**recorded, **prep}
     E.write_expected(path, tier.name, entries, classes, prep)
     print(f"written: {path} ({len(runs)} runs)")
@@ -112,8 +139,10 @@ def _replays_only(tier: Tier, cfg: DictConfig, action: str) -> None:
     """SystemExit when ``action`` would file wall-clock runs where the tier declares replays: the store and the
     expected scores hold the deterministic replays (budget=replay), never a CPU-dependent reach."""
     if str(cfg.budget) != "replay" and any(r.replay for r in tier.runs):
-        raise SystemExit(f"action={action} budget={cfg.budget}: tier {tier.name} declares replay runs, and the store and "
-                         f"its expected scores hold their replays; drop budget={cfg.budget} (after action=record_reach)")
+        raise SystemExit(
+            f"action={action} budget={cfg.budget}: tier {tier.name} declares replay runs, and the store and "
+            f"its expected scores hold their replays; drop budget={cfg.budget} (after action=record_reach)"
+        )
 
 
 def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> list[Path]:
@@ -124,8 +153,10 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
     replays = [r for r in runs if r.declared.replay]
     missing = [r.key for r in replays if not r.done]
     if missing:
-        raise SystemExit(f"tier {tier.name}: {len(missing)} wall-clock run(s) are not finished, e.g. {missing[:5]}; run "
-                         f"them first (python -m experiments.reproduce tier={tier.name} budget=wallclock action=run)")
+        raise SystemExit(
+            f"tier {tier.name}: {len(missing)} wall-clock run(s) are not finished, e.g. {missing[:5]}; run "
+            f"them first (python -m experiments.reproduce tier={tier.name} budget=wallclock action=run)"
+        )
     store, files = project_path(str(cfg.store_dir)), []
     for r in replays:
         dest = RS.run_folder(store, tier.name, r.key)
@@ -146,12 +177,17 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     _replays_only(tier, cfg, "store")
     missing = [r.key for r in runs if not r.done] + [st.key for st in tier.studies if not study_done(st, cfg)]
     if missing:
-        raise SystemExit(f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
-                         f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)")
+        raise SystemExit(
+            f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
+            f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)"
+        )
     store = project_path(str(cfg.store_dir))
     settings = load_cfg(base=cfg.analysis)
-    labels = {"coverage_n": int(settings["coverage_n"]), "contradiction_k": int(settings["contradiction_k"]),
-              "answer_recall_chars": settings.get("answer_recall_chars")}
+    labels = {
+        "coverage_n": int(settings["coverage_n"]),
+        "contradiction_k": int(settings["contradiction_k"]),
+        "answer_recall_chars": settings.get("answer_recall_chars"),
+    }
     roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
     refs = [r.ref(tier.name) for r in runs]
     views = V.collect(settings, refs)
@@ -161,8 +197,11 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
         dataset = RS.store_dataset(run.dataset_folder, r.declared.dataset, store, roots)
         dest = RS.run_folder(store, tier.name, r.key)
         RS.write_run(r.key, run, RS.stored_per_query(view, r.declared.label), labels, dataset, dest, roots)
-        entries[r.key] = {"config_hash": r.config_hash, "folder": dest.relative_to(store).as_posix(),
-                          "dataset": dataset.relative_to(store).as_posix()}
+        entries[r.key] = {
+            "config_hash": r.config_hash,
+            "folder": dest.relative_to(store).as_posix(),
+            "dataset": dataset.relative_to(store).as_posix(),
+        }
         keep.add(dest)
     for st in tier.studies:
         dest = RS.study_folder(store, tier.name, st.name)
@@ -170,13 +209,17 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
         keep.add(dest)
     RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
-    ok, text = verify_tier(tier, runs, cfg, write=False)   # against the store just written: every per-query row identical
+    ok, text = verify_tier(
+        tier, runs, cfg, write=False
+    )  # against the store just written: every per-query row identical
     committed = cfg.get("committed_dir") or {}
     if tier.report in committed:
         atomic_write_text(project_path(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)
     if not ok:
         print(text)
-        raise SystemExit(f"tier {tier.name} was stored, but its runs do not verify against its expected scores: "
-                         "regenerate them (action=write_expected) if the change is right, then store again")
+        raise SystemExit(
+            f"tier {tier.name} was stored, but its runs do not verify against its expected scores: "
+            "regenerate them (action=write_expected) if the change is right, then store again"
+        )
     print(f"stored: tier {tier.name}, {len(entries)} runs and {len(tier.studies)} studies -> {store}")
     return store

@@ -25,15 +25,17 @@ from lethebench.schema import read_dataset
 
 def export(cfg: DictConfig) -> Path:
     """Write ``cfg.dataset``'s processed folder as a BEIR folder at ``cfg.out_dir``; return that folder."""
-    out = project_path(cfg.out_dir)   # before any work: a missing out_dir (???) stops here
+    out = project_path(cfg.out_dir)  # before any work: a missing out_dir (???) stops here
     folder = prepare_dataset(cfg)
     ds = read_dataset(folder, cfg.dataset.name)
     export_beir(ds, out)
     files = ",".join(beir_files(out))
-    print(f"{cfg.dataset.name}: {folder}\n  -> {out} ({len(ds.corpus)} docs, {len(ds.queries)} queries, "
-          f"{sum(len(v) for v in ds.qrels.values())} qrels)\n  load it back: python -m experiments.build_data "
-          f"dataset=beir dataset.name={cfg.dataset.name}_beir dataset.beir_dir={out} 'dataset.files=[{files}]'",
-          flush=True)
+    print(
+        f"{cfg.dataset.name}: {folder}\n  -> {out} ({len(ds.corpus)} docs, {len(ds.queries)} queries, "
+        f"{sum(len(v) for v in ds.qrels.values())} qrels)\n  load it back: python -m experiments.build_data "
+        f"dataset=beir dataset.name={cfg.dataset.name}_beir dataset.beir_dir={out} 'dataset.files=[{files}]'",
+        flush=True,
+    )
     return out
 
 
@@ -43,5 +45,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

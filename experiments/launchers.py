@@ -14,8 +14,14 @@ import socket
 from typing import Any
 
 # launcher choice (hydra/launcher=...) -> whether its jobs run at the same time on one machine
-CONCURRENT_ON_ONE_MACHINE = {"basic": False, "joblib": True, "local": True, "submitit_local": True,
-                             "slurm": False, "submitit_slurm": False}
+CONCURRENT_ON_ONE_MACHINE = {
+    "basic": False,
+    "joblib": True,
+    "local": True,
+    "submitit_local": True,
+    "slurm": False,
+    "submitit_slurm": False,
+}
 
 
 def launch_info() -> dict[str, Any]:
@@ -24,8 +30,14 @@ def launch_info() -> dict[str, Any]:
     the launcher runs its jobs concurrently on one machine (their latencies then contend)."""
     from hydra.core.hydra_config import HydraConfig
 
-    info: dict[str, Any] = {"launcher": "none", "job_id": None, "job_num": None, "node": socket.gethostname(),
-                            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "concurrent": False}
+    info: dict[str, Any] = {
+        "launcher": "none",
+        "job_id": None,
+        "job_num": None,
+        "node": socket.gethostname(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "concurrent": False,
+    }
     if HydraConfig.initialized():
         hc = HydraConfig.get()
         launcher = str(hc.runtime.choices.get("hydra/launcher") or "basic")

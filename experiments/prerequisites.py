@@ -22,7 +22,7 @@ from lethe.core.paths import project_path
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
 
 
-PREPARE_FILE = ".reproduce/prepare_seconds.json"   # under the results dir: measured prerequisite times
+PREPARE_FILE = ".reproduce/prepare_seconds.json"  # under the results dir: measured prerequisite times
 
 
 @dataclass
@@ -54,7 +54,7 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))
-        llm_before = set_default_threads(threads)   # the label-free questions' LLM keeps to the same budget
+        llm_before = set_default_threads(threads)  # the label-free questions' LLM keeps to the same budget
     try:
         if kind == "cross_encoder":
             train_cross_encoder.train_model_set(cfg)
@@ -102,7 +102,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
-            pool = folder.parent.name.partition("-")[2]   # the query pool it learns from ("" = every query)
+            pool = folder.parent.name.partition("-")[2]  # the query pool it learns from ("" = every query)
             name = f"fusion {r.cfg.dataset.name} {folder.name}" + (f" pool {pool}" if pool else "")
             if name not in seen:
                 seen.add(name)
@@ -137,8 +137,12 @@ def worker_pool(workers: int) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(os.getpid(),),
+    )
 
 
 def _start_worker(parent_pid: int) -> None:
@@ -147,15 +151,22 @@ def _start_worker(parent_pid: int) -> None:
     disarm()
 
 
-def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], workers: int, threads: int | None,
-                     finish: Callable[[int, float, BaseException | None], None]) -> None:
+def build_in_workers(
+    models: Sequence[tuple[int, tuple[str, DictConfig]]],
+    workers: int,
+    threads: int | None,
+    finish: Callable[[int, float, BaseException | None], None],
+) -> None:
     """Build the model prerequisites ``models`` ((job index, (kind, run config))) in ``workers`` spawned
     processes (each with ``threads`` torch threads); ``finish(index, seconds, error)`` as each one ends.
     Runs are never built this way: their latencies are only comparable when they run alone."""
     from concurrent.futures import as_completed
 
-    print(f"building {len(models)} model prerequisite(s) in {min(workers, len(models))} worker process(es), "
-          f"{threads if threads is not None else 'default'} torch thread(s) each", flush=True)
+    print(
+        f"building {len(models)} model prerequisite(s) in {min(workers, len(models))} worker process(es), "
+        f"{threads if threads is not None else 'default'} torch thread(s) each",
+        flush=True,
+    )
     t0 = time.perf_counter()
     with worker_pool(min(workers, len(models))) as pool:
         futures = {pool.submit(_timed_build, kind, c, threads): i for i, (kind, c) in models}
@@ -168,6 +179,6 @@ def build_in_workers(models: Sequence[tuple[int, tuple[str, DictConfig]]], worke
             for fut in futures:
                 fut.cancel()
             # a stop must not wait for the models in training (minutes); each writes atomically, so nothing is half kept
-            for proc in list((pool._processes or {}).values()):   # noqa: SLF001 - Python 3.11 has no terminate_workers()
+            for proc in list((pool._processes or {}).values()):  # noqa: SLF001 - Python 3.11 has no terminate_workers()
                 proc.terminate()
             raise

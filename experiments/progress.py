@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from lethe.core.overrides import override_key, override_keys
 
 
-MIN_SPEED_JOBS = 3   # finished jobs with an estimate before the ETA scales estimates by this machine's speed
+MIN_SPEED_JOBS = 3  # finished jobs with an estimate before the ETA scales estimates by this machine's speed
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -62,8 +62,13 @@ def eta_seconds(remaining: Sequence[float | None], finished: Sequence[tuple[floa
 class Progress:
     """Counts finished jobs and prints ``[done/total] name: status in X · elapsed Y · ETA Z``."""
 
-    def __init__(self, names: Sequence[str], estimates: Sequence[float | None] | None = None,
-                 out: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        names: Sequence[str],
+        estimates: Sequence[float | None] | None = None,
+        out: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.names = list(names)
         self.estimates = list(estimates) if estimates is not None else [None] * len(self.names)
         if len(self.estimates) != len(self.names):
@@ -80,8 +85,10 @@ class Progress:
             self.finished.append((self.estimates[index], seconds))
         remaining = [e for i, e in enumerate(self.estimates) if i > index]
         eta = eta_seconds(remaining, self.finished) if self.n_done < len(self.names) else 0.0
-        line = (f"[{self.n_done}/{len(self.names)}] {self.names[index]}: {status} in {fmt_seconds(seconds)} · "
-                f"elapsed {fmt_seconds(self.clock() - self.start)} · ETA {fmt_seconds(eta)}")
+        line = (
+            f"[{self.n_done}/{len(self.names)}] {self.names[index]}: {status} in {fmt_seconds(seconds)} · "
+            f"elapsed {fmt_seconds(self.clock() - self.start)} · ETA {fmt_seconds(eta)}"
+        )
         self.out(line)
         return line
 
@@ -167,5 +174,8 @@ class SweepProgressCallback(Callback):  # type: ignore[misc]
         computed = [(None, j["seconds"]) for j in jobs if j["status"] != "skipped"]
         remaining = [None] * max(0, int(head["total"]) - len(jobs))
         eta = eta_seconds(remaining, computed) if remaining else 0.0
-        print(f"[{len(jobs)}/{head['total']}] {name}: {status} in {fmt_seconds(seconds)} · "
-              f"elapsed {fmt_seconds(time.time() - float(head['start']))} · ETA {fmt_seconds(eta)}", flush=True)
+        print(
+            f"[{len(jobs)}/{head['total']}] {name}: {status} in {fmt_seconds(seconds)} · "
+            f"elapsed {fmt_seconds(time.time() - float(head['start']))} · ETA {fmt_seconds(eta)}",
+            flush=True,
+        )

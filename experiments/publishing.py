@@ -26,7 +26,7 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
     the report, after every run, so no run of the same reproduction sees a changed tracked file."""
     from experiments.difficulty import write_difficulty
 
-    notes = (cfg.get("analysis") or {}).get("dataset_notes") or {}   # what a reader must know (conf/analysis)
+    notes = (cfg.get("analysis") or {}).get("dataset_notes") or {}  # what a reader must know (conf/analysis)
     for t in report_tiers(report, cfg.reference_dir):
         if not t.difficulty:
             continue
@@ -34,8 +34,13 @@ def write_cards(report: str, cfg: DictConfig, refs: Sequence[RunRef]) -> None:
         for ds in dict.fromkeys(r.dataset for r in runs):
             folders = {r.label: r.folder for r in runs if r.dataset == ds and RunFolder(r.folder).is_whole}
             if len(folders) == len(t.difficulty):
-                write_difficulty(ds, {m: folders[m] for m in t.difficulty}, report_dir(report, cfg) / "cards",
-                                 beside_card=not from_store(cfg), note=notes.get(ds))
+                write_difficulty(
+                    ds,
+                    {m: folders[m] for m in t.difficulty},
+                    report_dir(report, cfg) / "cards",
+                    beside_card=not from_store(cfg),
+                    note=notes.get(ds),
+                )
 
 
 def report_dir(report: str, cfg: DictConfig) -> Path:
@@ -64,8 +69,16 @@ def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
                 folder = RS.run_folder(store, t.name, d.key)
                 stored = d.key in (index.get(t.name) or {}).get("runs", {})
                 ds_folder = RunFolder(folder).dataset_folder if stored else store / RS.DATASETS / d.dataset
-                refs.append(RunRef(RunFolder(folder).dataset if stored else d.dataset, d.label, d.tier,
-                                   folder if stored else folder / "(not stored)", ds_folder, d.describe()))
+                refs.append(
+                    RunRef(
+                        RunFolder(folder).dataset if stored else d.dataset,
+                        d.label,
+                        d.tier,
+                        folder if stored else folder / "(not stored)",
+                        ds_folder,
+                        d.describe(),
+                    )
+                )
                 continue
             refs.append(resolve(d, extra).ref(d.tier))
     return refs
@@ -75,7 +88,7 @@ class ReportRefused(RuntimeError):
     """The report would be written from no finished run (it would replace the committed one with empty tables)."""
 
 
-SEEDS_GROUP, SEEDS_FROM = "seeds", "reference"   # the seed studies' report, from runs of the reference group
+SEEDS_GROUP, SEEDS_FROM = "seeds", "reference"  # the seed studies' report, from runs of the reference group
 
 
 def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
@@ -87,7 +100,9 @@ def report_groups(tiers: Sequence[Tier], cfg: DictConfig) -> list[str]:
     if only:
         unknown = sorted(set(only) - set(groups))
         if unknown:
-            raise SystemExit(f"reports={list(only)}: {unknown} is not a report of tier={cfg.tier} (its reports: {groups})")
+            raise SystemExit(
+                f"reports={list(only)}: {unknown} is not a report of tier={cfg.tier} (its reports: {groups})"
+            )
         groups = [g for g in groups if g in only]
     return groups
 
@@ -97,12 +112,16 @@ def _refuse_unless_finished(report: str, refs: Sequence[RunRef], out_dir: Path, 
     if any(RunFolder(r.folder).is_done for r in refs):
         return
     if store is not None:
-        raise ReportRefused(f"the reference store {store} holds no run of the {report!r} report yet: a tier is stored "
-                            "after it was made in one piece (python -m experiments.reproduce tier=<tier> action=store); "
-                            f"the report in {out_dir} was left as it is")
+        raise ReportRefused(
+            f"the reference store {store} holds no run of the {report!r} report yet: a tier is stored "
+            "after it was made in one piece (python -m experiments.reproduce tier=<tier> action=store); "
+            f"the report in {out_dir} was left as it is"
+        )
     where = RunFolder(refs[0].folder).results_dir if refs else "(no declared runs)"
-    raise ReportRefused(f"no declared run of the {report!r} report is finished under {where}: is results_dir "
-                        f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is.")
+    raise ReportRefused(
+        f"no declared run of the {report!r} report is finished under {where}: is results_dir "
+        f"mistyped, or were the runs not made yet? The report in {out_dir} was left as it is."
+    )
 
 
 def write_seed_report(cfg: DictConfig) -> Path:
@@ -123,15 +142,25 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     _refuse_unless_finished(report, refs, out_dir, store_if_read(cfg))
     write_cards(report, cfg, refs)
     studies = publish_studies(report, cfg, out_dir)
-    extra = [("Studies", "Studies run outside the runner (most call the LLMs themselves); each table is regenerated "
-              "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
-              + "\n".join(studies))] if studies else []
+    extra = (
+        [
+            (
+                "Studies",
+                "Studies run outside the runner (most call the LLMs themselves); each table is regenerated "
+                "by its tier from the command shown and verified like the runs (`results/verification/`).\n\n"
+                + "\n".join(studies),
+            )
+        ]
+        if studies
+        else []
+    )
     pointer = []
     if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir:
         rel = os.path.relpath(report_dir(SEEDS_GROUP, cfg) / "report.md", out_dir)
         pointer = [f"seeds_report={rel}"]
-    path = build_report(load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra,
-                        study_docs(report, cfg))
+    path = build_report(
+        load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra, study_docs(report, cfg)
+    )
     if refs and not from_store(cfg):
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)

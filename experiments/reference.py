@@ -25,8 +25,20 @@ from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
 from lethebench.runs import RunFolder
 
-REFERENCE_TIERS = ("core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges")   # tier=all, in this order
-NOT_TIERS = ("tolerances", "seed_claims")   # the other files of conf/reference/: tolerance classes, the seed studies' claims
+REFERENCE_TIERS = (
+    "core",
+    "ablations",
+    "regimes",
+    "label_free",
+    "llm",
+    "seeds",
+    "seed003",
+    "judges",
+)  # tier=all, in this order
+NOT_TIERS = (
+    "tolerances",
+    "seed_claims",
+)  # the other files of conf/reference/: tolerance classes, the seed studies' claims
 ENTRY_KEYS = {"dataset", "datasets", "method", "methods", "ablations", "sample", "variant", "overrides", "replay"}
 TIER_KEYS = {"description", "report", "overrides", "difficulty", "runs", "studies"}
 STUDY_KEYS = {"module", "dataset", "overrides", "publish", "verify", "runs"}
@@ -42,8 +54,8 @@ class DeclaredRun:
     ablation: str | None = None
     variant: str | None = None
     sample: int | None = None
-    overrides: tuple[str, ...] = ()   # the tier's and the entry's overrides, in that order
-    replay: bool = False              # its LLM reranker replays the reach the reference store recorded (budget=replay)
+    overrides: tuple[str, ...] = ()  # the tier's and the entry's overrides, in that order
+    replay: bool = False  # its LLM reranker replays the reach the reference store recorded (budget=replay)
 
     @property
     def label(self) -> str:
@@ -89,7 +101,7 @@ class Study:
     publish: str = "tables"
     row_key: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
-    runs: tuple[tuple[str, str], ...] = ()   # (name, declared run key of this tier)
+    runs: tuple[tuple[str, str], ...] = ()  # (name, declared run key of this tier)
 
     @property
     def key(self) -> str:
@@ -174,12 +186,28 @@ def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
         missing = sorted(str(k) for k in st_runs.values() if str(k) not in seen)
         if missing:
             raise ValueError(f"{where}: runs names run keys this tier does not declare: {missing}")
-        studies.append(Study(name, str(sname), str(st["module"]), tuple(str(a) for a in _as_list(st.get("overrides"))),
-                             st.get("dataset"), str(st.get("publish", "tables")),
-                             tuple(_as_list(ver.get("row_key"))), tuple(_as_list(ver.get("metrics"))),
-                             tuple((str(n), str(k)) for n, k in st_runs.items())))
-    return Tier(name, str(doc.get("description", "")), str(doc.get("report", "reference")), tuple(runs), tier_over,
-                tuple(_as_list(doc.get("difficulty"))), tuple(studies))
+        studies.append(
+            Study(
+                name,
+                str(sname),
+                str(st["module"]),
+                tuple(str(a) for a in _as_list(st.get("overrides"))),
+                st.get("dataset"),
+                str(st.get("publish", "tables")),
+                tuple(_as_list(ver.get("row_key"))),
+                tuple(_as_list(ver.get("metrics"))),
+                tuple((str(n), str(k)) for n, k in st_runs.items()),
+            )
+        )
+    return Tier(
+        name,
+        str(doc.get("description", "")),
+        str(doc.get("report", "reference")),
+        tuple(runs),
+        tier_over,
+        tuple(_as_list(doc.get("difficulty"))),
+        tuple(studies),
+    )
 
 
 def tier_names(tier: str) -> list[str]:
@@ -206,9 +234,11 @@ def _check_publish(tiers: Sequence[Tier], reference_dir: str | Path) -> None:
             where = f"{reference_dir}/{t.name}.yaml: studies.{st.name}"
             other = seen.setdefault((st.publish, st.module), where)
             if other != where:
-                raise ValueError(f"{where} and {other} both publish {st.module}'s files to {st.publish}/: the later "
-                                 "copy would replace the earlier one; give each its own `publish` folder "
-                                 f"(e.g. publish: tables/{st.name})")
+                raise ValueError(
+                    f"{where} and {other} both publish {st.module}'s files to {st.publish}/: the later "
+                    "copy would replace the earlier one; give each its own `publish` folder "
+                    f"(e.g. publish: tables/{st.name})"
+                )
 
 
 def matches(key: str, patterns: Sequence[str]) -> bool:
@@ -226,8 +256,9 @@ def selected_studies(studies: Iterable[Study], patterns: Sequence[str] | None) -
     return [st for st in studies if not patterns or matches(st.key, patterns)]
 
 
-def select_with_studies(runs: Iterable[DeclaredRun], studies: Iterable[Study],
-                        patterns: Sequence[str] | None) -> tuple[list[DeclaredRun], list[Study]]:
+def select_with_studies(
+    runs: Iterable[DeclaredRun], studies: Iterable[Study], patterns: Sequence[str] | None
+) -> tuple[list[DeclaredRun], list[Study]]:
     """What ``select`` names: the runs and studies whose keys match any fnmatch pattern, plus the runs those
     studies read (a study runs after them); everything when ``patterns`` is empty. A pattern that matches
     neither a run nor a study is an error."""
@@ -236,8 +267,10 @@ def select_with_studies(runs: Iterable[DeclaredRun], studies: Iterable[Study],
         return runs, studies
     unmatched = [p for p in patterns if not any(matches(x.key, [p]) for x in [*runs, *studies])]
     if unmatched:
-        raise ValueError(f"select: {unmatched} match no declared run{' or study' if studies else ''}; keys look like "
-                         f"{runs[0].key if runs else '?'}{' or ' + studies[0].key if studies else ''}")
+        raise ValueError(
+            f"select: {unmatched} match no declared run{' or study' if studies else ''}; keys look like "
+            f"{runs[0].key if runs else '?'}{' or ' + studies[0].key if studies else ''}"
+        )
     picked = selected_studies(studies, patterns)
     read = {(key, st.tier) for st in picked for _, key in st.runs}
     return [r for r in runs if (r.key, r.tier) in read or matches(r.key, patterns)], picked
@@ -250,8 +283,8 @@ class ResolvedRun:
     declared: DeclaredRun
     cfg: DictConfig
     config_hash: str
-    folder: Path                # the results folder
-    dataset_folder: Path        # the processed dataset (built or not)
+    folder: Path  # the results folder
+    dataset_folder: Path  # the processed dataset (built or not)
     blocked: str | None = None  # why the run cannot be made as declared (e.g. its replay file is not in the store)
 
     @property
@@ -265,12 +298,18 @@ class ResolvedRun:
     def ref(self, tier: str) -> RunRef:
         """The run as a report reads it, under the dataset name its config gives: a LoCoMo-format file declared as
         ``locomo`` with ``dataset.name=mine`` is reported (and written) as ``mine``."""
-        return RunRef(str(self.cfg.dataset.name), self.declared.label, tier, self.folder, self.dataset_folder,
-                      self.declared.describe())
+        return RunRef(
+            str(self.cfg.dataset.name),
+            self.declared.label,
+            tier,
+            self.folder,
+            self.dataset_folder,
+            self.declared.describe(),
+        )
 
 
 REPLAY_KEY = "method.llm_rerank.replay"
-BUDGETS = ("replay", "wallclock")   # how a declared `replay: true` run's LLM reranker meets its budget
+BUDGETS = ("replay", "wallclock")  # how a declared `replay: true` run's LLM reranker meets its budget
 
 
 def replay_overrides(run: DeclaredRun, store: Path | None, budget: str) -> tuple[list[str], str | None]:
@@ -288,14 +327,17 @@ def replay_overrides(run: DeclaredRun, store: Path | None, budget: str) -> tuple
         return [], f"{run.key}: declared replay: true, but no reference store was given to read its reach from"
     file = run_folder(store, run.tier, run.key) / REACH
     if not file.is_file():
-        return [], (f"{run.key}: the reference store holds no recorded reach ({file}); record it from wall-clock runs "
-                    f"first: python -m experiments.reproduce tier={run.tier} budget=wallclock action=run, then "
-                    f"action=record_reach budget=wallclock (docs/reproduction.md, \"Budget runs\")")
-    return [f"+{REPLAY_KEY}={portable_location(file)}"], None   # one spelling on every clone (the hash holds it)
+        return [], (
+            f"{run.key}: the reference store holds no recorded reach ({file}); record it from wall-clock runs "
+            f"first: python -m experiments.reproduce tier={run.tier} budget=wallclock action=run, then "
+            f'action=record_reach budget=wallclock (docs/reproduction.md, "Budget runs")'
+        )
+    return [f"+{REPLAY_KEY}={portable_location(file)}"], None  # one spelling on every clone (the hash holds it)
 
 
-def resolve(run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = None,
-            budget: str = "replay") -> ResolvedRun:
+def resolve(
+    run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = None, budget: str = "replay"
+) -> ResolvedRun:
     """Compose the run's config (``extra`` overrides last) and locate its results folder by config hash. A
     ``replay: true`` run replays the reach ``store`` recorded for it (see :func:`replay_overrides`)."""
     replay, blocked = replay_overrides(run, store, budget)
@@ -306,13 +348,18 @@ def resolve(run: DeclaredRun, extra: Sequence[str] = (), store: Path | None = No
     key = dataset_build_key(cfg)
     ident = run_identity(cfg, key)
     if ident.label != run.label:
-        raise ValueError(f"declared run {run.key} (tier {run.tier}) is filed as {ident.label}: an ablation's "
-                         f"method.variant must equal its file name")
+        raise ValueError(
+            f"declared run {run.key} (tier {run.tier}) is filed as {ident.label}: an ablation's "
+            f"method.variant must equal its file name"
+        )
     return ResolvedRun(run, cfg, ident.config_hash, ident.folder, processed_folder(cfg, key), blocked)
 
 
 def processed_folder(cfg: DictConfig, build_key: str) -> Path:
     """The processed dataset a run config reads: its ``dataset.folder`` (a custom folder), else
     ``<data.processed>/<dataset.name>/<build_key>``."""
-    return (project_path(cfg.dataset.folder) if cfg.dataset.get("folder")
-            else project_path(cfg.data.processed) / cfg.dataset.name / build_key)
+    return (
+        project_path(cfg.dataset.folder)
+        if cfg.dataset.get("folder")
+        else project_path(cfg.data.processed) / cfg.dataset.name / build_key
+    )

@@ -38,12 +38,12 @@ from lethebench.runs import DONE, LABELS, MANIFEST, METRICS, PER_QUERY, RunFolde
 from lethebench.schema import read_dataset
 
 INDEX = "index.json"
-REACH = "reach.json"                      # {query_id: reach} of a run whose LLM reranker recorded it (method.llm_rerank.replay)
+REACH = "reach.json"  # {query_id: reach} of a run whose LLM reranker recorded it (method.llm_rerank.replay)
 DATASETS = "datasets"
 STUDIES = "studies"
 QUERY_COLUMNS = ("query_id", "scope_id", "position", "domain", "category", "complexity", "plan_label", "split")
 CONTRADICTION_COLUMNS = ("query_id", "stale_doc_id", "current_doc_id")
-DROPPED_PER_QUERY = ("answer",)           # generated text: read only by the studies, which keep their own copy
+DROPPED_PER_QUERY = ("answer",)  # generated text: read only by the studies, which keep their own copy
 
 
 def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -90,7 +90,7 @@ def store_dataset(folder: Path, name: str, store: Path, roots: Sequence[tuple[st
     """Copy what the report reads of the processed dataset ``folder`` into the store (once per build); its path."""
     dest = store / DATASETS / name / folder.name
     if (dest / "card.json").is_file() and GROUP_COLUMN in pd.read_parquet(dest / "queries.parquet").columns:
-        return dest   # written once per build (a copy from before the gold_group column is rewritten)
+        return dest  # written once per build (a copy from before the gold_group column is rewritten)
     with atomic_dir(dest) as tmp:
         ds = read_dataset(folder)
         queries = ds.queries[[c for c in QUERY_COLUMNS if c in ds.queries.columns]].copy()
@@ -117,8 +117,15 @@ def stored_per_query(view: Any, label: str) -> pd.DataFrame:
     return pq.drop(columns=[c for c in DROPPED_PER_QUERY if c in pq.columns]).reset_index()
 
 
-def write_run(key: str, run: RunFolder, per_query: pd.DataFrame, labels: Mapping[str, Any], dataset: Path,
-              dest: Path, roots: Sequence[tuple[str, str]]) -> None:
+def write_run(
+    key: str,
+    run: RunFolder,
+    per_query: pd.DataFrame,
+    labels: Mapping[str, Any],
+    dataset: Path,
+    dest: Path,
+    roots: Sequence[tuple[str, str]],
+) -> None:
     """One declared run's store folder: its manifest and metrics made portable, the per-query table, labels."""
     manifest = portable(run.manifest, roots)
     manifest["dataset"]["folder"] = Path(*[".."] * 3, *dataset.relative_to(dest.parents[2]).parts).as_posix()

@@ -36,7 +36,15 @@ from experiments.expected_scores import record_reach_tier, store_tier, verify_ti
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
 from experiments.progress import Progress
 from experiments.publishing import SEEDS_GROUP, ReportRefused, refs_for, report_groups, write_report
-from experiments.reference import ResolvedRun, Tier, load_tier, resolve, select_with_studies, selected_studies, tier_names
+from experiments.reference import (
+    ResolvedRun,
+    Tier,
+    load_tier,
+    resolve,
+    select_with_studies,
+    selected_studies,
+    tier_names,
+)
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
 from experiments.stopping import stop_on_signals, stop_reason
 from experiments.study_jobs import run_study, study_data_steps, study_done
@@ -45,8 +53,18 @@ from lethe.core.atomic import atomic_write_text
 from lethe.core.overrides import override_keys
 from lethe.core.paths import project_path
 
-__all__ = ["load", "reproduce", "resolve_tiers", "run_tier", "refs_for", "report_groups", "ReportRefused", "SEEDS_GROUP",
-           "write_report", "main"]   # refs_for & co.: the names notebooks and tools use through this module
+__all__ = [
+    "load",
+    "reproduce",
+    "resolve_tiers",
+    "run_tier",
+    "refs_for",
+    "report_groups",
+    "ReportRefused",
+    "SEEDS_GROUP",
+    "write_report",
+    "main",
+]  # refs_for & co.: the names notebooks and tools use through this module
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +77,10 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     runs, _ = select_with_studies(every, [st for t in tiers for st in t.studies], patterns)
     chosen = {r.key + "@" + r.tier for r in runs}
     extra, store = base_overrides(cfg), project_path(str(cfg.store_dir))
-    return [(t, [resolve(r, extra, store, str(cfg.budget)) for r in t.runs if r.key + "@" + r.tier in chosen])
-            for t in tiers]
+    return [
+        (t, [resolve(r, extra, store, str(cfg.budget)) for r in t.runs if r.key + "@" + r.tier in chosen])
+        for t in tiers
+    ]
 
 
 def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
@@ -69,20 +89,35 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     from experiments.runner import run_job
 
     exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
-    redo = {r.key for r in runs if r.done and r.cfg.run.get("overwrite")}   # run.overwrite=true: made again
+    redo = {r.key for r in runs if r.done and r.cfg.run.get("overwrite")}  # run.overwrite=true: made again
     pending = [r for r in runs if not r.done or r.key in redo]
     threads = cfg.prepare.threads
     steps = prepare_steps(pending, None if threads is None else int(threads)) if pending else []
     studies = selected_studies(tier.studies, cfg.select)
     steps += study_data_steps([st for st in studies if not study_done(st, cfg)], cfg, {s.name for s in steps})
     recorded = {**(exp.get("prepare_seconds") or {}), **{k: (v or {}).get("seconds") for k, v in exp["runs"].items()}}
-    jobs = steps + [Step(r.key, r.done and r.key not in redo, lambda r=r: run_job(r.cfg) if r.blocked is None
-                         else _refuse(r.blocked)) for r in runs] \
+    jobs = (
+        steps
+        + [
+            Step(
+                r.key,
+                r.done and r.key not in redo,
+                lambda r=r: run_job(r.cfg) if r.blocked is None else _refuse(r.blocked),
+            )
+            for r in runs
+        ]
         + [Step(st.key, study_done(st, cfg), lambda st=st: run_study(st, cfg)) for st in studies]
-    print(f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
-          f"{sum(not s.done for s in steps)} prerequisites to build, {len(studies)} studies ==", flush=True)
-    progress = Progress([j.name for j in jobs], [0.0 if j.done else recorded.get(j.name) for j in jobs],
-                        out=lambda line: print(line, flush=True))
+    )
+    print(
+        f"== tier {tier.name}: {len(runs)} declared runs ({len(runs) - len(pending)} done), "
+        f"{sum(not s.done for s in steps)} prerequisites to build, {len(studies)} studies ==",
+        flush=True,
+    )
+    progress = Progress(
+        [j.name for j in jobs],
+        [0.0 if j.done else recorded.get(j.name) for j in jobs],
+        out=lambda line: print(line, flush=True),
+    )
     prep_file = prepare_file(runs)
     measured = read_json(prep_file)
     failed: list[str] = []
@@ -98,7 +133,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
                 raise exc
             return
         progress.done(i, seconds)
-        if i < len(steps) and prep_file is not None:   # prerequisite times, for the next ETA
+        if i < len(steps) and prep_file is not None:  # prerequisite times, for the next ETA
             measured[job.name] = round(seconds, 1)
             prep_file.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(prep_file, json.dumps(measured, indent=1, sort_keys=True) + "\n")
@@ -120,7 +155,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - one failing job must not cost the others
             finish(i, time.perf_counter() - t0, exc)
             continue
-        except KeyboardInterrupt:   # Ctrl-C or a signal (experiments.stopping): nothing of this job is kept
+        except KeyboardInterrupt:  # Ctrl-C or a signal (experiments.stopping): nothing of this job is kept
             progress.done(i, time.perf_counter() - t0, "stopped")
             raise
         finish(i, time.perf_counter() - t0, None)
@@ -135,9 +170,9 @@ def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
     if cfg.action not in ACTIONS:
         raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
-    verify_metrics(cfg)   # a mistyped name fails now, not after the tier has run
+    verify_metrics(cfg)  # a mistyped name fails now, not after the tier has run
     t_start = time.perf_counter()
-    if cfg.action == "report" and from_store(cfg):   # the store's index locates the runs: no config is composed
+    if cfg.action == "report" and from_store(cfg):  # the store's index locates the runs: no config is composed
         tiers = [(load_tier(n, cfg.reference_dir), []) for n in tier_names(str(cfg.tier))]
     else:
         tiers = resolve_tiers(cfg)
@@ -159,7 +194,7 @@ def reproduce(cfg: DictConfig) -> int:
         if failed:
             print(f"{len(failed)} step(s) or run(s) failed: {failed}", file=sys.stderr)
             code = 1
-        tiers = resolve_tiers(cfg)   # done flags after running
+        tiers = resolve_tiers(cfg)  # done flags after running
     if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
         for report in report_groups([t for t, _ in tiers], cfg):
             try:
@@ -167,15 +202,21 @@ def reproduce(cfg: DictConfig) -> int:
             except ReportRefused as exc:
                 # the seed report comes with every reference tier unasked; its runs are other tiers' (TIER=label_free)
                 if report == SEEDS_GROUP and not cfg.get("reports"):
-                    print(f"the seed studies' report was not written: {exc} (its runs come with the core, seeds and "
-                          "seed003 tiers)", file=sys.stderr)
+                    print(
+                        f"the seed studies' report was not written: {exc} (its runs come with the core, seeds and "
+                        "seed003 tiers)",
+                        file=sys.stderr,
+                    )
                     continue
                 print(f"report refused: {exc}", file=sys.stderr)
                 code = 2
             except Exception as exc:  # noqa: BLE001 - a broken report must not hide the verification below
                 traceback.print_exception(exc)
-                print(f"!! the {report!r} report failed: {type(exc).__name__}: {exc}; the verification follows",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"!! the {report!r} report failed: {type(exc).__name__}: {exc}; the verification follows",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 code = 2
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
@@ -184,13 +225,33 @@ def reproduce(cfg: DictConfig) -> int:
             ok, text = verify_tier(tier, runs, cfg)
             print(text, flush=True)
             code = code or (0 if ok else 1)
-    print(f"reproduce tier={cfg.tier} action={cfg.action}: {'OK' if code == 0 else 'FAILED'} in "
-          f"{time.perf_counter() - t_start:.0f} s", flush=True)
+    print(
+        f"reproduce tier={cfg.tier} action={cfg.action}: {'OK' if code == 0 else 'FAILED'} in "
+        f"{time.perf_counter() - t_start:.0f} s",
+        flush=True,
+    )
     return code
 
 
-OWN_KEYS = ("tier", "action", "budget", "select", "reports", "overrides", "prepare", "keep_going", "reference_dir", "expected_dir", "out_dir",
-            "analysis", "verify_metrics", "answer_metrics", "source", "store_dir", "committed_dir")
+OWN_KEYS = (
+    "tier",
+    "action",
+    "budget",
+    "select",
+    "reports",
+    "overrides",
+    "prepare",
+    "keep_going",
+    "reference_dir",
+    "expected_dir",
+    "out_dir",
+    "analysis",
+    "verify_metrics",
+    "answer_metrics",
+    "source",
+    "store_dir",
+    "committed_dir",
+)
 
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:
@@ -222,12 +283,16 @@ def main(cfg: DictConfig) -> None:
             code = reproduce(cfg)
         except KeyboardInterrupt as exc:
             name, code = stop_reason(exc)
-            print(f"reproduce tier={cfg.tier} action={cfg.action}: stopped by {name}; finished runs, models and "
-                  "studies are kept, the one in flight left nothing: the same command resumes", file=sys.stderr, flush=True)
+            print(
+                f"reproduce tier={cfg.tier} action={cfg.action}: stopped by {name}; finished runs, models and "
+                "studies are kept, the one in flight left nothing: the same command resumes",
+                file=sys.stderr,
+                flush=True,
+            )
     if code:
         sys.exit(code)
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

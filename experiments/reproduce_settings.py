@@ -13,7 +13,7 @@ from lethe.core.paths import project_path
 
 
 ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "record_reach")
-SOURCES = ("runs", "store")   # where action=report reads the declared runs: results folders, or the reference store
+SOURCES = ("runs", "store")  # where action=report reads the declared runs: results folders, or the reference store
 
 
 def base_overrides(cfg: DictConfig) -> list[str]:

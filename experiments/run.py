@@ -1,8 +1,8 @@
 """Hydra entry point: one (dataset, method) run per job.
 
-    python -m experiments.run dataset=locomo method=bm25
-    python -m experiments.run -m method=window,bm25,vector dataset=locomo
-    python -m experiments.run -m method=window,bm25,vector hydra/launcher=joblib
+python -m experiments.run dataset=locomo method=bm25
+python -m experiments.run -m method=window,bm25,vector dataset=locomo
+python -m experiments.run -m method=window,bm25,vector hydra/launcher=joblib
 """
 
 from __future__ import annotations
@@ -25,5 +25,5 @@ def main(cfg: DictConfig) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

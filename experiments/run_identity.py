@@ -49,8 +49,11 @@ def without_placement(cfg: Any) -> Any:
     """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth, and with the keys of
     :data:`PLACEMENT_IN_HASH` at their hashed value."""
     if isinstance(cfg, Mapping):
-        return {k: PLACEMENT_IN_HASH[k] if k in PLACEMENT_IN_HASH else without_placement(v)
-                for k, v in cfg.items() if k not in PLACEMENT_KEYS}
+        return {
+            k: PLACEMENT_IN_HASH[k] if k in PLACEMENT_IN_HASH else without_placement(v)
+            for k, v in cfg.items()
+            if k not in PLACEMENT_KEYS
+        }
     if isinstance(cfg, list):
         return [without_placement(v) for v in cfg]
     return cfg
@@ -74,7 +77,7 @@ def relocated(cfg: Any, cache_dir: str | None) -> Any:
     if isinstance(cfg, list):
         return [relocated(v, root) for v in cfg]
     if isinstance(cfg, str) and (cfg == root or cfg.startswith(root + "/")):
-        return (CACHE_DIR_IN_HASH + "/" + cfg[len(root):].lstrip("/")).rstrip("/")
+        return (CACHE_DIR_IN_HASH + "/" + cfg[len(root) :].lstrip("/")).rstrip("/")
     return cfg
 
 
@@ -84,7 +87,7 @@ def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
     breakpoint's two keys only when they say percentile (they came later)."""
     if chunking.get("strategy", "tokens") == "tokens":
         return {k: chunking[k] for k in ("size_tokens", "overlap_tokens")}
-    if chunking.get("semantic_breakpoint", "threshold") == "threshold":   # as before percentile breakpoints existed
+    if chunking.get("semantic_breakpoint", "threshold") == "threshold":  # as before percentile breakpoints existed
         return {k: v for k, v in chunking.items() if k not in ("semantic_breakpoint", "semantic_percentile")}
     return dict(chunking)
 
@@ -131,26 +134,32 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
     canonical_metrics(resolved["run"]["metrics"], "run.metrics")
     run = {**resolved["run"], "metrics": list(METRICS_IN_HASH)}
     answers = resolved.get("answers") or {}
-    extra = ({"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
-             if answers.get("enabled") else {})
-    return relocated({
-        "dataset": resolved["dataset"],
-        "dataset_build_key": build_key,
-        "method": with_replay_content(without_other_regimes(without_placement(resolved["method"]))),
-        "chunking": chunking_identity(resolved["chunking"]),
-        "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
-        **extra,
-    }, resolved.get("cache_dir"))
+    extra = (
+        {"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
+        if answers.get("enabled")
+        else {}
+    )
+    return relocated(
+        {
+            "dataset": resolved["dataset"],
+            "dataset_build_key": build_key,
+            "method": with_replay_content(without_other_regimes(without_placement(resolved["method"]))),
+            "chunking": chunking_identity(resolved["chunking"]),
+            "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
+            **extra,
+        },
+        resolved.get("cache_dir"),
+    )
 
 
 @dataclass(frozen=True)
 class RunIdentity:
     """Where a run's results live and what identifies them."""
 
-    label: str                 # method label (name or name+variant)
-    hashed: dict[str, Any]     # the hashed part of the config
+    label: str  # method label (name or name+variant)
+    hashed: dict[str, Any]  # the hashed part of the config
     config_hash: str
-    folder: Path               # <results_dir>/<dataset>/<label>/<config_hash>
+    folder: Path  # <results_dir>/<dataset>/<label>/<config_hash>
 
 
 def run_identity(cfg: DictConfig | Mapping[str, Any], build_key: str) -> RunIdentity:

@@ -35,10 +35,29 @@ from lethe.core.secrets import refuse_secrets
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.launchers import launch_info
 from lethe.core.threads import set_threads, thread_settings
-from lethebench.provenance import (cpu_snapshot, end_memory_window, git_info, hardware, load_average, other_cpu_cores,
-                                   package_versions, peak_rss_mb, start_memory_window, timing_valid)
+from lethebench.provenance import (
+    cpu_snapshot,
+    end_memory_window,
+    git_info,
+    hardware,
+    load_average,
+    other_cpu_cores,
+    package_versions,
+    peak_rss_mb,
+    start_memory_window,
+    timing_valid,
+)
 from experiments.run_identity import RunIdentity, config_hash, run_identity
-from lethe.core.protocol import LLM_FAILURES, Annotates, BindsDataset, Doc, Query, SearchResult, UsesCollection, UsesQuerySet
+from lethe.core.protocol import (
+    LLM_FAILURES,
+    Annotates,
+    BindsDataset,
+    Doc,
+    Query,
+    SearchResult,
+    UsesCollection,
+    UsesQuerySet,
+)
 from lethe.core.measurements import summarize
 from lethe.retrieval.ranking import top_k
 from lethe.llm.pool import LLMPool
@@ -73,10 +92,17 @@ class QuerySelection:
     @classmethod
     def from_config(cls, dataset: Mapping[str, Any], seed: int) -> "QuerySelection":
         """From a resolved ``dataset`` section."""
+
         def names(key: str) -> tuple[str, ...] | None:
             return tuple(dataset[key]) if dataset.get(key) else None
-        return cls(names("scopes"), dataset.get("split") or None, names("categories"),
-                   int(dataset["sample"]) if dataset.get("sample") else None, int(seed))
+
+        return cls(
+            names("scopes"),
+            dataset.get("split") or None,
+            names("categories"),
+            int(dataset["sample"]) if dataset.get("sample") else None,
+            int(seed),
+        )
 
     def pool_key(self) -> str:
         """Which queries a model trained from this selection may learn from, the split aside (models pick
@@ -85,8 +111,12 @@ class QuerySelection:
         another subset, or the reverse."""
         if not (self.scopes or self.categories or self.sample):
             return ""
-        doc = {"scopes": self.scopes, "categories": self.categories, "sample": self.sample,
-               "seed": self.seed if self.sample else None}
+        doc = {
+            "scopes": self.scopes,
+            "categories": self.categories,
+            "sample": self.sample,
+            "seed": self.seed if self.sample else None,
+        }
         return config_hash(doc)
 
 
@@ -114,8 +144,10 @@ def select_queries(ds: Dataset, sel: QuerySelection) -> tuple[pd.DataFrame, dict
         cats = set(sel.categories)
         unknown = cats - set(ds.queries["category"].dropna())
         if unknown:
-            raise ValueError(f"dataset.categories names unknown categor(ies) {sorted(unknown)}; "
-                             f"known: {sorted(set(ds.queries['category'].dropna()))}")
+            raise ValueError(
+                f"dataset.categories names unknown categor(ies) {sorted(unknown)}; "
+                f"known: {sorted(set(ds.queries['category'].dropna()))}"
+            )
         before = len(q)
         q = q[q["category"].isin(cats)]
         counts["excluded_by_category_filter"] = before - int(len(q))
@@ -136,13 +168,13 @@ def group_docs(ds: Dataset) -> dict[str, list[Doc]]:
     out: dict[str, list[Doc]] = {}
     corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
     for r in corpus.itertuples(index=False):
-        out.setdefault(r.scope_id, []).append(
-            Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
+        out.setdefault(r.scope_id, []).append(Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
     return out
 
 
-def walk_eligible(queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
-                  ) -> Iterator[tuple[str, Any, int, list[Doc] | None]]:
+def walk_eligible(
+    queries: pd.DataFrame, docs_by_scope: Mapping[str, list[Doc]]
+) -> Iterator[tuple[str, Any, int, list[Doc] | None]]:
     """(scope_id, query row, n eligible docs, docs to index or None if unchanged) per query.
 
     Queries go scope by scope in position order; the eligible docs of a query are its scope's docs
@@ -167,9 +199,15 @@ def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> di
     answer abstains, else 0; {} when no answer was generated."""
     if not gen:
         return {}
-    rec: dict[str, Any] = {"answer": gen.get("answer"), "answer_status": gen.get("status"),
-                           "answer_supported": gen.get("supported"), "answer_judge_status": gen.get("judge_status"),
-                           "answer_f1": None, "answer_rouge_l": None, "answer_em": None}
+    rec: dict[str, Any] = {
+        "answer": gen.get("answer"),
+        "answer_status": gen.get("status"),
+        "answer_supported": gen.get("supported"),
+        "answer_judge_status": gen.get("judge_status"),
+        "answer_f1": None,
+        "answer_rouge_l": None,
+        "answer_em": None,
+    }
     category = category if isinstance(category, str) else None
     # LoCoMo's adversarial questions have no gold answer: they are scored by whether the answer abstains
     if gen.get("answer") is not None and ((isinstance(gold, str) and gold.strip()) or category == "adversarial"):
@@ -184,8 +222,9 @@ def build_answer_stage(plan: RunPlan) -> tuple[AnswerStage | None, LLMPool | Non
     if not cfg.get("enabled"):
         return None, None
     pool = LLMPool(plan.cache_dir)
-    stage = answer_stage_from_config(cfg, lambda llm_cfg, part: pool.get(llm_cfg, f"answers.{part + '.' if part else ''}llm"),
-                                     "answers")
+    stage = answer_stage_from_config(
+        cfg, lambda llm_cfg, part: pool.get(llm_cfg, f"answers.{part + '.' if part else ''}llm"), "answers"
+    )
     return stage, pool
 
 
@@ -195,16 +234,21 @@ def add_answer_similarity(per_query: pd.DataFrame, ds: Dataset, plan: RunPlan) -
     if "answer" not in per_query or per_query["answer"].isna().all():
         return per_query
     gold = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
-    rows = [i for i, (q, a) in enumerate(zip(per_query["query_id"], per_query["answer"]))
-            if isinstance(a, str) and isinstance(gold.get(q), str) and gold[q].strip()]
+    rows = [
+        i
+        for i, (q, a) in enumerate(zip(per_query["query_id"], per_query["answer"]))
+        if isinstance(a, str) and isinstance(gold.get(q), str) and gold[q].strip()
+    ]
     sims: list[float | None] = [None] * len(per_query)
     if rows:
         from lethe.retrieval.dense import make_embedder
 
         emb = make_embedder(plan.config["embedder"], plan.cache_dir, progress=False)
-        values = embedding_similarity([per_query["answer"].iat[i] for i in rows],
-                                      [gold[per_query["query_id"].iat[i]] for i in rows],
-                                      lambda texts: emb.encode(texts, role="query"))
+        values = embedding_similarity(
+            [per_query["answer"].iat[i] for i in rows],
+            [gold[per_query["query_id"].iat[i]] for i in rows],
+            lambda texts: emb.encode(texts, role="query"),
+        )
         for i, v in zip(rows, values):
             sims[i] = v
     return per_query.assign(answer_similarity=sims)
@@ -218,17 +262,24 @@ def answer_summary(per_query: pd.DataFrame) -> dict[str, Any]:
     gen = per_query[per_query["answer_status"].notna()]
     sup = gen["answer_supported"].dropna().astype(bool) if "answer_supported" in gen else pd.Series(dtype=bool)
     scored = gen["answer_f1"].dropna()
-    return {"answers": {
-        "generated": int(len(gen)), "status": {k: int(v) for k, v in gen["answer_status"].value_counts().items()},
-        "scored": int(len(scored)), "f1": float(scored.mean()) if len(scored) else None,
-        "rouge_l": float(gen["answer_rouge_l"].dropna().mean()) if len(scored) else None,
-        "exact_match": float(gen["answer_em"].dropna().mean()) if len(scored) else None,
-        "similarity": float(gen["answer_similarity"].dropna().mean())
-        if "answer_similarity" in gen and gen["answer_similarity"].notna().any() else None,
-        "judged": int(len(sup)),
-        "judge_status": {k: int(v) for k, v in gen["answer_judge_status"].value_counts().items()}
-        if "answer_judge_status" in gen else {},
-        "hallucination_rate": float((~sup).mean()) if len(sup) else None}}
+    return {
+        "answers": {
+            "generated": int(len(gen)),
+            "status": {k: int(v) for k, v in gen["answer_status"].value_counts().items()},
+            "scored": int(len(scored)),
+            "f1": float(scored.mean()) if len(scored) else None,
+            "rouge_l": float(gen["answer_rouge_l"].dropna().mean()) if len(scored) else None,
+            "exact_match": float(gen["answer_em"].dropna().mean()) if len(scored) else None,
+            "similarity": float(gen["answer_similarity"].dropna().mean())
+            if "answer_similarity" in gen and gen["answer_similarity"].notna().any()
+            else None,
+            "judged": int(len(sup)),
+            "judge_status": {k: int(v) for k, v in gen["answer_judge_status"].value_counts().items()}
+            if "answer_judge_status" in gen
+            else {},
+            "hallucination_rate": float((~sup).mean()) if len(sup) else None,
+        }
+    }
 
 
 @dataclass(frozen=True)
@@ -254,13 +305,22 @@ class RunSettings:
     progress: bool
     print_summary: bool
     overwrite: bool
-    threads: int | str | None = "auto"   # torch/BLAS/OpenMP threads: an int, "auto" or None (run_threads)
+    threads: int | str | None = "auto"  # torch/BLAS/OpenMP threads: an int, "auto" or None (run_threads)
 
     @classmethod
     def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
-        return cls(int(run["k"]), canonical_metrics(run["metrics"], "run.metrics"), int(run["seed"]), bool(run["warmup"]),
-                   float(run["max_error_share"]), float(run["max_parse_fallback_share"]), bool(run["progress"]), bool(run["print_summary"]),
-                   bool(run["overwrite"]), run.get("threads", "auto"))
+        return cls(
+            int(run["k"]),
+            canonical_metrics(run["metrics"], "run.metrics"),
+            int(run["seed"]),
+            bool(run["warmup"]),
+            float(run["max_error_share"]),
+            float(run["max_parse_fallback_share"]),
+            bool(run["progress"]),
+            bool(run["print_summary"]),
+            bool(run["overwrite"]),
+            run.get("threads", "auto"),
+        )
 
 
 @dataclass(frozen=True)
@@ -268,13 +328,13 @@ class RunPlan:
     """One job's config, resolved once: everything the steps below need, and the whole resolved config
     for the manifest."""
 
-    config: dict[str, Any]          # to_dict(cfg): every parameter, recorded in the manifest
+    config: dict[str, Any]  # to_dict(cfg): every parameter, recorded in the manifest
     identity: RunIdentity
     dataset_folder: Path
     build_key: str
     selection: QuerySelection
-    answer_rules: str | None        # 'locomo' or None (dataset.answer_rules)
-    method_params: dict[str, Any]   # the method section without name/variant, for Hydra
+    answer_rules: str | None  # 'locomo' or None (dataset.answer_rules)
+    method_params: dict[str, Any]  # the method section without name/variant, for Hydra
     cache_dir: Path
     settings: RunSettings
 
@@ -306,24 +366,32 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
         raise ConfigError(str(exc)) from exc
     threads = run.get("threads", "auto")
     if threads not in (None, "auto") and not _int_at_least(threads, 1):
-        raise ConfigError(f"run.threads={threads!r}: must be auto (1 thread when jobs run concurrently on this machine, "
-                          "else the process's own), null (the process's own) or an integer >= 1")
+        raise ConfigError(
+            f"run.threads={threads!r}: must be auto (1 thread when jobs run concurrently on this machine, "
+            "else the process's own), null (the process's own) or an integer >= 1"
+        )
     if dataset.get("sample") is not None and not _int_at_least(dataset["sample"], 1):
         raise ConfigError(f"dataset.sample={dataset['sample']!r}: must be null (every query) or an integer >= 1")
     for key in ("max_error_share", "max_parse_fallback_share"):
         share = run.get(key)
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
             raise ConfigError(f"run.{key}={share!r}: must be a number in [0, 1]")
-    for key, value in (("dataset.name", dataset.get("name")), ("method.name", method.get("name")),
-                       ("method.variant", method.get("variant", "x") or "x")):
+    for key, value in (
+        ("dataset.name", dataset.get("name")),
+        ("method.name", method.get("name")),
+        ("method.variant", method.get("variant", "x") or "x"),
+    ):
         plain_name(value, key)
-    check_section({k: v for k, v in method.items() if k not in ("name", "variant")}, "method",
-                  given=("cache_dir", "progress"))
+    check_section(
+        {k: v for k, v in method.items() if k not in ("name", "variant")}, "method", given=("cache_dir", "progress")
+    )
     answers = resolved.get("answers") or {}
     if answers.get("enabled"):
         if (method.get("generation") or {}).get("enabled"):
-            raise ConfigError("answers.enabled=true and method.generation.enabled=true: the method already generates "
-                              "answers (Lethe iteration 4); switch one of them off")
+            raise ConfigError(
+                "answers.enabled=true and method.generation.enabled=true: the method already generates "
+                "answers (Lethe iteration 4); switch one of them off"
+            )
         if answers.get("sample") is not None and not _int_at_least(answers["sample"], 1):
             raise ConfigError(f"answers.sample={answers['sample']!r}: must be null (every query) or an integer >= 1")
         if not _int_at_least(answers.get("context_docs"), 1):
@@ -339,7 +407,7 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
 
 def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: Dataset) -> RunPlan:
     """The typed plan of ``cfg``, whose resolved and validated dict is ``resolved`` (errors name the key)."""
-    build_key = dataset_key(cfg, ds_folder, ds)   # a custom folder's key includes its checked content
+    build_key = dataset_key(cfg, ds_folder, ds)  # a custom folder's key includes its checked content
     answer_rules = resolved["dataset"].get("answer_rules")
     if answer_rules not in (None, "locomo"):
         raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
@@ -349,9 +417,17 @@ def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: 
     root = project_path(resolved["results_dir"]).resolve()
     if not identity.folder.resolve().is_relative_to(root):
         raise ConfigError(f"the results folder {identity.folder} lies outside results_dir={root}")
-    return RunPlan(dict(resolved), identity, ds_folder, build_key,
-                   QuerySelection.from_config(resolved["dataset"], settings.seed), answer_rules, params,
-                   project_path(resolved["cache_dir"]), settings)
+    return RunPlan(
+        dict(resolved),
+        identity,
+        ds_folder,
+        build_key,
+        QuerySelection.from_config(resolved["dataset"], settings.seed),
+        answer_rules,
+        params,
+        project_path(resolved["cache_dir"]),
+        settings,
+    )
 
 
 @dataclass
@@ -372,7 +448,7 @@ def run_experiment(cfg: DictConfig) -> Path:
 def run_job(cfg: DictConfig) -> RunOutcome:
     """Run one (dataset, method) job unless its results folder is done (``run.overwrite`` forces it)."""
     resolved = to_dict(cfg)
-    validate_run_config(resolved)   # before the dataset is built or anything is computed
+    validate_run_config(resolved)  # before the dataset is built or anything is computed
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
     plan = plan_run(cfg, resolved, ds_folder, ds)
@@ -384,7 +460,9 @@ def run_job(cfg: DictConfig) -> RunOutcome:
     with RunFolder(ident.folder).claim(plan.settings.overwrite) as fresh:
         if not fresh:
             log.info("skip: %s is done", ident.folder)
-            print(f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done" + unstored(ident.folder, plan))
+            print(
+                f"[skip] {plan.dataset}/{ident.label}/{ident.config_hash}: already done" + unstored(ident.folder, plan)
+            )
             return RunOutcome(ident.folder, True)
         execute(plan, ds)
     return RunOutcome(ident.folder, False)
@@ -438,19 +516,27 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     per_query = add_answer_similarity(pd.DataFrame(searched.records), ds, plan)
     check_error_share(per_query, plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
-    check_llm_failures(metrics, plan.settings.max_error_share)   # before anything is written
+    check_llm_failures(metrics, plan.settings.max_error_share)  # before anything is written
     ended = dt.datetime.now(dt.timezone.utc)
     load_end, other_cores = load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
     manifest = {
         "config": plan.config,
         "hashed_config": ident.hashed,
         "config_hash": ident.config_hash,
-        "dataset": {"name": plan.dataset, "folder": str(ds_folder), "build_key": plan.build_key,
-                    "content_sha256": ds.content_sha256,
-                    "card_sha256": sha256_file(ds_folder / "card.json"), "card_counts": ds.card.get("counts")},
+        "dataset": {
+            "name": plan.dataset,
+            "folder": str(ds_folder),
+            "build_key": plan.build_key,
+            "content_sha256": ds.content_sha256,
+            "card_sha256": sha256_file(ds_folder / "card.json"),
+            "card_counts": ds.card.get("counts"),
+        },
         "method": method.describe(),
-        "answers": ({**answering.describe(), "llms": [llm.describe() for llm in answer_pool.backends()]}
-                    if answering is not None and answer_pool is not None else None),
+        "answers": (
+            {**answering.describe(), "llms": [llm.describe() for llm in answer_pool.backends()]}
+            if answering is not None and answer_pool is not None
+            else None
+        ),
         "git": git_info(),
         "packages": package_versions(),
         "hardware": hardware(),
@@ -464,18 +550,26 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         "peak_rss_mb": {"at_start": rss_start, "at_end": peak_rss_mb(), "note": "process-wide ru_maxrss"},
         # this run's own peak (VmHWM reset at its start) and how far it rose above the memory held at the start (MiB)
         "memory_mb": end_memory_window(memory),
-        "load_average": {"at_start": load_start, "at_end": load_end, "cores": os.cpu_count(),
-                         "note": "latencies measured while load exceeds the cores are inflated by contention"},
-        "other_cpu_cores": other_cores,   # mean cores other processes kept busy during the run
+        "load_average": {
+            "at_start": load_start,
+            "at_end": load_end,
+            "cores": os.cpu_count(),
+            "note": "latencies measured while load exceeds the cores are inflated by contention",
+        },
+        "other_cpu_cores": other_cores,  # mean cores other processes kept busy during the run
         "launch": launch,
         "threads": thread_settings(),
         # False: concurrent jobs on one machine, or other processes busy on > 1/4 of the cores (the report marks it)
         "timing_valid": timing_valid(other_cores, os.cpu_count(), bool(launch["concurrent"])),
         "tie_rule": "score descending, then doc id descending (trec_eval)",
-        "latency": "warm: one discarded warm-up search per run" if plan.settings.warmup else "includes the first (cold) search",
+        "latency": "warm: one discarded warm-up search per run"
+        if plan.settings.warmup
+        else "includes the first (cold) search",
     }
     qrels = {q: ds.qrels[q] for q in queries["query_id"]}
-    RunFolder(ident.folder).write(searched.run, qrels, per_query, metrics, manifest, tag=f"{ident.label}-{ident.config_hash}")
+    RunFolder(ident.folder).write(
+        searched.run, qrels, per_query, metrics, manifest, tag=f"{ident.label}-{ident.config_hash}"
+    )
     if plan.settings.print_summary:
         from experiments.summary import format_table
 
@@ -493,8 +587,14 @@ def bind_method(method: Any, plan: RunPlan, docs_by_scope: Mapping[str, list[Doc
         method.set_queries(query_ids)
 
 
-def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFrame,
-                   docs_by_scope: Mapping[str, list[Doc]], answering: AnswerStage | None = None) -> Searched:
+def search_queries(
+    method: Any,
+    plan: RunPlan,
+    ds: Dataset,
+    queries: pd.DataFrame,
+    docs_by_scope: Mapping[str, list[Doc]],
+    answering: AnswerStage | None = None,
+) -> Searched:
     """Index and search every selected query in eligibility order; per-query errors are recorded, an
     ineligible or duplicate doc stops the run. ``answering`` (the run's ``answers`` section) answers the sampled
     queries from their final ranking after the timed search."""
@@ -509,9 +609,17 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
     try:
         for scope_id, row, ne, new_docs in walk_eligible(queries, docs_by_scope):
             stop_if_doomed(records, len(queries), plan.settings.max_error_share)
-            rec: dict[str, Any] = {"query_id": row.query_id, "scope_id": scope_id, "category": row.category,
-                                   "n_eligible": int(ne), "n_results": 0, "status": "ok", "error": None,
-                                   "latency_ms": None, **encode_cells({}, {})}
+            rec: dict[str, Any] = {
+                "query_id": row.query_id,
+                "scope_id": scope_id,
+                "category": row.category,
+                "n_eligible": int(ne),
+                "n_results": 0,
+                "status": "ok",
+                "error": None,
+                "latency_ms": None,
+                **encode_cells({}, {}),
+            }
             records.append(rec)
             bar.update()
             if ne == 0:
@@ -543,7 +651,8 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
             bad = [d for d in ids if d not in allowed]
             if bad:
                 raise EligibilityViolation(
-                    f"method '{label}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}")
+                    f"method '{label}' returned {len(bad)} ineligible doc(s) for query {row.query_id}, e.g. {bad[:3]}"
+                )
             if len(set(ids)) != len(ids):
                 raise ValueError(f"method '{label}' returned duplicate doc ids for query {row.query_id}")
             if isinstance(method, Annotates):  # answer generation and judging: not part of the query's latency
@@ -552,7 +661,7 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
                 except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
                     rec.update(status="annotate_error", error=f"{type(exc).__name__}: {exc}")
             ranking = top_k(res.ranking, k)
-            if answering is not None and answering.wants(row.query_id):   # outside the query's latency, like annotate
+            if answering is not None and answering.wants(row.query_id):  # outside the query's latency, like annotate
                 try:
                     answering.annotate(query.text, SearchResult(ranking, res.timings_ms, res.flags), text_of)
                 except Exception as exc:  # noqa: BLE001 - recorded per query and counted in the status table
@@ -561,8 +670,13 @@ def search_queries(method: Any, plan: RunPlan, ds: Dataset, queries: pd.DataFram
             rec["n_results"] = len(ranking)
             if not ranking:
                 rec["status"] = "no_results"
-            rec.update(answer_record(res.flags.get("generation"), answers.get(row.query_id),
-                                     row.category if plan.answer_rules == "locomo" else None))
+            rec.update(
+                answer_record(
+                    res.flags.get("generation"),
+                    answers.get(row.query_id),
+                    row.category if plan.answer_rules == "locomo" else None,
+                )
+            )
             rec.update(encode_cells(res.timings_ms, res.flags))
             llm = res.flags.get(LLM_FAILURES)
             if llm is not None:  # a query that called an LLM: its failed calls (lethe.core.protocol)
@@ -579,17 +693,21 @@ def stop_if_doomed(records: Sequence[Mapping[str, Any]], n_queries: int, max_sha
     the end divide by at most ``n_queries``). A dead LLM server or a broken method then costs one query's time,
     not every query's timeout."""
     if not records or not (records[-1]["status"] == "error" or (records[-1].get("llm_infra_failures") or 0) > 0):
-        return   # only the last query can have changed the counts
+        return  # only the last query can have changed the counts
     allowed = max_share * n_queries
     errors = [r["error"] for r in records if r["status"] == "error"]
     if len(errors) > allowed:
-        raise RunFailed(f"{len(errors)} of {n_queries} queries failed after {len(records)} searched, more than "
-                        f"max_error_share={max_share} allows; stopped early. First error: {errors[0]}")
+        raise RunFailed(
+            f"{len(errors)} of {n_queries} queries failed after {len(records)} searched, more than "
+            f"max_error_share={max_share} allows; stopped early. First error: {errors[0]}"
+        )
     infra = sum(1 for r in records if (r.get("llm_infra_failures") or 0) > 0)
     if infra > allowed:
-        raise RunFailed(f"{infra} of {n_queries} queries had an LLM call fail without an answer (connection or HTTP "
-                        f"error, timeout) after {len(records)} searched, more than max_error_share={max_share} allows; "
-                        f"stopped early. The per-query flags name the causes (qu_rules / llm_fallback / rerank)")
+        raise RunFailed(
+            f"{infra} of {n_queries} queries had an LLM call fail without an answer (connection or HTTP "
+            f"error, timeout) after {len(records)} searched, more than max_error_share={max_share} allows; "
+            f"stopped early. The per-query flags name the causes (qu_rules / llm_fallback / rerank)"
+        )
 
 
 def check_error_share(per_query: pd.DataFrame, max_share: float) -> None:
@@ -610,10 +728,17 @@ def llm_failure_summary(per_query: pd.DataFrame, max_parse_share: float) -> dict
     n = int(used.sum())
     infra = int((per_query.loc[used, "llm_infra_failures"] > 0).sum())
     parse = int((per_query.loc[used, "llm_parse_fallbacks"] > 0).sum())
-    return {"llm": {"queries": n, "infra_failure_queries": infra, "infra_failure_share": infra / n if n else 0.0,
-                    "parse_fallback_queries": parse, "parse_fallback_share": parse / n if n else 0.0,
-                    "max_parse_fallback_share": max_parse_share,
-                    "degraded": bool(n and parse / n > max_parse_share)}}
+    return {
+        "llm": {
+            "queries": n,
+            "infra_failure_queries": infra,
+            "infra_failure_share": infra / n if n else 0.0,
+            "parse_fallback_queries": parse,
+            "parse_fallback_share": parse / n if n else 0.0,
+            "max_parse_fallback_share": max_parse_share,
+            "degraded": bool(n and parse / n > max_parse_share),
+        }
+    }
 
 
 def check_llm_failures(summary: Mapping[str, Any], max_share: float) -> None:
@@ -621,13 +746,21 @@ def check_llm_failures(summary: Mapping[str, Any], max_share: float) -> None:
     run's numbers would be those of its fallbacks, filed under the LLM method's name."""
     llm = summary.get("llm")
     if llm and llm["queries"] and llm["infra_failure_share"] > max_share:
-        raise RunFailed(f"{llm['infra_failure_queries']}/{llm['queries']} queries had an LLM call fail without an "
-                        f"answer (connection or HTTP error, timeout; max_error_share={max_share}); the per-query "
-                        f"flags name the causes (qu_rules / llm_fallback / rerank)")
+        raise RunFailed(
+            f"{llm['infra_failure_queries']}/{llm['queries']} queries had an LLM call fail without an "
+            f"answer (connection or HTTP error, timeout; max_error_share={max_share}); the per-query "
+            f"flags name the causes (qu_rules / llm_fallback / rerank)"
+        )
 
 
-def evaluate(plan: RunPlan, ds: Dataset, queries: pd.DataFrame, counts: Mapping[str, int],
-             run: Mapping[str, list[tuple[str, float]]], per_query: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+def evaluate(
+    plan: RunPlan,
+    ds: Dataset,
+    queries: pd.DataFrame,
+    counts: Mapping[str, int],
+    run: Mapping[str, list[tuple[str, float]]],
+    per_query: pd.DataFrame,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per-query metrics joined onto ``per_query``, and the run's ``metrics.json`` (means, latency summaries
     in ms, status counts, answer metrics)."""
     qrels = {q: ds.qrels[q] for q in queries["query_id"]}

@@ -40,7 +40,7 @@ def stop_on_signals(signals: tuple[int, ...] = SIGNALS) -> Iterator[None]:
     """Within the block, ``signals`` raise :class:`Stopped` in the main thread; the old handlers come back after."""
 
     def handler(signum: int, frame: object) -> None:
-        for s in signals:   # a second signal while cleaning up kills at once, as the user insists
+        for s in signals:  # a second signal while cleaning up kills at once, as the user insists
             signal.signal(s, signal.SIG_DFL)
         raise Stopped(signum)
 
@@ -52,7 +52,7 @@ def stop_on_signals(signals: tuple[int, ...] = SIGNALS) -> Iterator[None]:
             signal.signal(s, h)
 
 
-PR_SET_PDEATHSIG = 1   # linux/prctl.h
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -64,11 +64,12 @@ def die_with_parent(parent_pid: int) -> None:
         if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl")
     except (OSError, AttributeError):
+
         def watch() -> None:
             while os.getppid() == parent_pid:
                 time.sleep(1.0)
             os._exit(128 + int(signal.SIGTERM))
 
         threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
-    if os.getppid() != parent_pid:   # the parent died before the request took effect
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
         os._exit(128 + int(signal.SIGTERM))

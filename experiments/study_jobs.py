@@ -56,8 +56,14 @@ def study_command(study: Study, cfg: DictConfig) -> list[str]:
     (:func:`study_folder`), the run config's cache dir and (if named) processed dataset folder."""
     extra = [*tier_overrides(study.tier, cfg), *base_overrides(cfg)]
     run_cfg = load_config(extra)
-    cmd = [sys.executable, "-m", study.module, *study.overrides, f"out_dir={_override_value(study_folder(study, cfg))}",
-           f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        study.module,
+        *study.overrides,
+        f"out_dir={_override_value(study_folder(study, cfg))}",
+        f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}",
+    ]
     if study.dataset:
         cmd.append(f"dataset_folder={_override_value(study_dataset(study, cfg)[1])}")
     if study.runs:
@@ -106,8 +112,11 @@ def study_drift(study: Study, cfg: DictConfig) -> list[str]:
     if not man_path.is_file():
         return []
     made = _comparable(json.loads(man_path.read_text()).get("config") or {})
-    now = _comparable(OmegaConf.to_container(load_config(study_command(study, cfg)[3:],
-                                                         config_name=study.module.rsplit(".", 1)[-1]), resolve=True))
+    now = _comparable(
+        OmegaConf.to_container(
+            load_config(study_command(study, cfg)[3:], config_name=study.module.rsplit(".", 1)[-1]), resolve=True
+        )
+    )
     return sorted(k for k in {*made, *now} if made.get(k) != now.get(k))
 
 
@@ -138,7 +147,9 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
                 lines.append(f"- `{st.name}` (tier {t.name}): not run (n/m†)")
                 continue
             dest.mkdir(parents=True, exist_ok=True)
-            for f in sorted(folder.path.glob("*.md")) + sorted(folder.path.glob("*.json")):   # the manifest as <name>.manifest.json
+            for f in sorted(folder.path.glob("*.md")) + sorted(
+                folder.path.glob("*.json")
+            ):  # the manifest as <name>.manifest.json
                 RS.publish_portable(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name), roots)
             md = folder.tables
             link = f"{st.publish}/{md[0].name}" if md else st.publish

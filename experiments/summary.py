@@ -1,6 +1,6 @@
 """One-screen summaries of results folders (settings: ``conf/summary.yaml``).
 
-    python -m experiments.summary [results_dir=results/smoke/runs]
+python -m experiments.summary [results_dir=results/smoke/runs]
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
     rows = []
     for r in finished_runs(results_dir):
         damage = r.damage
-        rows.append({"dataset": r.path.parts[-3], "method": r.path.parts[-2], "config_hash": r.path.name,
-                     "damaged": damage} if damage else r.metrics)
+        rows.append(
+            {"dataset": r.path.parts[-3], "method": r.path.parts[-2], "config_hash": r.path.name, "damaged": damage}
+            if damage
+            else r.metrics
+        )
     return rows
 
 
@@ -44,12 +47,18 @@ def _describe_filter(key: str, value: object) -> str:
 def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
     """Plain-text table: dataset, method, hash, counts, mean metrics (headed in ir_measures form), latency P50/P95."""
     rows = list(rows)
-    head = ["dataset", "subset", "method", "hash", "n", "excl", "fail"] + [display_metric(s) for s in SHOWN] + ["p50 ms", "p95 ms", "llm fail/fallback"]
+    head = (
+        ["dataset", "subset", "method", "hash", "n", "excl", "fail"]
+        + [display_metric(s) for s in SHOWN]
+        + ["p50 ms", "p95 ms", "llm fail/fallback"]
+    )
     body, damaged = [], []
     for r in rows:
-        if r.get("damaged"):   # listed, not read: running it again (make reproduce, or its command) replaces it
-            damaged.append(f"DAMAGED ({r['damaged']}): {r['dataset']}/{r['method']}/{r['config_hash']}; running it "
-                           "again (make reproduce, or its command) replaces it")
+        if r.get("damaged"):  # listed, not read: running it again (make reproduce, or its command) replaces it
+            damaged.append(
+                f"DAMAGED ({r['damaged']}): {r['dataset']}/{r['method']}/{r['config_hash']}; running it "
+                "again (make reproduce, or its command) replaces it"
+            )
             continue
         q = r["queries"]
         excl = q["queries_total"] - q["evaluated"]
@@ -57,15 +66,19 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         lat = r.get("latency_ms") or {}
         f = r.get("filters")
         subset = "?" if f is None else (",".join(_describe_filter(k, v) for k, v in f.items() if v) or "all")
-        body.append([r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
-                    + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
-                    + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")]
-                    + [llm_failure_cell(r)])
+        body.append(
+            [r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
+            + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
+            + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")]
+            + [llm_failure_cell(r)]
+        )
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = lambda cells: "  ".join(c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    notes = ("n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
-             " no results or an error (they score 0); llm fail/fallback = shares of LLM-using queries whose LLM call got no"
-             " answer / whose unparseable answer a fallback replaced (- = no LLM call, n/m = not counted then)")
+    notes = (
+        "n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
+        " no results or an error (they score 0); llm fail/fallback = shares of LLM-using queries whose LLM call got no"
+        " answer / whose unparseable answer a fallback replaced (- = no LLM call, n/m = not counted then)"
+    )
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), *damaged, notes])
 
 
@@ -84,5 +97,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

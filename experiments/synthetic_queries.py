@@ -37,7 +37,9 @@ from lethe.text.collapse import collapse
 
 FORBIDDEN_SPLIT = "test"
 QUERIES, MANIFEST = "queries.parquet", "manifest.json"
-ID_PREFIX = "synthetic:"   # never an evaluated query id, so the reranker's leakage guard lets every evaluated query through
+ID_PREFIX = (
+    "synthetic:"  # never an evaluated query id, so the reranker's leakage guard lets every evaluated query through
+)
 
 
 def _doc_split(meta: str) -> str | None:
@@ -68,8 +70,14 @@ def llm_config(name: str) -> dict[str, Any]:
     return to_dict(load_config([f"llm={name}"]).llm)
 
 
-def generate(ds: Dataset, build_key: str, settings: Mapping[str, Any], cache_dir: str | Path, progress: bool = True,
-             llm: Any = None) -> Path:
+def generate(
+    ds: Dataset,
+    build_key: str,
+    settings: Mapping[str, Any],
+    cache_dir: str | Path,
+    progress: bool = True,
+    llm: Any = None,
+) -> Path:
     """The generated set of ``ds`` under ``settings`` (``train.label_free``): its folder, generated when missing.
     ``llm``: a backend to use instead of ``settings.llm`` (tests)."""
     from lethe.llm.backends import make_llm
@@ -82,17 +90,31 @@ def generate(ds: Dataset, build_key: str, settings: Mapping[str, Any], cache_dir
         prompt = load_prompt(str(settings["prompt"]["name"]), str(settings["prompt"]["version"]))
         model_sha = str(llm.describe().get("model_sha256") or llm.name)
         folder = root / "synthetic_queries" / ds.name / set_key(build_key, settings, prompt.sha256, model_sha)
-        with hold(folder):   # one process generates a set; another one waiting for it reads it
+        with hold(folder):  # one process generates a set; another one waiting for it reads it
             if (folder / MANIFEST).is_file():
                 return folder
             docs = sample_docs(ds.corpus, int(settings["docs"]), int(settings["min_chars"]), int(settings["seed"]))
             decoding = Decoding(max_tokens=int(settings["max_tokens"]), temperature=0.0, seed=int(settings["seed"]))
             rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.timezone.utc)
-            for i, d in enumerate(tqdm(docs.itertuples(index=False), total=len(docs), disable=not progress,
-                                       desc=f"questions {ds.name}", unit="doc")):
+            for i, d in enumerate(
+                tqdm(
+                    docs.itertuples(index=False),
+                    total=len(docs),
+                    disable=not progress,
+                    desc=f"questions {ds.name}",
+                    unit="doc",
+                )
+            ):
                 text = collapse(str(d.text), int(settings["max_doc_chars"]))
-                row = {"query_id": f"{ID_PREFIX}{i:05d}", "doc_id": d.doc_id, "scope_id": d.scope_id, "text": None,
-                       "status": "ok", "error": None, "raw": None}
+                row = {
+                    "query_id": f"{ID_PREFIX}{i:05d}",
+                    "doc_id": d.doc_id,
+                    "scope_id": d.scope_id,
+                    "text": None,
+                    "status": "ok",
+                    "error": None,
+                    "raw": None,
+                }
                 try:
                     resp = llm.chat(prompt.render(document=text), decoding, timeout_s=settings.get("timeout_s"))
                     row["raw"] = resp.text
@@ -106,18 +128,31 @@ def generate(ds: Dataset, build_key: str, settings: Mapping[str, Any], cache_dir
             failed = int((table["status"] != "ok").sum())
             share = failed / len(table)
             if share > float(settings["failure_share"]):
-                raise RuntimeError(f"label_free questions for {ds.name}: {failed} of {len(table)} generations failed "
-                                   f"({share:.0%} > train.label_free.failure_share={settings['failure_share']}); e.g. "
-                                   f"{table.loc[table['status'] != 'ok', 'error'].head(3).tolist()}")
-            manifest = {"dataset": ds.name, "build_key": build_key, "settings": dict(settings), "prompt": prompt.describe(),
-                        "llm": llm.describe(), "documents": int(len(table)), "failed": failed,
-                        "failed_by_status": table.loc[table["status"] != "ok", "status"].value_counts().to_dict(),
-                        "created": started.isoformat(), "seconds": round(time.perf_counter() - t0, 1)}
+                raise RuntimeError(
+                    f"label_free questions for {ds.name}: {failed} of {len(table)} generations failed "
+                    f"({share:.0%} > train.label_free.failure_share={settings['failure_share']}); e.g. "
+                    f"{table.loc[table['status'] != 'ok', 'error'].head(3).tolist()}"
+                )
+            manifest = {
+                "dataset": ds.name,
+                "build_key": build_key,
+                "settings": dict(settings),
+                "prompt": prompt.describe(),
+                "llm": llm.describe(),
+                "documents": int(len(table)),
+                "failed": failed,
+                "failed_by_status": table.loc[table["status"] != "ok", "status"].value_counts().to_dict(),
+                "created": started.isoformat(),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
             with atomic_dir(folder) as tmp:
                 table.to_parquet(tmp / QUERIES, index=False)
                 (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
-            print(f"label_free questions for {ds.name}: {len(table) - failed} of {len(table)} documents "
-                  f"({manifest['seconds']} s) -> {folder}", flush=True)
+            print(
+                f"label_free questions for {ds.name}: {len(table) - failed} of {len(table)} documents "
+                f"({manifest['seconds']} s) -> {folder}",
+                flush=True,
+            )
         return folder
     finally:
         if own:
@@ -135,11 +170,22 @@ def synthetic_dataset(ds: Dataset, folder: Path, dev_share: float, seed: int) ->
     is_dev = np.zeros(len(ok), bool)
     is_dev[np.random.default_rng(seed).permutation(len(ok))[: max(1, round(len(ok) * dev_share))]] = True
     last = ds.corpus.groupby("scope_id")["position"].max()
-    queries = pd.DataFrame({
-        "query_id": ok["query_id"], "scope_id": ok["scope_id"],
-        "position": ok["scope_id"].map(last).astype(int) + 1, "text": ok["text"],
-        "history": [[] for _ in range(len(ok))], "domain": None, "category": None, "complexity": None,
-        "plan_label": None, "answer": None, "split": np.where(is_dev, "dev", "train"), "meta": "{}"})
+    queries = pd.DataFrame(
+        {
+            "query_id": ok["query_id"],
+            "scope_id": ok["scope_id"],
+            "position": ok["scope_id"].map(last).astype(int) + 1,
+            "text": ok["text"],
+            "history": [[] for _ in range(len(ok))],
+            "domain": None,
+            "category": None,
+            "complexity": None,
+            "plan_label": None,
+            "answer": None,
+            "split": np.where(is_dev, "dev", "train"),
+            "meta": "{}",
+        }
+    )
     qrels = {q: {d: 1} for q, d in zip(ok["query_id"], ok["doc_id"])}
     return Dataset(ds.name, ds.corpus, queries, qrels, None, dict(ds.card), None)
 

@@ -58,8 +58,11 @@ def log_run(folder: str | Path, tracking_uri: str, experiment: str) -> str:
     name = f"{metrics['dataset']}/{metrics['method']}/{manifest['config_hash']}"
     with mlflow.start_run(run_name=name) as run:
         params = flatten(manifest["hashed_config"])
-        params.update(config_hash=manifest["config_hash"], results_folder=str(folder),
-                      git_commit=str((manifest.get("git") or {}).get("commit")))
+        params.update(
+            config_hash=manifest["config_hash"],
+            results_folder=str(folder),
+            git_commit=str((manifest.get("git") or {}).get("commit")),
+        )
         mlflow.log_params(params)
         values = {metric_name(k): float(v) for k, v in (metrics.get("means") or {}).items() if v is not None}
         lat = metrics.get("latency_ms") or {}

@@ -48,9 +48,21 @@ from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
 from lethe.core.protocol import Doc, Query
 from lethe.core.arguments import check_arguments
-from lethe.retrieval.crossencoder import (FOLDS_JSON, PER_DATASET, Pair, TrainParams, choose_weight, interpolate,
-                                          params_dict, regime_of, save_cross_encoder, score_pairs, set_folder,
-                                          train_cross_encoder, write_model_card)
+from lethe.retrieval.crossencoder import (
+    FOLDS_JSON,
+    PER_DATASET,
+    Pair,
+    TrainParams,
+    choose_weight,
+    interpolate,
+    params_dict,
+    regime_of,
+    save_cross_encoder,
+    score_pairs,
+    set_folder,
+    train_cross_encoder,
+    write_model_card,
+)
 from lethe.retrieval.ranking import canonical_order, top_k
 from lethebench.provenance import git_info, hardware, package_versions
 from lethebench.schema import Dataset
@@ -78,7 +90,9 @@ def eligible_groups(ds: Dataset, queries: pd.DataFrame) -> Iterator[tuple[list[D
     by_scope: dict[str, list[Doc]] = {}
     split_of_doc: dict[str, str | None] = {}
     for r in corpus.itertuples(index=False):
-        by_scope.setdefault(r.scope_id, []).append(Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp))
+        by_scope.setdefault(r.scope_id, []).append(
+            Doc(r.doc_id, r.text, int(r.position), r.kind, r.speaker, r.timestamp)
+        )
         split_of_doc[r.doc_id] = doc_split(r.meta)
     for scope_id, sq in queries.groupby("scope_id", sort=True):
         docs = by_scope.get(scope_id, [])
@@ -114,9 +128,16 @@ def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: Cands, negatives: int)
     """Training pairs: qrels docs (label 1) and the top ``negatives`` non-relevant BM25 hits (label 0)."""
     text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
     pairs: list[Pair] = []
-    stats = {"queries": int(len(queries)), "positives": 0, "negatives": 0, "positive_grades": {},
-             "positives_not_eligible": 0, "queries_with_fewer_negatives": 0, "queries_without_bm25_hits": 0,
-             "positives_in_bm25_top": 0}
+    stats = {
+        "queries": int(len(queries)),
+        "positives": 0,
+        "negatives": 0,
+        "positive_grades": {},
+        "positives_not_eligible": 0,
+        "queries_with_fewer_negatives": 0,
+        "queries_without_bm25_hits": 0,
+        "positives_in_bm25_top": 0,
+    }
     for row in queries.itertuples(index=False):
         hits, eligible, _ = cands[row.query_id]
         rel = ds.qrels[row.query_id]
@@ -144,8 +165,14 @@ class DevScorer:
     ``cands``/``qrels``: by the same keys. Each call keeps the checkpoint's raw logits (``raw``), from
     which :meth:`interpolation` picks the cross-encoder / BM25 weight of the chosen checkpoint."""
 
-    def __init__(self, queries: Sequence[tuple[str, str]], cands: Mapping[str, tuple[list[tuple[str, str]], set[str], list[float]]],
-                 qrels: Mapping[str, dict[str, int]], metrics: Sequence[str], batch_size: int):
+    def __init__(
+        self,
+        queries: Sequence[tuple[str, str]],
+        cands: Mapping[str, tuple[list[tuple[str, str]], set[str], list[float]]],
+        qrels: Mapping[str, dict[str, int]],
+        metrics: Sequence[str],
+        batch_size: int,
+    ):
         self.queries = list(queries)
         self.cands, self.metrics, self.batch_size = cands, list(canonical_metrics(metrics, "run.metrics")), batch_size
         self.qrels = {q: dict(qrels[q]) for q, _ in self.queries}
@@ -159,13 +186,19 @@ class DevScorer:
     def bm25(self) -> dict[str, float]:
         """Metrics of the BM25 candidate order itself."""
         n = {q: len(self.cands[q][0]) for q, _ in self.queries}
-        return self.means({q: [(d, float(n[q] - i)) for i, (d, _) in enumerate(self.cands[q][0])] for q, _ in self.queries})
+        return self.means(
+            {q: [(d, float(n[q] - i)) for i, (d, _) in enumerate(self.cands[q][0])] for q, _ in self.queries}
+        )
 
     def _run(self, scores: Mapping[str, np.ndarray]) -> dict[str, list[tuple[str, float]]]:
-        return {q: canonical_order((d, float(s)) for (d, _), s in zip(self.cands[q][0], scores[q])) for q, _ in self.queries}
+        return {
+            q: canonical_order((d, float(s)) for (d, _), s in zip(self.cands[q][0], scores[q])) for q, _ in self.queries
+        }
 
     def __call__(self, model: Any) -> float:
-        raw = {q: score_pairs(model, text, [t for _, t in self.cands[q][0]], self.batch_size) for q, text in self.queries}
+        raw = {
+            q: score_pairs(model, text, [t for _, t in self.cands[q][0]], self.batch_size) for q, text in self.queries
+        }
         self.raw.append(raw)
         self.log.append(self.means(self._run(raw)))
         return self.log[-1][METRIC]
@@ -182,8 +215,12 @@ class DevScorer:
             return metrics[f"{w:g}"][METRIC]
 
         chosen = choose_weight(grid, score)
-        return {**chosen, "metric": METRIC, "normalization": "min-max per query over its candidates",
-                "metrics": metrics}
+        return {
+            **chosen,
+            "metric": METRIC,
+            "normalization": "min-max per query over its candidates",
+            "metrics": metrics,
+        }
 
 
 def base_model_config(name: str) -> dict[str, Any]:
@@ -192,9 +229,16 @@ def base_model_config(name: str) -> dict[str, Any]:
 
 
 def train_params(tcfg: Mapping[str, Any]) -> TrainParams:
-    return TrainParams(epochs=int(tcfg["epochs"]), batch_size=int(tcfg["batch_size"]), lr=float(tcfg["lr"]),
-                       warmup_ratio=float(tcfg["warmup_ratio"]), weight_decay=float(tcfg["weight_decay"]),
-                       max_length=int(tcfg["max_length"]), eval_every=int(tcfg["eval_every"]), seed=int(tcfg["seed"]))
+    return TrainParams(
+        epochs=int(tcfg["epochs"]),
+        batch_size=int(tcfg["batch_size"]),
+        lr=float(tcfg["lr"]),
+        warmup_ratio=float(tcfg["warmup_ratio"]),
+        weight_decay=float(tcfg["weight_decay"]),
+        max_length=int(tcfg["max_length"]),
+        eval_every=int(tcfg["eval_every"]),
+        seed=int(tcfg["seed"]),
+    )
 
 
 def load_sources(cfg: DictConfig, regime: str) -> dict[str, CR.Labelled]:
@@ -202,12 +246,19 @@ def load_sources(cfg: DictConfig, regime: str) -> dict[str, CR.Labelled]:
     dataset (transfer), or ``train.dataset`` (lethebench); each with its ``train.source_overrides``."""
     tcfg = to_dict(cfg.method.model.train)
     overrides = dict(tcfg.get("source_overrides") or {})
-    names = ([str(tcfg["dataset"])] if regime == "lethebench" else
-             [n for n in tcfg["sources"] if n != cfg.dataset.name] if regime == "transfer" else [])
+    names = (
+        [str(tcfg["dataset"])]
+        if regime == "lethebench"
+        else [n for n in tcfg["sources"] if n != cfg.dataset.name]
+        if regime == "transfer"
+        else []
+    )
     unknown = {n for n, o in overrides.items() if o} - set(tcfg["sources"]) - {str(tcfg["dataset"])}
     if unknown:
-        raise ValueError(f"method.model.train.source_overrides names {sorted(unknown)}, not a training source "
-                         f"(sources: {list(tcfg['sources'])}, dataset: {tcfg['dataset']})")
+        raise ValueError(
+            f"method.model.train.source_overrides names {sorted(unknown)}, not a training source "
+            f"(sources: {list(tcfg['sources'])}, dataset: {tcfg['dataset']})"
+        )
     return {n: CR.load_labelled(CR.source_config(cfg, n, list(overrides.get(n) or []))) for n in names}
 
 
@@ -234,7 +285,7 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     else:
         target = CR.load_labelled(cfg) if regime in PER_DATASET else None
     folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
-    with hold(folder):   # one process trains a set; another one waiting for it finds it made
+    with hold(folder):  # one process trains a set; another one waiting for it finds it made
         if (folder / FOLDS_JSON).is_file() and not force:
             print(f"[skip] {folder} exists (force=true retrains)")
             return folder
@@ -245,8 +296,11 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
         plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
         data = {**sources, **({target.name: target} if target else {})}
         base = resolve_model(base_model_config(str(tcfg["base_model"])))
-        print(f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
-              f"({scheme}) -> {folder}", flush=True)
+        print(
+            f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
+            f"({scheme}) -> {folder}",
+            flush=True,
+        )
         folds = []
         for i, plan in enumerate(plans):
             fold_dir = folder / f"fold{i}"
@@ -257,17 +311,35 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
             else:
                 train_fold(cfg, plan, record, data, base, fold_dir, regime, progress, seed + i)
             folds.append(record)
-        doc = {"regime": regime, "scheme": scheme, "evaluated_dataset": cfg.dataset.name if target else None,
-               "datasets": {n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()},
-               "train": tcfg, "folds": folds, **({"generated_questions": generated} if generated else {}), "created": started.isoformat(),
-               "wall_seconds": round(time.perf_counter() - t_start, 1)}
+        doc = {
+            "regime": regime,
+            "scheme": scheme,
+            "evaluated_dataset": cfg.dataset.name if target else None,
+            "datasets": {
+                n: {"build_key": lab.build_key, "labelled_queries": int(len(lab.queries))} for n, lab in data.items()
+            },
+            "train": tcfg,
+            "folds": folds,
+            **({"generated_questions": generated} if generated else {}),
+            "created": started.isoformat(),
+            "wall_seconds": round(time.perf_counter() - t_start, 1),
+        }
         atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
         print(f"model set: {folder} ({doc['wall_seconds']} s)")
         return folder
 
 
-def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], data: Mapping[str, CR.Labelled],
-               base: Any, fold_dir: Path, regime: str, progress: bool, seed: int) -> None:
+def train_fold(
+    cfg: DictConfig,
+    plan: CR.FoldPlan,
+    record: Mapping[str, Any],
+    data: Mapping[str, CR.Labelled],
+    base: Any,
+    fold_dir: Path,
+    regime: str,
+    progress: bool,
+    seed: int,
+) -> None:
     """Mine the fold's pairs, train, select on its dev queries and write ``fold_dir`` atomically."""
     from baselines.bm25 import PyseriniBM25
 
@@ -307,12 +379,23 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
         raise ValueError(f"{fold_dir.name}: no dev queries to select a checkpoint on")
     scorer = DevScorer(dev_items, dev_cands, dev_qrels, list(cfg.run.metrics), int(cfg.method.batch_size))
     bm25_dev = scorer.bm25()
-    print(f"{fold_dir.name}: {len(pairs)} pairs from {sum(s['queries'] for s in train_stats.values())} queries; "
-          f"dev: {len(dev_items)} queries, BM25 order {METRIC} {bm25_dev[METRIC]:.4f}; mining {mining_s:.0f} s", flush=True)
+    print(
+        f"{fold_dir.name}: {len(pairs)} pairs from {sum(s['queries'] for s in train_stats.values())} queries; "
+        f"dev: {len(dev_items)} queries, BM25 order {METRIC} {bm25_dev[METRIC]:.4f}; mining {mining_s:.0f} s",
+        flush=True,
+    )
     model, result = train_cross_encoder(
-        base.path, pairs, params, evaluate=scorer, progress=progress,
-        on_checkpoint=lambda c: print(f"checkpoint step {c['step']} (epoch {c['epoch']}): dev {METRIC} {c['score']:.4f}, "
-                                      f"train loss {c['train_loss_since_last']:.4f}", flush=True))
+        base.path,
+        pairs,
+        params,
+        evaluate=scorer,
+        progress=progress,
+        on_checkpoint=lambda c: print(
+            f"checkpoint step {c['step']} (epoch {c['epoch']}): dev {METRIC} {c['score']:.4f}, "
+            f"train loss {c['train_loss_since_last']:.4f}",
+            flush=True,
+        ),
+    )
     for c, m in zip(result.checkpoints, scorer.log):
         c["metrics"] = m
     if not result.chosen:
@@ -320,55 +403,86 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
     at = next(i for i, c in enumerate(result.checkpoints) if c["step"] == result.chosen["step"])
     chosen = result.checkpoints[at]
     interp = scorer.interpolation(at, [float(w) for w in tcfg["interpolation_grid"]])
-    print(f"dev {METRIC}: BM25 order {bm25_dev[METRIC]:.4f}; " + ", ".join(
-        f"step {c['step']} {c['score']:.4f}" for c in result.checkpoints) + f"; chosen step {chosen['step']}; "
-        f"interpolated with BM25: weight {interp['weight']:g} {interp['score']:.4f}", flush=True)
+    print(
+        f"dev {METRIC}: BM25 order {bm25_dev[METRIC]:.4f}; "
+        + ", ".join(f"step {c['step']} {c['score']:.4f}" for c in result.checkpoints)
+        + f"; chosen step {chosen['step']}; "
+        f"interpolated with BM25: weight {interp['weight']:g} {interp['score']:.4f}",
+        flush=True,
+    )
     with atomic_dir(fold_dir) as tmp:
         save_cross_encoder(model, tmp)
         card = {
             "name": str(cfg.method.model.name),
-            "description": (f"Cross-encoder reranker (one relevance logit per (query, doc) pair) fine-tuned by this project "
-                            f"from all-MiniLM-L6-v2, regime {regime} ({fold_dir.name}); trained on "
-                            f"{', '.join(plan.train)}, checkpoint selected on dev queries of {', '.join(plan.dev)}. "
-                            "No test split was read."),
+            "description": (
+                f"Cross-encoder reranker (one relevance logit per (query, doc) pair) fine-tuned by this project "
+                f"from all-MiniLM-L6-v2, regime {regime} ({fold_dir.name}); trained on "
+                f"{', '.join(plan.train)}, checkpoint selected on dev queries of {', '.join(plan.dev)}. "
+                "No test split was read."
+            ),
             "created": started.isoformat(),
             "fold": dict(record),
             "base_model": base.describe(),
             "weights_sha256": weights_sha256(tmp.resolve()),
             "max_length": params.max_length,
-            "objective": ("binary relevance: BCEWithLogitsLoss on (query, doc) pairs; label 1 = qrels doc (grade 1 "
-                          "and grade 2 alike), label 0 = BM25 hard negative. Scores are raw logits."),
-            "api": ("sentence-transformers CrossEncoder.old_fit (the library's plain PyTorch loop): CrossEncoderTrainer "
-                    "and CrossEncoder.fit need `accelerate`, which is not a pinned dependency"),
+            "objective": (
+                "binary relevance: BCEWithLogitsLoss on (query, doc) pairs; label 1 = qrels doc (grade 1 "
+                "and grade 2 alike), label 0 = BM25 hard negative. Scores are raw logits."
+            ),
+            "api": (
+                "sentence-transformers CrossEncoder.old_fit (the library's plain PyTorch loop): CrossEncoderTrainer "
+                "and CrossEncoder.fit need `accelerate`, which is not a pinned dependency"
+            ),
             "data": {
                 "regime": regime,
                 "datasets": {n: {"build_key": data[n].build_key} for n in sorted(set(plan.train) | set(plan.dev))},
                 "test_split_used": False,
                 "query_input": "query text only (no history), as the reranker scores it",
                 "eligibility": "per query: docs of its scope with position < the query's (as the runner)",
-                "negatives_mining": (f"Pyserini BM25 (k1 {first['k1']}, b {first['b']}) over each train query's eligible "
-                                     f"docs; the top {tcfg['negatives']} hits not in the qrels"),
+                "negatives_mining": (
+                    f"Pyserini BM25 (k1 {first['k1']}, b {first['b']}) over each train query's eligible "
+                    f"docs; the top {tcfg['negatives']} hits not in the qrels"
+                ),
                 "train": train_stats,
-                "dev": {"queries": len(dev_items), "candidate_pairs": int(sum(len(dev_cands[k][0]) for k, _ in dev_items))},
+                "dev": {
+                    "queries": len(dev_items),
+                    "candidate_pairs": int(sum(len(dev_cands[k][0]) for k, _ in dev_items)),
+                },
             },
-            "training": {**params_dict(params), "optimizer": "AdamW",
-                         "batching": "length-grouped: seeded shuffle, windows of 16 batches sorted by token length, batch order shuffled", "scheduler": "WarmupLinear (linear warm-up, linear decay)",
-                         "steps": result.steps, "steps_per_epoch": result.steps_per_epoch,
-                         "warmup_steps": result.warmup_steps, "torch_threads": result.torch_threads,
-                         "train_seconds": round(result.train_seconds, 1), "loss_curve": [round(x, 5) for x in result.loss_curve]},
+            "training": {
+                **params_dict(params),
+                "optimizer": "AdamW",
+                "batching": "length-grouped: seeded shuffle, windows of 16 batches sorted by token length, batch order shuffled",
+                "scheduler": "WarmupLinear (linear warm-up, linear decay)",
+                "steps": result.steps,
+                "steps_per_epoch": result.steps_per_epoch,
+                "warmup_steps": result.warmup_steps,
+                "torch_threads": result.torch_threads,
+                "train_seconds": round(result.train_seconds, 1),
+                "loss_curve": [round(x, 5) for x in result.loss_curve],
+            },
             "selection": {
-                "split": "dev", "metric": METRIC, "candidates": depth,
-                "note": ("Reranked BM25 top candidates vs the BM25 order itself (ranx, ties by doc id descending). "
-                         "The best checkpoint is kept (ties: the earliest)."),
-                "bm25_order": bm25_dev[METRIC], "bm25_metrics": bm25_dev,
+                "split": "dev",
+                "metric": METRIC,
+                "candidates": depth,
+                "note": (
+                    "Reranked BM25 top candidates vs the BM25 order itself (ranx, ties by doc id descending). "
+                    "The best checkpoint is kept (ties: the earliest)."
+                ),
+                "bm25_order": bm25_dev[METRIC],
+                "bm25_metrics": bm25_dev,
                 "checkpoints": result.checkpoints,
                 "chosen_step": chosen["step"],
                 "chosen_score": chosen["score"],
                 "chosen_metrics": chosen["metrics"],
-                "interpolation": interp,   # the weight method.interpolation=dev applies (cross-encoder vs BM25)
+                "interpolation": interp,  # the weight method.interpolation=dev applies (cross-encoder vs BM25)
             },
-            "wall_seconds": {"mining": round(mining_s, 1), "training": round(result.train_seconds, 1),
-                             "dev_eval": round(result.eval_seconds, 1), "total": round(time.perf_counter() - t_start, 1)},
+            "wall_seconds": {
+                "mining": round(mining_s, 1),
+                "training": round(result.train_seconds, 1),
+                "dev_eval": round(result.eval_seconds, 1),
+                "total": round(time.perf_counter() - t_start, 1),
+            },
             "environment": {"packages": package_versions(), "hardware": hardware(), "git": git_info()},
         }
         write_model_card(tmp, card)
@@ -377,7 +491,9 @@ def train_fold(cfg: DictConfig, plan: CR.FoldPlan, record: Mapping[str, Any], da
 def _rows(lab: CR.Labelled, ids: Sequence[str]) -> pd.DataFrame:
     """``lab``'s queries with these ids, in the runner's order; never a test query."""
     q = lab.queries[lab.queries["query_id"].isin(set(ids))]
-    assert "split" not in q.columns or not (q["split"] == FORBIDDEN_SPLIT).any(), "the test split is never used for training or selection"
+    assert "split" not in q.columns or not (q["split"] == FORBIDDEN_SPLIT).any(), (
+        "the test split is never used for training or selection"
+    )
     return q
 
 
@@ -387,5 +503,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

@@ -70,8 +70,11 @@ def make_regressor(family: str, seed: int) -> Any:
     if family == "forest":
         return RandomForestRegressor(n_estimators=200, min_samples_leaf=5, random_state=seed, n_jobs=1)
     if family == "gbr":
-        return MultiOutputRegressor(GradientBoostingRegressor(n_estimators=150, max_depth=3, learning_rate=0.05,
-                                                              subsample=0.8, random_state=seed))
+        return MultiOutputRegressor(
+            GradientBoostingRegressor(
+                n_estimators=150, max_depth=3, learning_rate=0.05, subsample=0.8, random_state=seed
+            )
+        )
     raise ValueError(f"unknown model family {family!r}; known: {FAMILIES}")
 
 
@@ -87,14 +90,14 @@ def base_method(cfg: DictConfig, progress: bool = True) -> Any:
     return instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
 
 
-def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequence[str] | None = None,
-               progress: bool = True
-               ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[tuple[float, float]], dict[str, Any]]:
+def grid_table(
+    cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequence[str] | None = None, progress: bool = True
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[tuple[float, float]], dict[str, Any]]:
     """Per query: meta (query_id, scope_id, split, static cell), features (n, F) and nDCG@10 (n, cells).
 
     Only the queries in ``query_ids`` (default: all with qrels) are prepared and only their qrels read.
     """
-    build_key = dataset_key(cfg, ds_folder, ds)   # as the runner binds it (a custom folder's includes its content)
+    build_key = dataset_key(cfg, ds_folder, ds)  # as the runner binds it (a custom folder's includes its content)
     method = base_method(cfg, progress)
     alphas = [float(a) for a in method.learned_fusion.alpha_grid]
     lams = [float(x) for x in method.learned_fusion.lambda_grid] if method.diversifier.enabled else [0.0]
@@ -102,12 +105,17 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
 
     if query_ids is not None:  # other queries are never looked at, not even their qrels
         keep = set(query_ids)
-        ds = Dataset(ds.name, ds.corpus, ds.queries[ds.queries["query_id"].isin(keep)],
-                     {k: v for k, v in ds.qrels.items() if k in keep}, ds.card)
+        ds = Dataset(
+            ds.name,
+            ds.corpus,
+            ds.queries[ds.queries["query_id"].isin(keep)],
+            {k: v for k, v in ds.qrels.items() if k in keep},
+            ds.card,
+        )
     # the run's own query selection (scopes, categories, qrels), minus its split filter
     sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None)
     q, _ = select_queries(ds, sel)
-    method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})   # fusion off: nothing loaded
+    method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})  # fusion off: nothing loaded
     docs = group_docs(ds)
     method.set_collection([d for v in docs.values() for d in v])
     metas, feats, runs = [], [], [{} for _ in cells]
@@ -121,8 +129,15 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
         p = method.prepare(Query(row.text, tuple(row.history), row.query_id, scope_id))
         static = (method.planner.alpha_for(p.plan), method.diversifier.lam if method.diversifier.enabled else 0.0)
         split = row.split if isinstance(row.split, str) else None
-        metas.append({"query_id": row.query_id, "scope_id": scope_id, "split": split,
-                      "static_alpha": static[0], "static_lambda": static[1]})
+        metas.append(
+            {
+                "query_id": row.query_id,
+                "scope_id": scope_id,
+                "split": split,
+                "static_alpha": static[0],
+                "static_lambda": static[1],
+            }
+        )
         feats.append(features(p))
         for j, (a, lam) in enumerate(cells):
             runs[j][row.query_id] = method.rank(p, a, lam, 10)[0]
@@ -130,10 +145,17 @@ def grid_table(cfg: DictConfig, ds_folder: Path, ds: Dataset, query_ids: Sequenc
     method.close()
     meta = pd.DataFrame(metas)
     qrels = {qid: ds.qrels[qid] for qid in meta["query_id"]}
-    ndcg = np.column_stack([evaluate_run(qrels, r, ["ndcg@10"]).loc[meta["query_id"], "ndcg@10"].to_numpy()
-                            for r in runs]) if len(meta) else np.zeros((0, len(cells)))
-    info = {"dataset": {"name": cfg.dataset.name, "build_key": build_key}, "base": method.base_config(),
-            "training": method.training_config(), "grid": {"alpha": alphas, "lambda": lams}}
+    ndcg = (
+        np.column_stack([evaluate_run(qrels, r, ["ndcg@10"]).loc[meta["query_id"], "ndcg@10"].to_numpy() for r in runs])
+        if len(meta)
+        else np.zeros((0, len(cells)))
+    )
+    info = {
+        "dataset": {"name": cfg.dataset.name, "build_key": build_key},
+        "base": method.base_config(),
+        "training": method.training_config(),
+        "grid": {"alpha": alphas, "lambda": lams},
+    }
     return meta, np.array(feats).reshape(len(meta), len(FEATURES)), ndcg, cells, info
 
 
@@ -146,7 +168,9 @@ def oracle(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarra
     return c[pick], ndcg.max(axis=1) - ndcg.min(axis=1) > 1e-12
 
 
-def achieved(pred: np.ndarray, ndcg: np.ndarray, cells: list[tuple[float, float]], grid: dict[str, list[float]]) -> float:
+def achieved(
+    pred: np.ndarray, ndcg: np.ndarray, cells: list[tuple[float, float]], grid: dict[str, list[float]]
+) -> float:
     """Mean nDCG@10 of grid-snapped predictions (n, 2), read from the precomputed table."""
     if not len(pred):
         return float("nan")
@@ -155,9 +179,18 @@ def achieved(pred: np.ndarray, ndcg: np.ndarray, cells: list[tuple[float, float]
     return float(np.mean([ndcg[i, index[(float(x), float(y))]] for i, (x, y) in enumerate(zip(a, lam))]))
 
 
-def fit_fold(X: np.ndarray, y: np.ndarray, informative: np.ndarray, train: np.ndarray, dev: np.ndarray,
-             ndcg: np.ndarray, cells: list[tuple[float, float]], grid: dict[str, list[float]],
-             families: Sequence[str], seed: int) -> tuple[Any, dict[str, Any]]:
+def fit_fold(
+    X: np.ndarray,
+    y: np.ndarray,
+    informative: np.ndarray,
+    train: np.ndarray,
+    dev: np.ndarray,
+    ndcg: np.ndarray,
+    cells: list[tuple[float, float]],
+    grid: dict[str, list[float]],
+    families: Sequence[str],
+    seed: int,
+) -> tuple[Any, dict[str, Any]]:
     """Choose a family on ``dev`` (boolean masks), refit it on train+dev; return it and its report."""
     fit_mask = train & informative
     if fit_mask.sum() < 2:
@@ -169,9 +202,14 @@ def fit_fold(X: np.ndarray, y: np.ndarray, informative: np.ndarray, train: np.nd
     chosen = max(families, key=lambda f: (dev_scores[f], -families.index(f)))
     both = (train | dev) & informative
     model = make_regressor(chosen, seed).fit(X[both], y[both])
-    return model, {"dev_ndcg@10": {f: round(v, 4) for f, v in dev_scores.items()}, "chosen": chosen,
-                   "n_train": int(train.sum()), "n_dev": int(dev.sum()), "n_fit": int(both.sum()),
-                   "n_uninformative_train_dev": int(((train | dev) & ~informative).sum())}
+    return model, {
+        "dev_ndcg@10": {f: round(v, 4) for f, v in dev_scores.items()},
+        "chosen": chosen,
+        "n_train": int(train.sum()),
+        "n_dev": int(dev.sum()),
+        "n_fit": int(both.sum()),
+        "n_uninformative_train_dev": int(((train | dev) & ~informative).sum()),
+    }
 
 
 def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
@@ -192,8 +230,15 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
         model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
         rep["static_dev_ndcg@10"] = _round(_static(ndcg, cells, static)[dv].mean())
         rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
-        folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]), None,
-                          frozenset(meta.loc[tr | dv, "scope_id"])))
+        folds.append(
+            Fold(
+                model,
+                frozenset(meta.loc[tr, "query_id"]),
+                frozenset(meta.loc[dv, "query_id"]),
+                None,
+                frozenset(meta.loc[tr | dv, "scope_id"]),
+            )
+        )
         reports.append(rep)
         scheme = "splits: fit on train, select on dev, refit on train+dev; applies to queries outside both"
     else:
@@ -207,15 +252,32 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
             rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
             rep["n_heldout"] = int(held.sum())
             scopes = frozenset(meta.loc[tr | dv, "scope_id"]) if group == "scope" else frozenset()
-            folds.append(Fold(model, frozenset(meta.loc[tr, "query_id"]), frozenset(meta.loc[dv, "query_id"]),
-                              frozenset(meta.loc[held, "query_id"]), scopes))
+            folds.append(
+                Fold(
+                    model,
+                    frozenset(meta.loc[tr, "query_id"]),
+                    frozenset(meta.loc[dv, "query_id"]),
+                    frozenset(meta.loc[held, "query_id"]),
+                    scopes,
+                )
+            )
             reports.append(rep)
         scheme = f"{k}-fold over {'scopes' if group == 'scope' else 'queries'}: fold f held out, fold f+1 dev, the rest train; refit on train+dev"
-    card = {**info, "feature_version": FEATURE_VERSION, "features": list(FEATURES),
-            "target": "per-query oracle (alpha, lambda) on the grid by nDCG@10 (ranx); ties -> nearest the static choice",
-            "scheme": scheme, "folds": reports, "n_queries": int(len(meta)), "n_informative": int(informative.sum()),
-            "oracle_share_by_alpha": {str(a): round(float(np.mean(y[informative, 0] == a)), 4) for a in info["grid"]["alpha"]},
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(), "git": git_info()}
+    card = {
+        **info,
+        "feature_version": FEATURE_VERSION,
+        "features": list(FEATURES),
+        "target": "per-query oracle (alpha, lambda) on the grid by nDCG@10 (ranx); ties -> nearest the static choice",
+        "scheme": scheme,
+        "folds": reports,
+        "n_queries": int(len(meta)),
+        "n_informative": int(informative.sum()),
+        "oracle_share_by_alpha": {
+            str(a): round(float(np.mean(y[informative, 0] == a)), 4) for a in info["grid"]["alpha"]
+        },
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "git": git_info(),
+    }
     return FusionModel(folds, card)
 
 
@@ -246,7 +308,7 @@ def model_folder(cfg: DictConfig) -> Path:
 def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     """(model folder, trained now): train and save the model of ``cfg`` unless it exists (or ``force``)."""
     folder = model_folder(cfg)
-    with hold(folder):   # one process trains a model; another one waiting for it finds it made
+    with hold(folder):  # one process trains a model; another one waiting for it finds it made
         if (folder / "card.json").is_file() and not force:
             print(f"[keep] {folder} exists (force=true retrains)")
             return folder, False
@@ -254,7 +316,11 @@ def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
         if config_key(model.card["base"], model.card["training"]) != folder.name:
             raise RuntimeError("the trained model's configuration key differs from the method's; this is a bug")
         model.save(folder)
-        print(json.dumps({k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1))
+        print(
+            json.dumps(
+                {k: model.card[k] for k in ("dataset", "scheme", "n_queries", "n_informative", "folds")}, indent=1
+            )
+        )
         print(f"saved: {folder}")
         return folder, True
 
@@ -265,5 +331,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

@@ -7,4 +7,4 @@ __version__ = "0.1.0"
 
 from lethe.core.tool_homes import keep_tools_out_of_home
 
-keep_tools_out_of_home()   # before any tool that would write under $HOME is imported
+keep_tools_out_of_home()  # before any tool that would write under $HOME is imported

@@ -32,7 +32,7 @@ from lethebench.source_pins import pinned_version
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = "2"  # bump when the build output (incl. the card) changes
-LOG_EXAMPLES = 3     # examples of each kind of dropped input named in the build log
+LOG_EXAMPLES = 3  # examples of each kind of dropped input named in the build log
 
 
 # loader name -> "module:function"; the function is called as fn(*input_paths, **params) and
@@ -85,15 +85,20 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
                 f"dataset '{dataset_cfg['name']}': input file not found: {p}. Set data.root (or the "
                 f"LETHE_DATA_ROOT environment variable) to the folder holding '{f}'; see ../shared/data/README.md."
             )
-        inputs[f] = sha256_file_cached(p)   # stat-keyed: resolving many declared runs hashes each input once
-    blob = {"build_version": BUILD_VERSION, "loader": dataset_cfg["loader"],
-            "loader_version": loader_version(dataset_cfg["loader"], dataset_cfg.get("params")),
-            "params": dict(dataset_cfg.get("params") or {}),
-            "inputs": inputs, "chunking": chunking.key(), "tokenizer_sha256": tokenizer_sha}
+        inputs[f] = sha256_file_cached(p)  # stat-keyed: resolving many declared runs hashes each input once
+    blob = {
+        "build_version": BUILD_VERSION,
+        "loader": dataset_cfg["loader"],
+        "loader_version": loader_version(dataset_cfg["loader"], dataset_cfg.get("params")),
+        "params": dict(dataset_cfg.get("params") or {}),
+        "inputs": inputs,
+        "chunking": chunking.key(),
+        "tokenizer_sha256": tokenizer_sha,
+    }
     if dataset_cfg.get("provenance"):  # only when given, so configs without one keep their key
         blob["provenance"] = dict(dataset_cfg["provenance"])
     dup = duplicate_params(dataset_cfg.get("duplicates"), dataset_cfg["name"])
-    if dup:   # likewise: only a collection with duplicated sources gets another key
+    if dup:  # likewise: only a collection with duplicated sources gets another key
         blob["duplicates"] = {"share": dup[0], "seed": dup[1]}
     return content_hash(blob, 16)
 
@@ -122,9 +127,11 @@ def build_dataset(
     if dup:
         src = inject_duplicates(src, *dup)
     if src.sources.empty:
-        raise DatasetError(f"dataset {name}: loader '{dataset_cfg['loader']}' found nothing to retrieve from in "
-                           f"{[str(f) for f in files]}")
-    if src.prechunked:   # docs already (a restored export): kept as they are, whatever the chunking settings
+        raise DatasetError(
+            f"dataset {name}: loader '{dataset_cfg['loader']}' found nothing to retrieve from in "
+            f"{[str(f) for f in files]}"
+        )
+    if src.prechunked:  # docs already (a restored export): kept as they are, whatever the chunking settings
         corpus = src.sources.reset_index(drop=True)
         src_to_docs = {d: [d] for d in corpus["doc_id"]}
         chunk_stats = {"prechunked": True, "note": "the loader's docs were kept as they are (not chunked again)"}
@@ -138,8 +145,11 @@ def build_dataset(
     log_dropped(name, src.dropped)
     refuse_unusable(name, dataset_cfg["loader"], files, src, qrels)
     if not prov and "license" not in src.card:  # the LetheBench generator states its own (it made the data)
-        log.warning("dataset %s: its config has no provenance section, so the card will not say where the data "
-                    "came from or under which licence (see conf/dataset/locomo.yaml)", name)
+        log.warning(
+            "dataset %s: its config has no provenance section, so the card will not say where the data "
+            "came from or under which licence (see conf/dataset/locomo.yaml)",
+            name,
+        )
     # the config's name and provenance first (and over the loader's), then the loader's facts
     card = {"name": name, **prov}
     for k, v in src.card.items():
@@ -170,9 +180,11 @@ def refuse_unusable(name: str, loader: str, files: list[Path], src: SourceDatase
     if src.queries.empty:
         raise DatasetError(f"dataset {name}: loader '{loader}' found no questions in {[str(f) for f in files]}")
     if not qrels:
-        raise DatasetError(f"dataset {name}: no query has qrels: none of its {len(src.queries)} questions names a "
-                           "relevant document that exists (the dropped evidence is listed above), so there is nothing "
-                           "to evaluate")
+        raise DatasetError(
+            f"dataset {name}: no query has qrels: none of its {len(src.queries)} questions names a "
+            "relevant document that exists (the dropped evidence is listed above), so there is nothing "
+            "to evaluate"
+        )
 
 
 def log_dropped(name: str, dropped: Mapping[str, list[str]]) -> None:
@@ -180,5 +192,11 @@ def log_dropped(name: str, dropped: Mapping[str, list[str]]) -> None:
     for what, items in dropped.items():
         if items:
             more = f" and {len(items) - LOG_EXAMPLES} more" if len(items) > LOG_EXAMPLES else ""
-            log.warning("dataset %s: %d %s, e.g. %s%s (all listed in the card)", name, len(items), what,
-                        ", ".join(map(str, items[:LOG_EXAMPLES])), more)
+            log.warning(
+                "dataset %s: %d %s, e.g. %s%s (all listed in the card)",
+                name,
+                len(items),
+                what,
+                ", ".join(map(str, items[:LOG_EXAMPLES])),
+                more,
+            )

@@ -28,8 +28,10 @@ def provenance_entries(provenance: Mapping[str, Any] | None, dataset: str) -> di
     if not provenance:
         return {}
     if not isinstance(provenance, Mapping):
-        raise ValueError(f"dataset {dataset}: provenance must be a mapping of {list(PROVENANCE_KEYS)}, "
-                         f"got {type(provenance).__name__}")
+        raise ValueError(
+            f"dataset {dataset}: provenance must be a mapping of {list(PROVENANCE_KEYS)}, "
+            f"got {type(provenance).__name__}"
+        )
     unknown = sorted(set(provenance) - set(PROVENANCE_KEYS))
     if unknown:
         raise ValueError(f"dataset {dataset}: unknown provenance key(s) {unknown}; known: {list(PROVENANCE_KEYS)}")
@@ -62,8 +64,13 @@ def _md_section(title: str, value: Any, level: int = 2) -> list[str]:
     if isinstance(value, dict) and value and all(not isinstance(v, dict) for v in value.values()):
         out += ["| key | value |", "|---|---|"]
         out += [f"| {k} | {_md_value(v)} |" for k, v in value.items()]
-    elif isinstance(value, dict) and value and all(
-        isinstance(v, dict) and v and all(not isinstance(x, dict | list) for x in v.values()) for v in value.values()
+    elif (
+        isinstance(value, dict)
+        and value
+        and all(
+            isinstance(v, dict) and v and all(not isinstance(x, dict | list) for x in v.values())
+            for v in value.values()
+        )
     ):  # a matrix: rows = outer keys, columns = inner keys
         cols = list(dict.fromkeys(c for v in value.values() for c in v))
         out += ["| | " + " | ".join(map(str, cols)) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -99,7 +106,9 @@ def content_tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
 
 
-def lexical_overlap(queries: pd.DataFrame, corpus: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+def lexical_overlap(
+    queries: pd.DataFrame, corpus: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
     """Share of a query's content tokens that occur in its relevant docs (union), per query.
 
     Returns the mean overall and per category, and the share of queries with zero overlap.

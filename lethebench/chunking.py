@@ -52,7 +52,7 @@ STRATEGIES = ("tokens", "sentences", "semantic")
 BREAKPOINTS = ("threshold", "percentile")
 # a sentence ends at ., ! or ? (optionally followed by closing quotes/brackets) before whitespace, or at a line break
 _SENTENCE_END = re.compile(r"""[.!?]+["')\]]*(?=\s)|\n+""")
-Embed = Callable[[list[str]], np.ndarray]   # texts -> L2-normalized vectors (n, dim)
+Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalized vectors (n, dim)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,9 @@ class ChunkParams:
         if not -1.0 <= self.semantic_threshold <= 1.0:
             raise ValueError(f"chunking.semantic_threshold must be in [-1, 1], got {self.semantic_threshold}")
         if self.semantic_breakpoint not in BREAKPOINTS:
-            raise ValueError(f"chunking.semantic_breakpoint must be one of {BREAKPOINTS}, got {self.semantic_breakpoint!r}")
+            raise ValueError(
+                f"chunking.semantic_breakpoint must be one of {BREAKPOINTS}, got {self.semantic_breakpoint!r}"
+            )
         if not 0.0 < self.semantic_percentile < 100.0:
             raise ValueError(f"chunking.semantic_percentile must be in (0, 100), got {self.semantic_percentile}")
 
@@ -86,7 +88,7 @@ class ChunkParams:
             return [self.size, self.overlap]
         if self.strategy == "sentences":
             return ["sentences", self.size, self.overlap_sentences]
-        if self.semantic_breakpoint == "threshold":   # the key semantic builds had before percentile breakpoints
+        if self.semantic_breakpoint == "threshold":  # the key semantic builds had before percentile breakpoints
             return ["semantic", self.size, self.semantic_threshold]
         return ["semantic", self.size, "percentile", self.semantic_percentile]
 
@@ -124,7 +126,7 @@ def chunk_text(text: str, spans: TokenSpans, params: ChunkParams, embed: Embed |
 def _windows(text: str, toks: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[str, int]]:
     n = len(toks)
     if n <= size:
-        return [(text[toks[0][0]:toks[-1][1]] if toks else text, n)]
+        return [(text[toks[0][0] : toks[-1][1]] if toks else text, n)]
     out = []
     step = size - overlap
     start = 0
@@ -161,7 +163,7 @@ def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: E
     out: list[tuple[str, int]] = []
     i = 0
     while i < len(sents):
-        if counts[i] > params.size:   # one sentence longer than a chunk: token windows of it
+        if counts[i] > params.size:  # one sentence longer than a chunk: token windows of it
             a, b = sents[i]
             toks = [(x + a, y + a) for x, y in spans(text[a:b])]
             out += _windows(text, toks, params.size, params.overlap)
@@ -171,7 +173,7 @@ def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: E
         while j < len(sents) and total + counts[j] <= params.size and (j == i or j not in breaks):
             total += counts[j]
             j += 1
-        out.append((text[sents[i][0]:sents[j - 1][1]], total))
+        out.append((text[sents[i][0] : sents[j - 1][1]], total))
         if j >= len(sents):
             break
         back = params.overlap_sentences if params.strategy == "sentences" else 0
@@ -180,7 +182,10 @@ def _sentence_chunks(text: str, spans: TokenSpans, params: ChunkParams, embed: E
 
 
 def chunk_corpus(
-    sources: pd.DataFrame, spans: TokenSpans, params: ChunkParams, max_seq_length: int | None = None,
+    sources: pd.DataFrame,
+    spans: TokenSpans,
+    params: ChunkParams,
+    max_seq_length: int | None = None,
     embed: Embed | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, Any]]:
     """Chunk a source-level corpus (corpus columns, ``doc_id == source_id``).
@@ -211,10 +216,16 @@ def chunk_corpus(
         "size_tokens": params.size,
         "overlap_tokens": params.overlap,
         **({"overlap_sentences": params.overlap_sentences} if params.strategy == "sentences" else {}),
-        **({"semantic_threshold": params.semantic_threshold} if params.strategy == "semantic"
-           and params.semantic_breakpoint == "threshold" else {}),
-        **({"semantic_breakpoint": "percentile", "semantic_percentile": params.semantic_percentile}
-           if params.strategy == "semantic" and params.semantic_breakpoint == "percentile" else {}),
+        **(
+            {"semantic_threshold": params.semantic_threshold}
+            if params.strategy == "semantic" and params.semantic_breakpoint == "threshold"
+            else {}
+        ),
+        **(
+            {"semantic_breakpoint": "percentile", "semantic_percentile": params.semantic_percentile}
+            if params.strategy == "semantic" and params.semantic_breakpoint == "percentile"
+            else {}
+        ),
         "sources": int(len(sources)),
         "chunks": int(len(corpus)),
         "sources_split": int(sum(len(v) > 1 for v in src_to_docs.values())),

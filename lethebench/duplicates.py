@@ -45,8 +45,10 @@ def inject_duplicates(src: SourceDataset, share: float, seed: int) -> SourceData
     """``src`` with a seeded ``share`` of its sources (round(share x n), at least one) added again as exact copies
     (module docstring); the card gains ``duplicates``."""
     if src.prechunked or src.chunk_qrels is not None:
-        raise DatasetError(f"dataset {src.name}: duplicates need relevance on sources; this loader "
-                           f"{'returns docs already' if src.prechunked else 'grades chunks itself'}")
+        raise DatasetError(
+            f"dataset {src.name}: duplicates need relevance on sources; this loader "
+            f"{'returns docs already' if src.prechunked else 'grades chunks itself'}"
+        )
     sources = src.sources
     ids = sorted(sources["source_id"].astype(str))
     n = max(1, int(round(share * len(ids))))
@@ -58,8 +60,15 @@ def inject_duplicates(src: SourceDataset, share: float, seed: int) -> SourceData
     if clash:
         raise DatasetError(f"dataset {src.name}: source ids already end in {SUFFIX!r}: {sorted(clash)[:3]}")
     qrels = {q: {**rel, **{s + SUFFIX: g for s, g in rel.items() if s in chosen}} for q, rel in src.qrels.items()}
-    card = {**src.card, "duplicates": {
-        "share": share, "seed": seed, "copies": n, "sources_before": len(ids),
-        "how": f"a seeded share of the sources ingested twice: exact copies with id <source_id>{SUFFIX}, in the "
-               "same scope; a copy of a relevant source has its grade"}}
+    card = {
+        **src.card,
+        "duplicates": {
+            "share": share,
+            "seed": seed,
+            "copies": n,
+            "sources_before": len(ids),
+            "how": f"a seeded share of the sources ingested twice: exact copies with id <source_id>{SUFFIX}, in the "
+            "same scope; a copy of a relevant source has its grade",
+        },
+    }
     return dataclasses.replace(src, sources=pd.concat([sources, copies], ignore_index=True), qrels=qrels, card=card)

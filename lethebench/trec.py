@@ -52,8 +52,10 @@ def read_qrels(path: str | Path) -> Qrels:
         try:
             g = int(grade)
         except ValueError:
-            raise ValueError(f"{path}:{n}: grade {grade!r} is not an integer (line {line!r}; expected 'qid 0 docid "
-                             f"grade' with an integer grade, > 0 for relevant)") from None
+            raise ValueError(
+                f"{path}:{n}: grade {grade!r} is not an integer (line {line!r}; expected 'qid 0 docid "
+                f"grade' with an integer grade, > 0 for relevant)"
+            ) from None
         out.setdefault(qid, {})
         if g > 0:
             out[qid][did] = g

@@ -40,8 +40,15 @@ def work(tmp_path_factory) -> dict[str, Path]:
 
 
 def overrides_for(work: dict[str, Path], *extra: str) -> list[str]:
-    return [f"data.root={DATA_ROOT}", f"data.processed={work['processed']}", f"cache_dir={work['cache']}",
-            f"results_dir={work['results']}", "run.progress=false", "run.print_summary=false", *extra]
+    return [
+        f"data.root={DATA_ROOT}",
+        f"data.processed={work['processed']}",
+        f"cache_dir={work['cache']}",
+        f"results_dir={work['results']}",
+        "run.progress=false",
+        "run.print_summary=false",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +70,9 @@ def e2e_runs(cfg_for, locomo_path) -> dict[str, Path]:
     """window, bm25 and vector over two real LoCoMo conversations with the real model."""
     from experiments.runner import run_experiment
 
-    return {m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}")) for m in ("window", "bm25", "vector")}
+    return {
+        m: run_experiment(cfg_for(f"method={m}", f"dataset.scopes={TWO_CONVS}")) for m in ("window", "bm25", "vector")
+    }
 
 
 def pytest_collection_modifyitems(config, items):

@@ -61,7 +61,7 @@ def _build(overrides: list[str], tmp: Path) -> Any:
 
 
 def _build_now(overrides: list[str], tmp: Path) -> Any:
-    small = ["llm=smollm2"]   # the tests' model in every LLM slot a method has
+    small = ["llm=smollm2"]  # the tests' model in every LLM slot a method has
     if load_config(overrides).method.get("llm_rerank") is not None:
         small += [f"llm@method.{slot}=smollm2" for slot in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")]
     cfg = load_config([*overrides, *small, f"cache_dir={tmp}", f"data.root={DATA_ROOT}"])
@@ -117,12 +117,15 @@ def _entry_points() -> dict[str, str]:
 def test_one_cli_style_every_entry_point_is_a_hydra_app_with_its_own_top_config():
     entry = _entry_points()
     assert sorted(entry) == TOP_CONFIGS, "every conf/*.yaml is the top config of exactly one entry point"
-    assert entry["config"] == "experiments.run" and entry["contradiction_detection"] == "experiments.studies.contradiction_detection"
+    assert (
+        entry["config"] == "experiments.run"
+        and entry["contradiction_detection"] == "experiments.studies.contradiction_detection"
+    )
     for path in ENTRY_SOURCES:
         text = path.read_text()
-        guard = "check_arguments(sys.argv[1:])"   # the one look at argv, before Hydra (lethe.core.arguments)
-        assert "argparse" not in text and "sys.argv" not in text.replace(guard, ""), path   # no hand-made command lines
-        if 'if __name__ == "__main__"' in text:   # a module run with python -m is one of the Hydra apps
+        guard = "check_arguments(sys.argv[1:])"  # the one look at argv, before Hydra (lethe.core.arguments)
+        assert "argparse" not in text and "sys.argv" not in text.replace(guard, ""), path  # no hand-made command lines
+        if 'if __name__ == "__main__"' in text:  # a module run with python -m is one of the Hydra apps
             assert _module(path) in entry.values(), path
             assert guard in text.split('if __name__ == "__main__"')[1], path
 
@@ -140,7 +143,7 @@ def compose_with_hydra(name: str, overrides: list[str]) -> Any:
 def _documented_keys(path: Path) -> list[str]:
     """Leaf keys of a top config (outside `defaults:` and `hydra:`) with no comment on their line, on the
     line above, or on their parent key's line."""
-    missing, stack = [], []   # stack: (indent, commented) of the enclosing mapping keys
+    missing, stack = [], []  # stack: (indent, commented) of the enclosing mapping keys
     lines = path.read_text().splitlines()
     block = None
     for i, line in enumerate(lines):
@@ -156,7 +159,7 @@ def _documented_keys(path: Path) -> list[str]:
             stack.pop()
         commented = "#" in rest or (i > 0 and lines[i - 1].lstrip().startswith("#"))
         value = rest.split("#", 1)[0].strip()
-        if value:   # a leaf
+        if value:  # a leaf
             if not (commented or any(c for _, c in stack)):
                 missing.append(key)
         else:
@@ -168,14 +171,14 @@ def _documented_keys(path: Path) -> list[str]:
 def test_every_top_config_composes_documents_its_keys_and_keeps_the_cwd(name):
     path = CONF_DIR / f"{name}.yaml"
     assert _documented_keys(path) == [], f"conf/{name}.yaml: keys without a comment"
-    if name != "judge_agreement":   # its llms are required (???): composed with one below
+    if name != "judge_agreement":  # its llms are required (???): composed with one below
         load_config([], config_name=name)
     composed = compose_with_hydra(name, ["llms=[smollm2]"] if name == "judge_agreement" else [])
     # a credential is refused before Hydra writes its records (tests/reliability/test_secret_routes.py)
     assert composed.hydra.callbacks.secrets._target_ == "experiments.refuse_secrets.RefuseSecretsCallback", name
     hydra_block = yaml.safe_load(path.read_text())["hydra"]
-    assert hydra_block["job"]["chdir"] is False, name   # the working directory never changes
-    for mode in ("run", "sweep"):   # Hydra's own records go under results/.hydra/, never to ./outputs
+    assert hydra_block["job"]["chdir"] is False, name  # the working directory never changes
+    for mode in ("run", "sweep"):  # Hydra's own records go under results/.hydra/, never to ./outputs
         if mode in hydra_block:
             assert hydra_block[mode]["dir"].startswith("results/.hydra/"), (name, mode)
     assert "run" in hydra_block, name
@@ -202,8 +205,13 @@ def _attribute_reads() -> set[str]:
                 out.add(node.attr)
             elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
                 out.add(str(node.slice.value))
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-                  and node.args and isinstance(node.args[0], ast.Constant)):
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 out.add(str(node.args[0].value))
     return out
 
@@ -233,7 +241,7 @@ def _unread_parameters(target: str, keys: list[str], attribute_reads: set[str]) 
         return [k for k in keys if k not in attribute_reads]
     fn = obj.__init__ if inspect.isclass(obj) else obj
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    body = tree.body[0].body   # the function's statements: its signature's defaults are not a use
+    body = tree.body[0].body  # the function's statements: its signature's defaults are not a use
     used = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return [k for k in keys if k not in used]
 
@@ -258,8 +266,10 @@ def test_every_config_key_of_every_method_is_read_by_code():
             method = to_dict(load_config([*ov, "llm=smollm2"]).method)
             for key, section in _target_sections({k: v for k, v in method.items() if k not in ("name", "variant")}):
                 keys = [k for k in section if not k.startswith("_")]
-                dead += [f"{key}.{k} ({section['_target_']})"
-                         for k in _unread_parameters(str(section["_target_"]), keys, reads)]
+                dead += [
+                    f"{key}.{k} ({section['_target_']})"
+                    for k in _unread_parameters(str(section["_target_"]), keys, reads)
+                ]
     assert sorted(set(dead)) == []
 
 
@@ -273,7 +283,8 @@ def test_the_rerank_stage_hands_its_llm_section_to_the_backend_as_written(monkey
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(backends, "make_llm", lambda cfg, cache_dir=None: seen.append(dict(cfg)) or FakeLLM(0.0))
     for cache in (False, True):
-        stage = build_stage("llm_rerank", "lethe_iter4", llm={"kind": "fake", "name": "fake", "cache": cache},
-                            max_passage_tokens=None)
+        stage = build_stage(
+            "llm_rerank", "lethe_iter4", llm={"kind": "fake", "name": "fake", "cache": cache}, max_passage_tokens=None
+        )
         stage.bind_llms(LLMPool(None))
         assert seen[-1] == {"kind": "fake", "name": "fake", "cache": cache}

@@ -16,7 +16,7 @@ def test_import_linter_contracts_are_kept():
     done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 kept, 0 broken" in done.stdout, done.stdout
-    assert "Analysis reads results" in done.stdout   # the forbidden contract is one of them
+    assert "Analysis reads results" in done.stdout  # the forbidden contract is one of them
 
 
 def test_no_analysis_module_names_a_stage_a_model_or_a_baseline():

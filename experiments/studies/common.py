@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lethebench.provenance import PACKAGES, git_info, hardware, package_versions
 
-STUDY_PACKAGES = (*PACKAGES, "llama-cpp-python")   # the LLM backend's build can change a token
+STUDY_PACKAGES = (*PACKAGES, "llama-cpp-python")  # the LLM backend's build can change a token
 
 
 def command_line(module: str) -> str | None:
@@ -29,9 +29,17 @@ def manifest(cfg: DictConfig, command: str | None, started: dt.datetime, **extra
     """A study's ``manifest.json`` (for lethebench.studies.StudyFolder.write), ended now; ``extra`` adds
     study-specific entries (e.g. the dataset's build key)."""
     ended = dt.datetime.now(dt.timezone.utc)
-    return {"config": OmegaConf.to_container(cfg, resolve=True), "command": command, "git": git_info(),
-            "packages": package_versions(STUDY_PACKAGES), "hardware": hardware(), "started": started.isoformat(),
-            "ended": ended.isoformat(), "seconds": round((ended - started).total_seconds(), 1), **extra}
+    return {
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "command": command,
+        "git": git_info(),
+        "packages": package_versions(STUDY_PACKAGES),
+        "hardware": hardware(),
+        "started": started.isoformat(),
+        "ended": ended.isoformat(),
+        "seconds": round((ended - started).total_seconds(), 1),
+        **extra,
+    }
 
 
 def study_llm(name: str, cfg: DictConfig) -> Any:

@@ -56,8 +56,10 @@ from lethebench.studies import StudyFolder
 
 SWEEP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 COUNTERS = ("candidates", "pairs_considered", "judged", "parse_failures", "timeouts", "errors", "not_judged", "cached")
-PRECISION_NOTE = ("LetheBench labels only the updates its updated_fact queries ask about, so a correct detection of an "
-                  "unlabelled update counts as a false positive: precision is a lower bound.")
+PRECISION_NOTE = (
+    "LetheBench labels only the updates its updated_fact queries ask about, so a correct detection of an "
+    "unlabelled update counts as a false positive: precision is a lower bound."
+)
 
 
 def detection_scores(predicted: Iterable[tuple[str, str]], gold: Iterable[tuple[str, str]]) -> dict[str, float | int]:
@@ -83,10 +85,17 @@ def load_scopes(folder: Path) -> tuple[dict[str, list[Doc]], set[tuple[str, str]
     scopes: dict[str, list[Doc]] = {}
     corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
     for sid, grp in corpus.groupby("scope_id", sort=True):
-        scopes[str(sid)] = [Doc(r.doc_id, r.text, int(r.position), r.kind,
-                                r.speaker if isinstance(r.speaker, str) else None,
-                                r.timestamp if isinstance(r.timestamp, str) else None)
-                            for r in grp.itertuples(index=False)]
+        scopes[str(sid)] = [
+            Doc(
+                r.doc_id,
+                r.text,
+                int(r.position),
+                r.kind,
+                r.speaker if isinstance(r.speaker, str) else None,
+                r.timestamp if isinstance(r.timestamp, str) else None,
+            )
+            for r in grp.itertuples(index=False)
+        ]
     return scopes, gold, (ds.card.get("build") or {}).get("key")
 
 
@@ -107,8 +116,9 @@ def _gold_of(gold: set[tuple[str, str]], doc_scope: dict[str, str], chosen: set[
     return {g for g in gold if doc_scope.get(g[0]) in chosen}
 
 
-def threshold_sweep(log: Sequence[dict[str, Any]], gold: Iterable[tuple[str, str]],
-                    thresholds: Sequence[float] = SWEEP_THRESHOLDS) -> list[dict[str, Any]]:
+def threshold_sweep(
+    log: Sequence[dict[str, Any]], gold: Iterable[tuple[str, str]], thresholds: Sequence[float] = SWEEP_THRESHOLDS
+) -> list[dict[str, Any]]:
     """Scores of the logged judgments if a conflict were declared for every ``yes`` with p(yes) >= t."""
     yes = [e for e in log if e["decision"] in ("conflict", "yes_below_threshold") and e["p_yes"] is not None]
     out = []
@@ -124,9 +134,14 @@ def _auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
     return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
 
 
-def evaluate_detector(detector: Any, folder: Path | None = None, scope_ids: Sequence[str] | None = None, *,
-                      loaded: tuple[dict[str, list[Doc]], set[tuple[str, str]], str | None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def evaluate_detector(
+    detector: Any,
+    folder: Path | None = None,
+    scope_ids: Sequence[str] | None = None,
+    *,
+    loaded: tuple[dict[str, list[Doc]], set[tuple[str, str]], str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Scores and counters of ``detector`` (``.detect(docs) -> DetectionResult``) on ``scope_ids``
     (all scopes when None) of a processed LetheBench folder (or ``loaded`` = :func:`load_scopes`' output)."""
     scopes, gold_all, build_key = loaded if loaded is not None else load_scopes(Path(folder))
@@ -149,14 +164,24 @@ def evaluate_detector(detector: Any, folder: Path | None = None, scope_ids: Sequ
         budget_exhausted += bool(res.budget_exhausted)
         log.extend(res.log)
         if progress is not None:
-            progress(f"[{k}/{len(chosen)}] {sid}: {len(res.conflicts)} conflicts, {res.judged}/{res.pairs_considered} "
-                     f"judged, {res.llm_ms / 1000:.1f}s LLM, {time.perf_counter() - t0:.0f}s so far")
+            progress(
+                f"[{k}/{len(chosen)}] {sid}: {len(res.conflicts)} conflicts, {res.judged}/{res.pairs_considered} "
+                f"judged, {res.llm_ms / 1000:.1f}s LLM, {time.perf_counter() - t0:.0f}s so far"
+            )
     wall_s = time.perf_counter() - t0
     out: dict[str, Any] = dict(detection_scores(pred, gold))
-    out.update(n_scopes=len(chosen), n_docs=sum(len(scopes[s]) for s in chosen), n_gold=len(gold),
-               n_predicted=len(pred), build_key=build_key, **counters, llm_ms=llm_ms,
-               budget_exhausted_scopes=budget_exhausted, wall_s=wall_s,
-               detector=detector.describe() if callable(getattr(detector, "describe", None)) else {})
+    out.update(
+        n_scopes=len(chosen),
+        n_docs=sum(len(scopes[s]) for s in chosen),
+        n_gold=len(gold),
+        n_predicted=len(pred),
+        build_key=build_key,
+        **counters,
+        llm_ms=llm_ms,
+        budget_exhausted_scopes=budget_exhausted,
+        wall_s=wall_s,
+        detector=detector.describe() if callable(getattr(detector, "describe", None)) else {},
+    )
     by_split: dict[str, dict[str, Any]] = {}
     for split in sorted({_split_of(s) for s in chosen}):
         ps = {p for p in pred if _split_of(doc_scope[p[0]]) == split}
@@ -189,8 +214,14 @@ def evaluate_rules_on_dataset(folder: Path) -> dict[str, Any]:
     return evaluate_detector(RulesDetector(), Path(folder))
 
 
-def blocking_stats(scopes: dict[str, list[Doc]], gold: set[tuple[str, str]], scope_ids: Sequence[str] | None = None,
-                   max_pairs: int | None = None, blocking: str = "entity_value", max_df_share: float = 0.5) -> dict[str, Any]:
+def blocking_stats(
+    scopes: dict[str, list[Doc]],
+    gold: set[tuple[str, str]],
+    scope_ids: Sequence[str] | None = None,
+    max_pairs: int | None = None,
+    blocking: str = "entity_value",
+    max_df_share: float = 0.5,
+) -> dict[str, Any]:
     """Recall of the candidate pairs on the labelled pairs of ``scope_ids`` (all when None) and pairs per scope."""
     chosen = sorted(scopes) if scope_ids is None else list(scope_ids)
     doc_scope = {d.doc_id: sid for sid in chosen for d in scopes[sid]}
@@ -206,27 +237,62 @@ def blocking_stats(scopes: dict[str, list[Doc]], gold: set[tuple[str, str]], sco
         n_cand.append(len(pairs))
         n_capped.append(len(top))
     n = max(1, len(chosen))
-    return {"n_scopes": len(chosen), "n_gold": len(g), "blocking": blocking, "max_df_share": max_df_share,
-            "max_pairs": max_pairs,
-            "gold_recall_uncapped": len(g & cand) / len(g) if g else None,
-            "gold_recall_capped": len(g & capped) / len(g) if g else None,
-            "mean_candidates_per_scope": sum(n_cand) / n, "max_candidates_per_scope": max(n_cand, default=0),
-            "mean_considered_per_scope": sum(n_capped) / n}
+    return {
+        "n_scopes": len(chosen),
+        "n_gold": len(g),
+        "blocking": blocking,
+        "max_df_share": max_df_share,
+        "max_pairs": max_pairs,
+        "gold_recall_uncapped": len(g & cand) / len(g) if g else None,
+        "gold_recall_capped": len(g & capped) / len(g) if g else None,
+        "mean_candidates_per_scope": sum(n_cand) / n,
+        "max_candidates_per_scope": max(n_cand, default=0),
+        "mean_considered_per_scope": sum(n_capped) / n,
+    }
 
 
 # ---------------------------------------------------------------- tables
-_MD_COLS = [("backend", "backend"), ("model", "model"), ("scopes", "scopes"), ("n_gold", "gold"),
-            ("n_predicted", "predicted"), ("tp", "tp"), ("fp", "fp"), ("fn", "fn"), ("precision", "P"),
-            ("recall", "R"), ("f1", "F1"), ("pairs_considered", "pairs considered"), ("judged", "judged"),
-            ("failed", "parse fail / timeout / error"), ("not_judged", "not judged"), ("llm_s", "LLM s"),
-            ("wall_s", "wall s")]
+_MD_COLS = [
+    ("backend", "backend"),
+    ("model", "model"),
+    ("scopes", "scopes"),
+    ("n_gold", "gold"),
+    ("n_predicted", "predicted"),
+    ("tp", "tp"),
+    ("fp", "fp"),
+    ("fn", "fn"),
+    ("precision", "P"),
+    ("recall", "R"),
+    ("f1", "F1"),
+    ("pairs_considered", "pairs considered"),
+    ("judged", "judged"),
+    ("failed", "parse fail / timeout / error"),
+    ("not_judged", "not judged"),
+    ("llm_s", "LLM s"),
+    ("wall_s", "wall s"),
+]
 
 
 def table_row(label: str, model: str | None, scopes_desc: str, res: dict[str, Any]) -> dict[str, Any]:
     """One table row from an :func:`evaluate_detector` result."""
     row = {"backend": label, "model": model or "-", "scopes": scopes_desc}
-    for k in ("n_scopes", "n_docs", "n_gold", "n_predicted", "tp", "fp", "fn", "precision", "recall", "f1",
-              *COUNTERS, "budget_exhausted_scopes", "build_key", "by_split", "detector"):
+    for k in (
+        "n_scopes",
+        "n_docs",
+        "n_gold",
+        "n_predicted",
+        "tp",
+        "fp",
+        "fn",
+        "precision",
+        "recall",
+        "f1",
+        *COUNTERS,
+        "budget_exhausted_scopes",
+        "build_key",
+        "by_split",
+        "detector",
+    ):
         row[k] = res.get(k)
     row["failed"] = f"{res['parse_failures']} / {res['timeouts']} / {res['errors']}"
     row["llm_s"] = res["llm_ms"] / 1000.0
@@ -242,15 +308,18 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def tables(rows: Sequence[dict[str, Any]], meta: dict[str, Any] | None = None,
-           stem: str = "contradiction_detection") -> dict[str, str]:
+def tables(
+    rows: Sequence[dict[str, Any]], meta: dict[str, Any] | None = None, stem: str = "contradiction_detection"
+) -> dict[str, str]:
     """``<stem>.md`` (one line per row, plus blocking and sweep notes) and ``<stem>.json`` (rows + meta): file name ->
     text."""
     meta = dict(meta or {})
     lines = ["# Contradiction detection: precision / recall per backend", ""]
     if meta.get("dataset"):
-        lines.append(f"Dataset: LetheBench build `{meta['dataset'].get('build_key')}`; pairs = labelled "
-                     f"(stale_doc_id, current_doc_id) of `contradictions.parquet` in the evaluated scopes.")
+        lines.append(
+            f"Dataset: LetheBench build `{meta['dataset'].get('build_key')}`; pairs = labelled "
+            f"(stale_doc_id, current_doc_id) of `contradictions.parquet` in the evaluated scopes."
+        )
     if meta.get("sample"):
         s = meta["sample"]
         lines.append(f"Sample: {s.get('n_scopes')} scopes of split `{s.get('split')}`, seed {s.get('seed')}.")
@@ -266,28 +335,52 @@ def tables(rows: Sequence[dict[str, Any]], meta: dict[str, Any] | None = None,
         b = meta["blocking"]
         lines += ["", "Blocking of the `llm` backend (candidate pairs; no model): "]
         for name, st in b.items():
-            cap = (f"{_fmt(st['gold_recall_capped'])} with max_pairs={st['max_pairs']}" if st["max_pairs"] is not None
-                   else "no cap")
-            lines.append(f"- {name}: gold recall {_fmt(st['gold_recall_uncapped'])} uncapped, {cap}; "
-                         f"{st['mean_candidates_per_scope']:.1f} candidates/scope (max {st['max_candidates_per_scope']}), "
-                         f"{st['mean_considered_per_scope']:.1f} considered/scope; {st['n_gold']} gold pairs, "
-                         f"{st['n_scopes']} scopes.")
+            cap = (
+                f"{_fmt(st['gold_recall_capped'])} with max_pairs={st['max_pairs']}"
+                if st["max_pairs"] is not None
+                else "no cap"
+            )
+            lines.append(
+                f"- {name}: gold recall {_fmt(st['gold_recall_uncapped'])} uncapped, {cap}; "
+                f"{st['mean_candidates_per_scope']:.1f} candidates/scope (max {st['max_candidates_per_scope']}), "
+                f"{st['mean_considered_per_scope']:.1f} considered/scope; {st['n_gold']} gold pairs, "
+                f"{st['n_scopes']} scopes."
+            )
     for r in rows:
         s = r.get("pair_log_summary")
         if not s:
             continue
-        lines += ["", f"`{r['backend']}` ({r['model']}): answers {s['answers']}; labelled pairs considered "
-                  f"{s['gold_pairs_considered']}; mean p(yes) labelled {_fmt(s['mean_p_yes_gold'])} vs other "
-                  f"{_fmt(s['mean_p_yes_other'])} (AUC {_fmt(s['auc_p_yes_gold_vs_other'])}). Same judgments at other "
-                  f"thresholds (answer yes and p(yes) >= t):", ""]
-        lines += markdown_table(["t", "predicted", "tp", "P", "R", "F1"],
-                                ([sw["threshold"], sw["n_predicted"], sw["tp"], _fmt(sw["precision"]), _fmt(sw["recall"]),
-                                  _fmt(sw["f1"])] for sw in s["threshold_sweep"]))
+        lines += [
+            "",
+            f"`{r['backend']}` ({r['model']}): answers {s['answers']}; labelled pairs considered "
+            f"{s['gold_pairs_considered']}; mean p(yes) labelled {_fmt(s['mean_p_yes_gold'])} vs other "
+            f"{_fmt(s['mean_p_yes_other'])} (AUC {_fmt(s['auc_p_yes_gold_vs_other'])}). Same judgments at other "
+            f"thresholds (answer yes and p(yes) >= t):",
+            "",
+        ]
+        lines += markdown_table(
+            ["t", "predicted", "tp", "P", "R", "F1"],
+            (
+                [
+                    sw["threshold"],
+                    sw["n_predicted"],
+                    sw["tp"],
+                    _fmt(sw["precision"]),
+                    _fmt(sw["recall"]),
+                    _fmt(sw["f1"]),
+                ]
+                for sw in s["threshold_sweep"]
+            ),
+        )
     if meta.get("command"):
         lines += ["", f"Command: `{meta['command']}`"]
-    return {f"{stem}.md": "\n".join(lines) + "\n",
-            f"{stem}.json": json.dumps({"meta": {**meta, "precision_note": PRECISION_NOTE}, "rows": list(rows)},
-                                       indent=2, default=str) + "\n"}
+    return {
+        f"{stem}.md": "\n".join(lines) + "\n",
+        f"{stem}.json": json.dumps(
+            {"meta": {**meta, "precision_note": PRECISION_NOTE}, "rows": list(rows)}, indent=2, default=str
+        )
+        + "\n",
+    }
 
 
 # ---------------------------------------------------------------- CLI
@@ -298,8 +391,10 @@ def dataset_folder(cfg: DictConfig) -> Path:
     base = project_path(cfg.processed_dir)
     found = sorted(p for p in base.glob("*") if (p / "card.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
-        raise SystemExit(f"set dataset_folder=<processed LetheBench folder>: {len(found)} builds under {base}: "
-                         f"{[p.name for p in found]}")
+        raise SystemExit(
+            f"set dataset_folder=<processed LetheBench folder>: {len(found)} builds under {base}: "
+            f"{[p.name for p in found]}"
+        )
     return found[0]
 
 
@@ -335,8 +430,12 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
         return {"meta": meta, "rows": rows}
     if "rules" in backends:
         if not all_scopes and cfg.rules_all:
-            rows.append(table_row("rules", None, f"all ({len(scopes)})", evaluate_detector(RulesDetector(), loaded=loaded)))
-        rows.append(table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded)))
+            rows.append(
+                table_row("rules", None, f"all ({len(scopes)})", evaluate_detector(RulesDetector(), loaded=loaded))
+            )
+        rows.append(
+            table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded))
+        )
     if "llm" in backends:
         from lethe.stages.contradiction.detectors import make_detector
         from lethe.llm.base import Decoding, Message
@@ -347,9 +446,15 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 t_load = time.perf_counter()
                 llm.chat([Message("user", "hi")], Decoding(max_tokens=1))  # load the model outside the timing
                 log(f"{name}: loaded in {time.perf_counter() - t_load:.1f}s")
-                det = make_detector("llm", llm, prompt_version=str(cfg.prompt_version), threshold=float(cfg.threshold),
-                                    max_pairs=max_pairs, max_doc_chars=int(cfg.max_doc_chars),
-                                    budget_ms=None if cfg.budget_ms is None else float(cfg.budget_ms))
+                det = make_detector(
+                    "llm",
+                    llm,
+                    prompt_version=str(cfg.prompt_version),
+                    threshold=float(cfg.threshold),
+                    max_pairs=max_pairs,
+                    max_doc_chars=int(cfg.max_doc_chars),
+                    budget_ms=None if cfg.budget_ms is None else float(cfg.budget_ms),
+                )
                 res = evaluate_detector(det, scope_ids=sample, loaded=loaded, progress=log)
                 row = table_row("llm", str(getattr(llm, "name", None) or name), sample_desc, res)
                 row["llm_config"] = name
@@ -358,8 +463,9 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 rows.append(row)
             finally:
                 llm.close()
-    written = StudyFolder(project_path(cfg.out_dir)).write(tables(rows, meta), manifest(cfg, command, started,
-                                                                                        dataset=meta["dataset"]))
+    written = StudyFolder(project_path(cfg.out_dir)).write(
+        tables(rows, meta), manifest(cfg, command, started, dataset=meta["dataset"])
+    )
     log(f"wrote {written.path}")
     return {"meta": meta, "rows": rows}
 
@@ -370,5 +476,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

@@ -124,9 +124,14 @@ def agreement_scores(gold: Sequence[str], pred: Sequence[str | None]) -> dict[st
     pairs = [(g, p) for g, p in zip(gold, pred) if p is not None]
     g_j, p_j = [g for g, _ in pairs], [p for _, p in pairs]
     conf = {f"gold_{g}": {f"pred_{p}": sum(1 for a, b in pairs if a == g and b == p) for p in LABELS} for g in LABELS}
-    return {"n": len(gold), "judged": len(pairs), "unjudged": len(gold) - len(pairs),
-            "accuracy": sum(a == b for a, b in pairs) / len(pairs) if pairs else None,
-            "cohen_kappa": cohen_kappa(g_j, p_j), "confusion": conf}
+    return {
+        "n": len(gold),
+        "judged": len(pairs),
+        "unjudged": len(gold) - len(pairs),
+        "accuracy": sum(a == b for a, b in pairs) / len(pairs) if pairs else None,
+        "cohen_kappa": cohen_kappa(g_j, p_j),
+        "confusion": conf,
+    }
 
 
 def judge_agreement(judge: Any, items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -138,9 +143,20 @@ def judge_agreement(judge: Any, items: Iterable[Mapping[str, Any]]) -> dict[str,
         p = None if r.supported is None else ("supported" if r.supported else "unsupported")
         gold.append(it["label"])
         pred.append(p)
-        rows.append({"id": it["id"], "label": it["label"], "pred": p, "status": r.status,
-                     "p_supported": r.p_supported, "verdict": getattr(r, "verdict", None), "raw_text": r.raw_text, "llm_ms": r.llm_ms,
-                     "model_ms": r.model_ms, "cached": r.cached})
+        rows.append(
+            {
+                "id": it["id"],
+                "label": it["label"],
+                "pred": p,
+                "status": r.status,
+                "p_supported": r.p_supported,
+                "verdict": getattr(r, "verdict", None),
+                "raw_text": r.raw_text,
+                "llm_ms": r.llm_ms,
+                "model_ms": r.model_ms,
+                "cached": r.cached,
+            }
+        )
     out = agreement_scores(gold, pred)
     by_status: dict[str, int] = {}
     for r in rows:
@@ -150,16 +166,22 @@ def judge_agreement(judge: Any, items: Iterable[Mapping[str, Any]]) -> dict[str,
     with_verdict = [r for r in rows if r["status"] == "ok" and r["verdict"] in ("yes", "no")]
     model_ms = [r["model_ms"] for r in calls if r["model_ms"] is not None]
     out.update(
-        by_status=by_status, abstentions=by_status.get("abstention", 0),
+        by_status=by_status,
+        abstentions=by_status.get("abstention", 0),
         auc=roc_auc([r["label"] for r in with_p], [r["p_supported"] for r in with_p]),
-        verdict_accuracy=(sum((r["verdict"] == "yes") == (r["label"] == "supported") for r in with_verdict)
-                          / len(with_verdict)) if with_verdict else None,
+        verdict_accuracy=(
+            sum((r["verdict"] == "yes") == (r["label"] == "supported") for r in with_verdict) / len(with_verdict)
+        )
+        if with_verdict
+        else None,
         pred_supported_share=(sum(p == "supported" for p in pred) / out["judged"]) if out["judged"] else None,
-        calls=len(calls), cached=sum(bool(r["cached"]) for r in calls),
+        calls=len(calls),
+        cached=sum(bool(r["cached"]) for r in calls),
         llm_ms_mean=statistics.fmean(r["llm_ms"] for r in calls) if calls else None,
         model_ms_mean=statistics.fmean(model_ms) if model_ms else None,
         model_ms_median=statistics.median(model_ms) if model_ms else None,
-        items=rows)
+        items=rows,
+    )
     return out
 
 
@@ -172,28 +194,66 @@ def _f(x: Any, nd: int = 3) -> str:
 
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """The table of ``judge_agreement.json``'s rows, with the rules in a footnote."""
-    head = ["model", "model sha256", "prompt", "prompt sha256", "temp.", "threshold", "n", "judged", "unjudged", "accuracy",
-            "verdict acc.", "kappa", "AUC", "confusion (gS:pS/pU, gU:pS/pU)", "pred. supported", "ms/judgment (mean, median)",
-            "wall s"]
-    lines = [f"**Hallucination judge vs hand labels** ({doc['items_file']}, sha256 {doc['items_sha256'][:12]}, "
-             f"{doc['n_items']} items)", ""]
+    head = [
+        "model",
+        "model sha256",
+        "prompt",
+        "prompt sha256",
+        "temp.",
+        "threshold",
+        "n",
+        "judged",
+        "unjudged",
+        "accuracy",
+        "verdict acc.",
+        "kappa",
+        "AUC",
+        "confusion (gS:pS/pU, gU:pS/pU)",
+        "pred. supported",
+        "ms/judgment (mean, median)",
+        "wall s",
+    ]
+    lines = [
+        f"**Hallucination judge vs hand labels** ({doc['items_file']}, sha256 {doc['items_sha256'][:12]}, "
+        f"{doc['n_items']} items)",
+        "",
+    ]
     cells_of = []
     for r in doc["rows"]:
         c = r["confusion"]
-        conf = (f"{c['gold_supported']['pred_supported']}/{c['gold_supported']['pred_unsupported']}, "
-                f"{c['gold_unsupported']['pred_supported']}/{c['gold_unsupported']['pred_unsupported']}")
-        cells = [r["llm"], r["model_sha256"][:12] if r.get("model_sha256") else "n/a",
-                 f"{r['prompt']['name']}.{r['prompt']['version']}", r["prompt"]["sha256"][:12],
-                 f"{r['temperature']:g}", f"{r['threshold']:g}", r["n"], r["judged"], r["unjudged"], _f(r["accuracy"]),
-                 _f(r.get("verdict_accuracy")), _f(r["cohen_kappa"]), _f(r["auc"]), conf, _f(r["pred_supported_share"], 2),
-                 f"{_f(r['model_ms_mean'], 0)}, {_f(r['model_ms_median'], 0)}", _f(r["wall_s"], 1)]
+        conf = (
+            f"{c['gold_supported']['pred_supported']}/{c['gold_supported']['pred_unsupported']}, "
+            f"{c['gold_unsupported']['pred_supported']}/{c['gold_unsupported']['pred_unsupported']}"
+        )
+        cells = [
+            r["llm"],
+            r["model_sha256"][:12] if r.get("model_sha256") else "n/a",
+            f"{r['prompt']['name']}.{r['prompt']['version']}",
+            r["prompt"]["sha256"][:12],
+            f"{r['temperature']:g}",
+            f"{r['threshold']:g}",
+            r["n"],
+            r["judged"],
+            r["unjudged"],
+            _f(r["accuracy"]),
+            _f(r.get("verdict_accuracy")),
+            _f(r["cohen_kappa"]),
+            _f(r["auc"]),
+            conf,
+            _f(r["pred_supported_share"], 2),
+            f"{_f(r['model_ms_mean'], 0)}, {_f(r['model_ms_median'], 0)}",
+            _f(r["wall_s"], 1),
+        ]
         cells_of.append(cells)
     lines += markdown_table(head, cells_of)
-    lines += ["", "Judged = the judge said yes/no (unjudged = parse failures, timeouts, errors; left out of "
-              "the scores). Accuracy and Cohen's kappa over judged items; kappa = 0 for a judge that always "
-              "gives the same answer. Verdict acc.: the yes/no word alone, before the threshold on p(supported). AUC: p(supported) from the first token's logprob ranked against the gold "
-              "label. ms/judgment: llama.cpp's own time per call (model loading excluded; cached = "
-              "original time). Wall s: the whole run including model loading. Rules: experiments/studies/judge_agreement.py."]
+    lines += [
+        "",
+        "Judged = the judge said yes/no (unjudged = parse failures, timeouts, errors; left out of "
+        "the scores). Accuracy and Cohen's kappa over judged items; kappa = 0 for a judge that always "
+        "gives the same answer. Verdict acc.: the yes/no word alone, before the threshold on p(supported). AUC: p(supported) from the first token's logprob ranked against the gold "
+        "label. ms/judgment: llama.cpp's own time per call (model loading excluded; cached = "
+        "original time). Wall s: the whole run including model loading. Rules: experiments/studies/judge_agreement.py.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -203,18 +263,29 @@ def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[st
     t0 = time.perf_counter()
     llm = study_llm(name, cfg)
     try:
-        judge = HallucinationJudge(llm, threshold=float(cfg.threshold),
-                                   timeout_s=None if cfg.timeout_s is None else float(cfg.timeout_s))
+        judge = HallucinationJudge(
+            llm, threshold=float(cfg.threshold), timeout_s=None if cfg.timeout_s is None else float(cfg.timeout_s)
+        )
         res = judge_agreement(judge, items)
         wall = time.perf_counter() - t0
         d = llm.describe()
     finally:
         llm.close()
     desc = judge.describe()
-    return {"config": name, "llm": desc["llm"], "model_sha256": d.get("model_sha256"),
-            "load_ms": d.get("load_ms"), "n_threads": int(cfg.n_threads), "prompt": desc["prompt"],
-            "temperature": desc["temperature"], "decoding": desc["decoding"], "threshold": desc["threshold"],
-            "timeout_s": desc["timeout_s"], "wall_s": wall, **res}
+    return {
+        "config": name,
+        "llm": desc["llm"],
+        "model_sha256": d.get("model_sha256"),
+        "load_ms": d.get("load_ms"),
+        "n_threads": int(cfg.n_threads),
+        "prompt": desc["prompt"],
+        "temperature": desc["temperature"],
+        "decoding": desc["decoding"],
+        "threshold": desc["threshold"],
+        "timeout_s": desc["timeout_s"],
+        "wall_s": wall,
+        **res,
+    }
 
 
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
@@ -234,15 +305,23 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     rows = []
     for name in names:
         row = _run_one(name, items, cfg)
-        print(f"{name}: accuracy={_f(row['accuracy'])} kappa={_f(row['cohen_kappa'])} auc={_f(row['auc'])} "
-              f"judged={row['judged']}/{row['n']} by_status={row['by_status']} "
-              f"model_ms_mean={_f(row['model_ms_mean'], 0)} wall={row['wall_s']:.1f}s", flush=True)
+        print(
+            f"{name}: accuracy={_f(row['accuracy'])} kappa={_f(row['cohen_kappa'])} auc={_f(row['auc'])} "
+            f"judged={row['judged']}/{row['n']} by_status={row['by_status']} "
+            f"model_ms_mean={_f(row['model_ms_mean'], 0)} wall={row['wall_s']:.1f}s",
+            flush=True,
+        )
         rows.append(row)
-    doc = {"items_file": items_file, "items_sha256": items_sha, "n_items": len(items),
-           "rows": sorted(rows, key=lambda r: r["config"])}
+    doc = {
+        "items_file": items_file,
+        "items_sha256": items_sha,
+        "n_items": len(items),
+        "rows": sorted(rows, key=lambda r: r["config"]),
+    }
     folder = StudyFolder(out_dir).write(
         {"judge_agreement.json": json.dumps(doc, indent=2) + "\n", "judge_agreement.md": to_markdown(doc)},
-        manifest(cfg, command, started, items={"file": items_file, "sha256": items_sha}))
+        manifest(cfg, command, started, items={"file": items_file, "sha256": items_sha}),
+    )
     print(f"wrote {folder.path}")
     return doc
 
@@ -253,5 +332,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

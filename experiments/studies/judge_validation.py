@@ -53,7 +53,7 @@ from lethebench.schema import Dataset, read_dataset
 from lethebench.studies import StudyFolder
 
 ALL = "all"
-NOT_A_CLAIM = ("truncation",)   # perturbations whose text is neither supported nor unsupported as a whole
+NOT_A_CLAIM = ("truncation",)  # perturbations whose text is neither supported nor unsupported as a whole
 
 
 def groups_of(ds: Dataset) -> dict[str, str] | None:
@@ -86,16 +86,24 @@ def gold_contexts(ds: Dataset, query_id: str, context_docs: int) -> list[str]:
     return [text[d] for d, _ in rel if d in text][:context_docs]
 
 
-def pairwise_rows(model: str, pairs: pd.DataFrame, judgments: Sequence[PairJudgment], criterion: str,
-                  confidence: float = 0.95) -> list[dict[str, Any]]:
+def pairwise_rows(
+    model: str, pairs: pd.DataFrame, judgments: Sequence[PairJudgment], criterion: str, confidence: float = 0.95
+) -> list[dict[str, Any]]:
     """Per perturbation and over all pairs (module docstring): the pairwise judge against the known winner."""
     if criterion not in CRITERIA:
         raise ValueError(f"criterion={criterion!r}: not one of {list(CRITERIA)}")
     outcome = []
     for better, j in zip(pairs["better"], judgments):
-        w = j.winners.get(criterion)   # "A" = answer_1, "B" = answer_2
-        outcome.append(None if w is None else "tie" if w == "tie" else
-                       "correct" if {"A": "1", "B": "2"}[w] == str(better) else "wrong")
+        w = j.winners.get(criterion)  # "A" = answer_1, "B" = answer_2
+        outcome.append(
+            None
+            if w is None
+            else "tie"
+            if w == "tie"
+            else "correct"
+            if {"A": "1", "B": "2"}[w] == str(better)
+            else "wrong"
+        )
     frame = pairs.assign(outcome=outcome, judgment=list(judgments))
     rows = []
     for pert, g in [*frame.groupby("perturbation", sort=True), (ALL, frame)]:
@@ -104,12 +112,26 @@ def pairwise_rows(model: str, pairs: pd.DataFrame, judgments: Sequence[PairJudgm
         judged = correct + wrong + tie
         bias = position_bias(g["judgment"], [criterion])
         first, total = bias["first_position"], bias["verdicts"]
-        rows.append({"judge": "pairwise", "model": model, "perturbation": pert, "criterion": criterion,
-                     "n": len(got), "judged": judged, "correct": correct, "wrong": wrong, "ties": tie,
-                     "unjudged": len(got) - judged, **proportion_cells("accuracy", correct, judged, confidence),
-                     **proportion_cells("tie_rate", tie, judged, confidence), "sign_test_p": sign_test(correct, wrong),
-                     "verdicts": total, **proportion_cells("first_position", first, total, confidence),
-                     "position_p": sign_test(first, total - first)})
+        rows.append(
+            {
+                "judge": "pairwise",
+                "model": model,
+                "perturbation": pert,
+                "criterion": criterion,
+                "n": len(got),
+                "judged": judged,
+                "correct": correct,
+                "wrong": wrong,
+                "ties": tie,
+                "unjudged": len(got) - judged,
+                **proportion_cells("accuracy", correct, judged, confidence),
+                **proportion_cells("tie_rate", tie, judged, confidence),
+                "sign_test_p": sign_test(correct, wrong),
+                "verdicts": total,
+                **proportion_cells("first_position", first, total, confidence),
+                "position_p": sign_test(first, total - first),
+            }
+        )
     return rows
 
 
@@ -123,15 +145,32 @@ def hallucination_items(ds: Dataset, pairs: pd.DataFrame, context_docs: int) -> 
         ctx = gold_contexts(ds, p.query_id, context_docs)
         if p.query_id not in seen:
             seen.add(p.query_id)
-            items.append({"id": f"{p.query_id}:gold", "query": p.question, "contexts": ctx, "answer": p.gold,
-                          "label": "supported", "perturbation": "gold"})
-        items.append({"id": f"{p.pair_id}", "query": p.question, "contexts": ctx, "answer": p.other,
-                      "label": "unsupported", "perturbation": p.perturbation})
+            items.append(
+                {
+                    "id": f"{p.query_id}:gold",
+                    "query": p.question,
+                    "contexts": ctx,
+                    "answer": p.gold,
+                    "label": "supported",
+                    "perturbation": "gold",
+                }
+            )
+        items.append(
+            {
+                "id": f"{p.pair_id}",
+                "query": p.question,
+                "contexts": ctx,
+                "answer": p.other,
+                "label": "unsupported",
+                "perturbation": p.perturbation,
+            }
+        )
     return items
 
 
-def hallucination_rows(model: str, items: Sequence[Mapping[str, Any]], preds: Sequence[str | None],
-                       confidence: float = 0.95) -> list[dict[str, Any]]:
+def hallucination_rows(
+    model: str, items: Sequence[Mapping[str, Any]], preds: Sequence[str | None], confidence: float = 0.95
+) -> list[dict[str, Any]]:
     """Per item group (gold, each perturbation) and over all items: the hallucination judge against the labels
     (``experiments.studies.judge_agreement.agreement_scores``)."""
     groups: dict[str, list[int]] = {}
@@ -142,9 +181,18 @@ def hallucination_rows(model: str, items: Sequence[Mapping[str, Any]], preds: Se
         labels = [items[i]["label"] for i in idx]
         sc = agreement_scores(labels, [preds[i] for i in idx])
         correct = sum(sc["confusion"][f"gold_{c}"][f"pred_{c}"] for c in ("supported", "unsupported"))
-        row = {"judge": "hallucination", "model": model, "perturbation": pert, "label": "/".join(sorted(set(labels))),
-               "n": sc["n"], "judged": sc["judged"], "correct": correct, "wrong": sc["judged"] - correct,
-               "unjudged": sc["unjudged"], **proportion_cells("accuracy", correct, sc["judged"], confidence)}
+        row = {
+            "judge": "hallucination",
+            "model": model,
+            "perturbation": pert,
+            "label": "/".join(sorted(set(labels))),
+            "n": sc["n"],
+            "judged": sc["judged"],
+            "correct": correct,
+            "wrong": sc["judged"] - correct,
+            "unjudged": sc["unjudged"],
+            **proportion_cells("accuracy", correct, sc["judged"], confidence),
+        }
         if pert == ALL:
             row["cohen_kappa"] = sc["cohen_kappa"]
         rows.append(row)
@@ -153,31 +201,76 @@ def hallucination_rows(model: str, items: Sequence[Mapping[str, Any]], preds: Se
 
 def to_markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
     """The two tables (pairwise, hallucination) with their counts and intervals."""
+
     def ci(r: Mapping[str, Any], k: str) -> str:
         return f"{fmt(r.get(k))} [{fmt(r.get(k + '_low'))}, {fmt(r.get(k + '_high'))}]"
 
-    out = [f"Judge validation on {meta['dataset']} ({meta['split']} pairs; build {meta['build_key']}): "
-           f"{meta['pairs']} pairs ({', '.join(f'{k} {v}' for k, v in meta['pairs_by_perturbation'].items())}).", ""]
+    out = [
+        f"Judge validation on {meta['dataset']} ({meta['split']} pairs; build {meta['build_key']}): "
+        f"{meta['pairs']} pairs ({', '.join(f'{k} {v}' for k, v in meta['pairs_by_perturbation'].items())}).",
+        "",
+    ]
     pw = [r for r in rows if r["judge"] == "pairwise"]
     if pw:
         out += markdown_table(
-            ["model", "perturbation", "n", "correct", "wrong", "ties", "unjudged", "accuracy [95% CI]", "tie rate", "sign p",
-             "first position [95% CI]", "position p"],
-            ([r["model"], r["perturbation"], r["n"], r["correct"], r["wrong"], r["ties"], r["unjudged"], ci(r, "accuracy"),
-              fmt(r["tie_rate"]), fmt_p(r["sign_test_p"]), ci(r, "first_position"), fmt_p(r["position_p"])] for r in pw))
+            [
+                "model",
+                "perturbation",
+                "n",
+                "correct",
+                "wrong",
+                "ties",
+                "unjudged",
+                "accuracy [95% CI]",
+                "tie rate",
+                "sign p",
+                "first position [95% CI]",
+                "position p",
+            ],
+            (
+                [
+                    r["model"],
+                    r["perturbation"],
+                    r["n"],
+                    r["correct"],
+                    r["wrong"],
+                    r["ties"],
+                    r["unjudged"],
+                    ci(r, "accuracy"),
+                    fmt(r["tie_rate"]),
+                    fmt_p(r["sign_test_p"]),
+                    ci(r, "first_position"),
+                    fmt_p(r["position_p"]),
+                ]
+                for r in pw
+            ),
+        )
         out.append("")
     hj = [r for r in rows if r["judge"] == "hallucination"]
     if hj:
         out += markdown_table(
             ["model", "items", "label", "n", "judged", "correct", "accuracy [95% CI]", "kappa"],
-            ([r["model"], r["perturbation"], r["label"], r["n"], r["judged"], r["correct"], ci(r, "accuracy"),
-              fmt(r.get("cohen_kappa"))] for r in hj))
+            (
+                [
+                    r["model"],
+                    r["perturbation"],
+                    r["label"],
+                    r["n"],
+                    r["judged"],
+                    r["correct"],
+                    ci(r, "accuracy"),
+                    fmt(r.get("cohen_kappa")),
+                ]
+                for r in hj
+            ),
+        )
         out.append("")
     return "\n".join(out)
 
 
-def _judge_each(key: str, cfg: DictConfig, described: dict[str, Any], make: Callable[[Any], Any],
-                args: Sequence[tuple[Any, ...]]) -> list[Any]:
+def _judge_each(
+    key: str, cfg: DictConfig, described: dict[str, Any], make: Callable[[Any], Any], args: Sequence[tuple[Any, ...]]
+) -> list[Any]:
     """``make(llm).judge(*a)`` for each ``a`` of ``args`` with the LLM of ``key`` ("<judge>/<conf/llm name>"), its
     description stored in ``described[key]``; the LLM is closed afterwards."""
     llm = study_llm(key.split("/", 1)[1], cfg)
@@ -207,34 +300,80 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     described: dict[str, Any] = {}
     for name in cfg.pairwise.judges or []:
-        got = _judge_each(f"pairwise/{name}", cfg, described, lambda llm: PairwiseJudge(
-            llm, str(cfg.pairwise.prompt_version), int(cfg.pairwise.max_answer_chars), int(cfg.pairwise.max_tokens),
-            cfg.timeout_s), [(p.question, p.answer_1, p.answer_2) for p in pairs.itertuples(index=False)])
+        got = _judge_each(
+            f"pairwise/{name}",
+            cfg,
+            described,
+            lambda llm: PairwiseJudge(
+                llm,
+                str(cfg.pairwise.prompt_version),
+                int(cfg.pairwise.max_answer_chars),
+                int(cfg.pairwise.max_tokens),
+                cfg.timeout_s,
+            ),
+            [(p.question, p.answer_1, p.answer_2) for p in pairs.itertuples(index=False)],
+        )
         rows += pairwise_rows(str(name), pairs, got, str(cfg.pairwise.criterion), conf)
-        calls += [{"judge": "pairwise", "model": str(name), "pair_id": p, "winners": j.winners,
-                   "orders": [{"first": o.first, "status": o.status, "raw_text": o.raw_text, "llm_ms": o.llm_ms}
-                              for o in j.orders]} for p, j in zip(pairs["pair_id"], got)]
+        calls += [
+            {
+                "judge": "pairwise",
+                "model": str(name),
+                "pair_id": p,
+                "winners": j.winners,
+                "orders": [
+                    {"first": o.first, "status": o.status, "raw_text": o.raw_text, "llm_ms": o.llm_ms} for o in j.orders
+                ],
+            }
+            for p, j in zip(pairs["pair_id"], got)
+        ]
     items = hallucination_items(ds, pairs, int(cfg.hallucination.context_docs))
     for name in cfg.hallucination.judges or []:
-        res = _judge_each(f"hallucination/{name}", cfg, described, lambda llm: HallucinationJudge(
-            llm, str(cfg.hallucination.prompt_version), int(cfg.hallucination.max_doc_chars),
-            float(cfg.hallucination.threshold), cfg.timeout_s),
-            [(it["answer"], list(it["contexts"]), it["query"]) for it in items])
+        res = _judge_each(
+            f"hallucination/{name}",
+            cfg,
+            described,
+            lambda llm: HallucinationJudge(
+                llm,
+                str(cfg.hallucination.prompt_version),
+                int(cfg.hallucination.max_doc_chars),
+                float(cfg.hallucination.threshold),
+                cfg.timeout_s,
+            ),
+            [(it["answer"], list(it["contexts"]), it["query"]) for it in items],
+        )
         preds = [None if r.supported is None else "supported" if r.supported else "unsupported" for r in res]
         rows += hallucination_rows(str(name), items, preds, conf)
-        calls += [{"judge": "hallucination", "model": str(name), "item_id": it["id"], "label": it["label"],
-                   "pred": p, "status": r.status, "p_supported": r.p_supported, "raw_text": r.raw_text}
-                  for it, p, r in zip(items, preds, res)]
-    meta = {"dataset": ds.card.get("name") or ds.name, "build_key": (ds.card.get("build") or {}).get("key"),
-            "split": str(cfg.split),
-            "pairs": len(pairs), "pairs_by_perturbation": pairs["perturbation"].value_counts().sort_index().to_dict(),
-            "hallucination_items": len(items), "judges": described}
+        calls += [
+            {
+                "judge": "hallucination",
+                "model": str(name),
+                "item_id": it["id"],
+                "label": it["label"],
+                "pred": p,
+                "status": r.status,
+                "p_supported": r.p_supported,
+                "raw_text": r.raw_text,
+            }
+            for it, p, r in zip(items, preds, res)
+        ]
+    meta = {
+        "dataset": ds.card.get("name") or ds.name,
+        "build_key": (ds.card.get("build") or {}).get("key"),
+        "split": str(cfg.split),
+        "pairs": len(pairs),
+        "pairs_by_perturbation": pairs["perturbation"].value_counts().sort_index().to_dict(),
+        "hallucination_items": len(items),
+        "judges": described,
+    }
     doc = {"meta": meta, "rows": rows}
     StudyFolder(project_path(cfg.out_dir)).write(
-        {"judgments.jsonl": "".join(json.dumps(c, default=str) + "\n" for c in calls),
-         "judge_validation.json": json.dumps(doc, indent=2, default=str) + "\n",
-         "judge_validation.md": to_markdown(rows, meta)},
-        manifest(cfg, command, started, dataset_build_key=meta["build_key"]))
+        {
+            "judgments.jsonl": "".join(json.dumps(c, default=str) + "\n" for c in calls),
+            "judge_validation.json": json.dumps(doc, indent=2, default=str) + "\n",
+            "judge_validation.md": to_markdown(rows, meta),
+        },
+        manifest(cfg, command, started, dataset_build_key=meta["build_key"]),
+    )
     return doc
 
 
@@ -244,5 +383,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_arguments(sys.argv[1:])   # before Hydra: no credential, every override parseable
+    check_arguments(sys.argv[1:])  # before Hydra: no credential, every override parseable
     main()

@@ -23,5 +23,6 @@ class SlurmLauncher(_SubmititSlurm):
             raise SlurmNotAvailable(
                 "hydra/launcher=slurm needs Slurm: `sbatch` is not on PATH on this machine. Run the sweep on a "
                 "Slurm login node, or here with hydra/launcher=local (submitit processes) or without a launcher "
-                "override (one job at a time).")
+                "override (one job at a time)."
+            )
         return super().launch(job_overrides, initial_job_idx)

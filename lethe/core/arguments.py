@@ -17,13 +17,15 @@ def check_arguments(argv: Sequence[str]) -> None:
 
     parser = OverridesParser.create()
     for arg in argv:
-        if arg.startswith("-") or "=" not in arg:   # flags (-m, --config-dir <dir>) and their values
+        if arg.startswith("-") or "=" not in arg:  # flags (-m, --config-dir <dir>) and their values
             continue
         try:
             parser.parse_overrides([arg])
         except OverrideParseException as exc:
             key = arg.split("=", 1)[0].lstrip("+~")
             reason = str(exc).split("\n")[0].strip()
-            raise SystemExit(f"Error: the override {arg!r} (key {key}) cannot be parsed: {reason}. Lists are "
-                             f"written [a,b] and quoted for the shell, e.g. '{key}=[a,b]'; a value with spaces or "
-                             "special characters is quoted inside too, e.g. 'key=\"a b\"'") from None
+            raise SystemExit(
+                f"Error: the override {arg!r} (key {key}) cannot be parsed: {reason}. Lists are "
+                f"written [a,b] and quoted for the shell, e.g. '{key}=[a,b]'; a value with spaces or "
+                "special characters is quoted inside too, e.g. 'key=\"a b\"'"
+            ) from None

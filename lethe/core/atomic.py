@@ -83,8 +83,11 @@ def located(exc: BaseException, path: Path) -> BaseException:
     full = exc.errno in _DISK_FULL or "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
     if not full or str(path) in str(exc):
         return exc
-    return OSError(exc.errno or errno.ENOSPC, f"{exc.strerror or exc}: the disk holding {path} is full (while "
-                   f"writing {path}); free space there or point the setting that names it at another disk")
+    return OSError(
+        exc.errno or errno.ENOSPC,
+        f"{exc.strerror or exc}: the disk holding {path} is full (while "
+        f"writing {path}); free space there or point the setting that names it at another disk",
+    )
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -200,8 +203,9 @@ def debris(final: str | os.PathLike) -> list[Path]:
     final = Path(final)
     pattern = re.compile(rf"\.{re.escape(final.name)}\.[a-z0-9_]{{8}}\.(tmp|old)")
     with contextlib.suppress(FileNotFoundError):
-        return sorted(p for p in final.parent.iterdir()
-                      if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+        return sorted(
+            p for p in final.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
+        )
     return []
 
 

@@ -42,8 +42,10 @@ def resolve_device(device: str, key: str = "device") -> str:
         return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise DeviceError(f"{key}={device!r}: torch sees no CUDA GPU here (torch {torch.__version__}); "
-                              f"use cpu or auto, or install a CUDA build of torch (docs/running.md, 'Clusters (Slurm), local submitit and GPUs')")
+            raise DeviceError(
+                f"{key}={device!r}: torch sees no CUDA GPU here (torch {torch.__version__}); "
+                f"use cpu or auto, or install a CUDA build of torch (docs/running.md, 'Clusters (Slurm), local submitit and GPUs')"
+            )
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
             raise DeviceError(f"{key}={device!r}: only {torch.cuda.device_count()} CUDA device(s) here")
@@ -62,8 +64,10 @@ def onnx_providers(device: str, key: str = "device") -> list:
         return ["CPUExecutionProvider"]
     if device.startswith("cuda"):
         if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise DeviceError(f"{key}={device!r} with backend onnx needs onnxruntime-gpu (this onnxruntime has "
-                              f"{ort.get_available_providers()}); install it or use backend torch")
+            raise DeviceError(
+                f"{key}={device!r} with backend onnx needs onnxruntime-gpu (this onnxruntime has "
+                f"{ort.get_available_providers()}); install it or use backend torch"
+            )
         index = int(device.split(":")[1]) if ":" in device else 0
         return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
     raise DeviceError(f"{key}={device!r}: ONNX Runtime has no provider for it; use backend torch")

@@ -48,8 +48,15 @@ def text_key(text: str) -> str:
 class EmbeddingCache:
     """Vectors for one namespace (model + role + options); loaded lazily, appended by shards."""
 
-    def __init__(self, root: str | Path, namespace: Mapping[str, Any], flush_every: int = 512,
-                 dim: int | None = None, kind: str = "embeddings", ragged: bool = False):
+    def __init__(
+        self,
+        root: str | Path,
+        namespace: Mapping[str, Any],
+        flush_every: int = 512,
+        dim: int | None = None,
+        kind: str = "embeddings",
+        ragged: bool = False,
+    ):
         """``dim``: the model's vector size; a shard of another size is quarantined (None: not checked).
         ``ragged``: values are 1-D arrays of any length (``dim`` is then ignored), filed under ``kind``."""
         self.namespace = namespace
@@ -98,11 +105,21 @@ class EmbeddingCache:
                 raise FileNotFoundError(shard)  # rewritten whole since it was read: not the damaged file
             os.rename(shard, target)
         except FileNotFoundError:
-            log.warning("embedding cache: unreadable shard %s (%s: %s), already replaced or moved aside by "
-                        "another process; its vectors will be recomputed", shard, type(err).__name__, err)
+            log.warning(
+                "embedding cache: unreadable shard %s (%s: %s), already replaced or moved aside by "
+                "another process; its vectors will be recomputed",
+                shard,
+                type(err).__name__,
+                err,
+            )
             return
-        log.warning("embedding cache: unreadable shard %s (%s: %s) moved to %s; its vectors will be recomputed",
-                    shard, type(err).__name__, err, target)
+        log.warning(
+            "embedding cache: unreadable shard %s (%s: %s) moved to %s; its vectors will be recomputed",
+            shard,
+            type(err).__name__,
+            err,
+            target,
+        )
 
     def get(self, keys: Sequence[str]) -> list[np.ndarray | None]:
         """Cached vector per key, or None; counts hits and misses."""
@@ -116,7 +133,11 @@ class EmbeddingCache:
     def put(self, keys: Sequence[str], vecs: np.ndarray | Sequence[np.ndarray]) -> None:
         """Add vectors (rows of ``vecs``; ragged: one 1-D array per key); written as a shard once ``flush_every``
         are pending."""
-        vecs = [np.asarray(v, dtype=np.float32).reshape(-1) for v in vecs] if self.ragged else np.asarray(vecs, dtype=np.float32)
+        vecs = (
+            [np.asarray(v, dtype=np.float32).reshape(-1) for v in vecs]
+            if self.ragged
+            else np.asarray(vecs, dtype=np.float32)
+        )
         assert len(vecs) == len(keys), (len(vecs), len(keys))
         store = self._load()
         for k, v in zip(keys, vecs):
@@ -137,8 +158,12 @@ class EmbeddingCache:
         shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
         buf = io.BytesIO()
         if self.ragged:
-            np.savez(buf, keys=np.array(keys), vecs=np.concatenate([v for _, v in self._pending]),
-                     lengths=np.array([len(v) for _, v in self._pending], dtype=np.int64))
+            np.savez(
+                buf,
+                keys=np.array(keys),
+                vecs=np.concatenate([v for _, v in self._pending]),
+                lengths=np.array([len(v) for _, v in self._pending], dtype=np.int64),
+            )
         else:
             np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
         atomic_write_bytes(self.dir / f"{shard_id}.npz", buf.getvalue())
@@ -153,10 +178,17 @@ def _read_shard(fh, dim: int | None = None, ragged: bool = False) -> tuple[list[
         lengths = z["lengths"] if ragged else None
     if ragged:
         assert lengths is not None
-        if vecs.ndim != 1 or lengths.ndim != 1 or len(keys) != len(lengths) or int(lengths.sum()) != len(vecs) \
-                or (lengths < 0).any() or not all(isinstance(k, str) for k in keys):
-            raise ValueError(f"{len(keys)} keys, {len(lengths)} lengths summing to {int(lengths.sum())} for "
-                             f"{vecs.shape} values")
+        if (
+            vecs.ndim != 1
+            or lengths.ndim != 1
+            or len(keys) != len(lengths)
+            or int(lengths.sum()) != len(vecs)
+            or (lengths < 0).any()
+            or not all(isinstance(k, str) for k in keys)
+        ):
+            raise ValueError(
+                f"{len(keys)} keys, {len(lengths)} lengths summing to {int(lengths.sum())} for {vecs.shape} values"
+            )
         if not np.isfinite(vecs).all():
             raise ValueError(f"{int((~np.isfinite(vecs)).sum())} of {len(vecs)} values not finite")
         return keys, np.split(vecs, np.cumsum(lengths)[:-1]) if len(lengths) else []

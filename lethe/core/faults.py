@@ -38,8 +38,10 @@ def parse(spec: str) -> tuple[str, int, int]:
     point, _, rest = spec.partition(":")
     n, _, sig = rest.partition(":")
     if point not in POINTS or not (n == "" or (n.isdigit() and int(n) >= 1)) or not (sig == "" or sig in SIGNALS):
-        raise ValueError(f"{ENV}={spec!r}: expected <point>[:<n>[:<signal>]] with point one of {sorted(POINTS)}, "
-                         f"n >= 1 and signal one of {sorted(SIGNALS)}")
+        raise ValueError(
+            f"{ENV}={spec!r}: expected <point>[:<n>[:<signal>]] with point one of {sorted(POINTS)}, "
+            f"n >= 1 and signal one of {sorted(SIGNALS)}"
+        )
     return point, int(n or 1), int(SIGNALS[sig or "SIGKILL"])
 
 

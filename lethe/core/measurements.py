@@ -13,8 +13,12 @@ def summarize(xs: Sequence[float], digits: int | None = None) -> dict[str, float
     if len(xs) == 0:
         return {"n": 0, "mean": None, "p50": None, "p95": None, "max": None}
     a = np.asarray(xs, dtype=np.float64)
-    out = {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
-           "max": float(a.max())}
+    out = {
+        "mean": float(a.mean()),
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "max": float(a.max()),
+    }
     if digits is not None:
         out = {k: round(v, digits) for k, v in out.items()}
     return {"n": int(a.size), **out}

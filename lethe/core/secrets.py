@@ -17,8 +17,11 @@ from lethe.core.typed_config import ConfigError
 
 # A key whose last word names a credential: api_key, apikey, password, passwd, secret, token, access_token,
 # credentials, authorization... (api_key_env, max_tokens and tokenizer are not: they hold a name or a number).
-SECRET_KEY = re.compile(r"(^|[_.-])(api[_-]?key|apikey|pass(word|wd)?|secret|token|credentials?|authorization|"
-                        r"bearer|auth)$", re.IGNORECASE)
+SECRET_KEY = re.compile(
+    r"(^|[_.-])(api[_-]?key|apikey|pass(word|wd)?|secret|token|credentials?|authorization|"
+    r"bearer|auth)$",
+    re.IGNORECASE,
+)
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # A command-line override kept as a string (reproduce's ``overrides``, a tier's, Hydra's ``overrides.task``).
 _OVERRIDE = re.compile(r"^[+~]{0,2}(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.DOTALL)
@@ -72,15 +75,21 @@ def refuse_secrets(tree: Any, where: str = "the config") -> None:
         raise ConfigError(
             f"{', '.join(found)}: a credential in {where} (it would be written to manifests, Hydra's records, config "
             "hashes and the LLM cache). Put an API key in the environment variable named by llm.api_key_env, and "
-            "give URLs without user or password.")
+            "give URLs without user or password."
+        )
 
 
 def refuse_secret_arguments(argv: Sequence[str]) -> None:
     """Exit (status 1, a message on stderr naming the keys) when a command-line argument sets a credential key or a
     URL with userinfo. Entry points call it before Hydra parses ``argv``: Hydra's own errors quote the override."""
-    keys = [a.split("=", 1)[0].lstrip("+~") if _OVERRIDE.match(a) else f"argument {i + 1}"
-            for i, a in enumerate(argv) if url_has_userinfo(a) or _override_sets_secret(a)]
+    keys = [
+        a.split("=", 1)[0].lstrip("+~") if _OVERRIDE.match(a) else f"argument {i + 1}"
+        for i, a in enumerate(argv)
+        if url_has_userinfo(a) or _override_sets_secret(a)
+    ]
     if keys:
-        raise SystemExit(f"Error: {', '.join(keys)}: a credential on the command line (Hydra would write it to its "
-                         "records and the run to its manifest). Put an API key in the environment variable named by "
-                         "llm.api_key_env, and give URLs without user or password.")
+        raise SystemExit(
+            f"Error: {', '.join(keys)}: a credential on the command line (Hydra would write it to its "
+            "records and the run to its manifest). Put an API key in the environment variable named by "
+            "llm.api_key_env, and give URLs without user or password."
+        )

@@ -23,13 +23,16 @@ def thread_settings() -> dict[str, Any]:
     try:
         from threadpoolctl import threadpool_info
 
-        out["pools"] = sorted(({"user_api": p.get("user_api"), "internal_api": p.get("internal_api"),
-                                "threads": p.get("num_threads")} for p in threadpool_info()),
-                              key=lambda p: (str(p["user_api"]), str(p["internal_api"])))
+        out["pools"] = sorted(
+            (
+                {"user_api": p.get("user_api"), "internal_api": p.get("internal_api"), "threads": p.get("num_threads")}
+                for p in threadpool_info()
+            ),
+            key=lambda p: (str(p["user_api"]), str(p["internal_api"])),
+        )
     except ImportError:
         out["pools"] = None
     return out
-
 
 
 def set_threads(n: int) -> None:

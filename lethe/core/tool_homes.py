@@ -12,8 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-TOOL_HOMES = {"MPLCONFIGDIR": "matplotlib", "IR_DATASETS_HOME": "ir_datasets"}   # variable -> folder in temp
-SWITCHED_OFF = {"ORT_DISABLE_TELEMETRY": "1"}   # ONNX Runtime's device id and usage database
+TOOL_HOMES = {"MPLCONFIGDIR": "matplotlib", "IR_DATASETS_HOME": "ir_datasets"}  # variable -> folder in temp
+SWITCHED_OFF = {"ORT_DISABLE_TELEMETRY": "1"}  # ONNX Runtime's device id and usage database
 
 
 def keep_tools_out_of_home() -> None:

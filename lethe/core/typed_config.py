@@ -32,7 +32,7 @@ def _simple_types(annotation: Any) -> list[str] | None:
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
     text = text.replace(" ", "")
     if text.startswith("Optional[") and text.endswith("]"):
-        text = text[len("Optional["):-1] + "|None"
+        text = text[len("Optional[") : -1] + "|None"
     names = text.split("|")
     return names if all(n in _SIMPLE for n in names) else None
 
@@ -54,8 +54,11 @@ def check_section(section: Mapping[str, Any], key: str, given: Iterable[str] = (
         obj = _import(str(target), key)
         params = inspect.signature(obj).parameters
         open_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        named = {n: p for n, p in params.items() if p.kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                                      inspect.Parameter.VAR_KEYWORD)}
+        named = {
+            n: p
+            for n, p in params.items()
+            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        }
         for k, v in section.items():
             if k in _HYDRA_KEYS:
                 continue
@@ -66,8 +69,11 @@ def check_section(section: Mapping[str, Any], key: str, given: Iterable[str] = (
             allowed = _simple_types(named[k].annotation)
             if allowed is not None and not any(_SIMPLE[t](v) for t in allowed):
                 raise ConfigError(f"{key}.{k}={v!r}: must be {' or '.join(allowed)} ({target})")
-        missing = [n for n, p in named.items() if p.default is inspect.Parameter.empty
-                   and n not in section and n not in set(given)]
+        missing = [
+            n
+            for n, p in named.items()
+            if p.default is inspect.Parameter.empty and n not in section and n not in set(given)
+        ]
         if missing:
             raise ConfigError(f"{key}: missing required parameter(s) {missing} of {target}")
     for k, v in section.items():

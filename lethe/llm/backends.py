@@ -150,15 +150,30 @@ with _model_params(False) if {disable} else contextlib.nullcontext():
 """
 
 
-def llama_server_command(model_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8000,
-                         n_threads: int | None = None, n_ctx: int | None = None,
-                         use_extra_bufts: bool | None = None, extra_args: Sequence[str] = (),
-                         python: str | None = None) -> list[str]:
+def llama_server_command(
+    model_path: str | os.PathLike,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    n_threads: int | None = None,
+    n_ctx: int | None = None,
+    use_extra_bufts: bool | None = None,
+    extra_args: Sequence[str] = (),
+    python: str | None = None,
+) -> list[str]:
     """argv that starts the real ``llama_cpp.server`` (``python -m llama_cpp.server ...``) with the
     AMX guard of this module applied first (equivalent to ``-m llama_cpp.server`` otherwise)."""
     disable = not _extra_bufts(use_extra_bufts)
-    argv = [python or sys.executable, "-c", _SERVER_BOOTSTRAP.format(disable=disable),
-            "--model", str(model_path), "--host", host, "--port", str(port)]
+    argv = [
+        python or sys.executable,
+        "-c",
+        _SERVER_BOOTSTRAP.format(disable=disable),
+        "--model",
+        str(model_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     if n_threads is not None:
         argv += ["--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]
     if n_ctx is not None:
@@ -192,8 +207,9 @@ class _CachedChat:
     def _call(self, msgs: list[dict[str, str]], decoding: Decoding, timeout: float | None) -> LLMResponse:
         raise NotImplementedError
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(),
-             timeout_s: float | None = None) -> LLMResponse:
+    def chat(
+        self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None
+    ) -> LLMResponse:
         """One chat completion (cached if ``cache_dir``); raises LLMTimeout / LLMError."""
         msgs = messages_as_dicts(messages)
         timeout = self.timeout_s if timeout_s is None else timeout_s
@@ -205,12 +221,13 @@ class _CachedChat:
                 return hit
         resp = self._call(msgs, decoding, timeout)
         if key is not None:
-            self.cache.put(key, resp, request={"backend": self._cache_request(), "messages": msgs,
-                                               "decoding": decoding.as_dict()})
+            self.cache.put(
+                key, resp, request={"backend": self._cache_request(), "messages": msgs, "decoding": decoding.as_dict()}
+            )
         return resp
 
 
-_THREAD_BUDGET: int | None = None   # set_default_threads: this process's share of the machine, if it has one
+_THREAD_BUDGET: int | None = None  # set_default_threads: this process's share of the machine, if it has one
 
 
 def set_default_threads(n: int | None) -> int | None:
@@ -240,12 +257,28 @@ class LlamaCppBackend(_CachedChat):
 
     kind = "llamacpp"
 
-    def __init__(self, model: ResolvedModel | Mapping[str, Any], n_ctx: int = 4096, n_threads: int | None = None,
-                 seed: int = 0, cache_dir: str | os.PathLike | None = None, chat_format: str | None = None, *,
-                 name: str | None = None, use_extra_bufts: bool | None = None, timeout_s: float | None = None,
-                 n_batch: int = 512, reuse_prompt_cache: bool = False, interrupt_tokens: int = 64,
-                 n_gpu_layers: int = 0):
-        self.model = model if isinstance(model, ResolvedModel) else resolve_model({**model, "format": "gguf"}, cache_dir=cache_dir)
+    def __init__(
+        self,
+        model: ResolvedModel | Mapping[str, Any],
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+        cache_dir: str | os.PathLike | None = None,
+        chat_format: str | None = None,
+        *,
+        name: str | None = None,
+        use_extra_bufts: bool | None = None,
+        timeout_s: float | None = None,
+        n_batch: int = 512,
+        reuse_prompt_cache: bool = False,
+        interrupt_tokens: int = 64,
+        n_gpu_layers: int = 0,
+    ):
+        self.model = (
+            model
+            if isinstance(model, ResolvedModel)
+            else resolve_model({**model, "format": "gguf"}, cache_dir=cache_dir)
+        )
         if isinstance(n_gpu_layers, bool) or not isinstance(n_gpu_layers, int) or n_gpu_layers < -1:
             raise ValueError(f"llm.n_gpu_layers={n_gpu_layers!r}: an integer >= 0, or -1 for every layer")
         self.n_gpu_layers = n_gpu_layers  # layers offloaded to a GPU (a llama.cpp build with CUDA/Metal); 0 = CPU only
@@ -277,10 +310,16 @@ class LlamaCppBackend(_CachedChat):
             import llama_cpp
 
             extra = _extra_bufts(self.use_extra_bufts)
-            kwargs: dict[str, Any] = dict(model_path=str(self.model.path), n_ctx=self.n_ctx, n_batch=self.n_batch,
-                                          seed=self.seed, chat_format=self.chat_format, verbose=False,
-                                          n_gpu_layers=self.n_gpu_layers)
-            threads = self.n_threads or default_threads()   # also for prompt batches (see docstring)
+            kwargs: dict[str, Any] = dict(
+                model_path=str(self.model.path),
+                n_ctx=self.n_ctx,
+                n_batch=self.n_batch,
+                seed=self.seed,
+                chat_format=self.chat_format,
+                verbose=False,
+                n_gpu_layers=self.n_gpu_layers,
+            )
+            threads = self.n_threads or default_threads()  # also for prompt batches (see docstring)
             kwargs.update(n_threads=threads, n_threads_batch=threads)
             t0 = time.perf_counter()
             with _model_params(extra):
@@ -355,13 +394,14 @@ class LlamaCppBackend(_CachedChat):
             for i in range(0, len(tokens), step):
                 if deadline is not None and past_deadline(None, None):
                     raise _DeadlinePassed()
-                orig_eval(tokens[i:i + step])
+                orig_eval(tokens[i : i + step])
                 if first:
-                    state["evaluated"] += len(tokens[i:i + step])
+                    state["evaluated"] += len(tokens[i : i + step])
 
         def create_completion(*args: Any, **kw: Any) -> Any:
-            kw["stopping_criteria"] = llama_cpp.StoppingCriteriaList([*(kw.get("stopping_criteria") or []),
-                                                                      past_deadline])
+            kw["stopping_criteria"] = llama_cpp.StoppingCriteriaList(
+                [*(kw.get("stopping_criteria") or []), past_deadline]
+            )
             return orig_completion(*args, **kw)
 
         def sample(*args: Any, **kw: Any) -> int:
@@ -387,14 +427,22 @@ class LlamaCppBackend(_CachedChat):
         llm.eval = eval_counted
         try:
             out = llm.create_chat_completion(
-                messages=msgs, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
-                max_tokens=decoding.max_tokens, stop=list(decoding.stop), logprobs=True,
-                response_format=None if decoding.json_schema is None else _json_object_format(decoding.json_schema))
+                messages=msgs,
+                temperature=decoding.temperature,
+                top_p=decoding.top_p,
+                seed=decoding.seed,
+                max_tokens=decoding.max_tokens,
+                stop=list(decoding.stop),
+                logprobs=True,
+                response_format=None if decoding.json_schema is None else _json_object_format(decoding.json_schema),
+            )
         except _DeadlinePassed:
             if not self.reuse_prompt_cache:
                 llm.reset()  # (with prefix reuse the evaluated chunks stay valid for the next call)
-            raise LLMTimeout(f"{self.name}: prompt evaluation stopped at the {timeout:g}s deadline after "
-                             f"{time.monotonic() - t0:.2f}s") from None
+            raise LLMTimeout(
+                f"{self.name}: prompt evaluation stopped at the {timeout:g}s deadline after "
+                f"{time.monotonic() - t0:.2f}s"
+            ) from None
         except Exception as exc:
             llm.reset()
             raise LLMError(f"llama.cpp generation failed ({type(exc).__name__}: {exc})") from exc
@@ -413,8 +461,10 @@ class LlamaCppBackend(_CachedChat):
         if state["fired"] or (timeout is not None and elapsed > timeout):
             if not self.reuse_prompt_cache:
                 llm.reset()
-            raise LLMTimeout(f"{self.name}: generation stopped at the {timeout:g}s deadline after "
-                             f"{elapsed:.2f}s ({usage.get('completion_tokens', '?')} tokens generated)")
+            raise LLMTimeout(
+                f"{self.name}: generation stopped at the {timeout:g}s deadline after "
+                f"{elapsed:.2f}s ({usage.get('completion_tokens', '?')} tokens generated)"
+            )
         choice = out["choices"][0]
         n_completion = usage.get("completion_tokens")
         token_logprobs = None
@@ -423,9 +473,15 @@ class LlamaCppBackend(_CachedChat):
             token_logprobs = [float(t["logprob"]) for t in lp["content"]]
         elif state["logprobs_ok"] and n_completion is not None and len(logprobs) >= n_completion:
             token_logprobs = logprobs[:n_completion]
-        return LLMResponse(text=choice["message"].get("content") or "", token_logprobs=token_logprobs,
-                           timings_ms=timings, prompt_tokens=usage.get("prompt_tokens"),
-                           completion_tokens=n_completion, cached=False, finish_reason=choice.get("finish_reason"))
+        return LLMResponse(
+            text=choice["message"].get("content") or "",
+            token_logprobs=token_logprobs,
+            timings_ms=timings,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=n_completion,
+            cached=False,
+            finish_reason=choice.get("finish_reason"),
+        )
 
     # -- provenance
 
@@ -437,17 +493,30 @@ class LlamaCppBackend(_CachedChat):
         """Name, kind, model file (path, source, sha256), context/threads, cache stats, for manifests."""
         import llama_cpp
 
-        d = {"name": self.name, "kind": self.kind, "model": self.model.describe(), "model_sha256": self.model.sha256,
-             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "n_batch": self.n_batch, "n_gpu_layers": self.n_gpu_layers,
-             "interrupt_tokens": self.interrupt_tokens, "seed": self.seed,
-             "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
-             "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
-             "reuse_prompt_cache": self.reuse_prompt_cache, "timeout_s": self.timeout_s,
-             "llama_cpp_version": getattr(llama_cpp, "__version__", None), "system_info": llama_cpp_system_info(),
-             "loaded": self._llm is not None,
-             "load_ms": self.load_ms, "model_calls": self.model_calls,
-             "prompt_tokens_seen": self.prompt_tokens_seen, "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
-             "cache": self.cache.stats() if self.cache is not None else None}
+        d = {
+            "name": self.name,
+            "kind": self.kind,
+            "model": self.model.describe(),
+            "model_sha256": self.model.sha256,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "n_batch": self.n_batch,
+            "n_gpu_layers": self.n_gpu_layers,
+            "interrupt_tokens": self.interrupt_tokens,
+            "seed": self.seed,
+            "chat_format": self._llm.chat_format if self._llm is not None else self.chat_format,
+            "use_extra_bufts": self._extra_bufts_used if self._llm is not None else self.use_extra_bufts,
+            "reuse_prompt_cache": self.reuse_prompt_cache,
+            "timeout_s": self.timeout_s,
+            "llama_cpp_version": getattr(llama_cpp, "__version__", None),
+            "system_info": llama_cpp_system_info(),
+            "loaded": self._llm is not None,
+            "load_ms": self.load_ms,
+            "model_calls": self.model_calls,
+            "prompt_tokens_seen": self.prompt_tokens_seen,
+            "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+            "cache": self.cache.stats() if self.cache is not None else None,
+        }
         if self._llm is not None:
             d["n_threads_effective"] = self._llm.n_threads
         return d
@@ -477,11 +546,21 @@ class OpenAICompatibleBackend(_CachedChat):
     kind = "openai_compatible"
     OPTIONAL_FIELDS = ("seed", "logprobs", "stream_options", "repeat_penalty")
 
-    def __init__(self, base_url: str, model: str = "local", api_key_env: str | None = None,
-                 cache_dir: str | os.PathLike | None = None, model_sha256: str | None = None, *,
-                 name: str | None = None, stream: bool = True, timeout_s: float | None = None,
-                 connect_timeout_s: float = 10.0, read_timeout_s: float | None = None,
-                 schema_format: str = "json_object"):
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "local",
+        api_key_env: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        model_sha256: str | None = None,
+        *,
+        name: str | None = None,
+        stream: bool = True,
+        timeout_s: float | None = None,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float | None = None,
+        schema_format: str = "json_object",
+    ):
         import requests
 
         if schema_format not in ("json_object", "json_schema"):
@@ -524,16 +603,28 @@ class OpenAICompatibleBackend(_CachedChat):
         return self._request(msgs, decoding, timeout)
 
     def _payload(self, msgs: list[dict[str, str]], decoding: Decoding) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": decoding.max_tokens,
-                                "temperature": decoding.temperature, "top_p": decoding.top_p,
-                                "seed": decoding.seed, "logprobs": True, "stream": self.stream,
-                                "repeat_penalty": 1.0}  # llama.cpp servers: no penalty (llama_cpp.server's default is 1.1)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": msgs,
+            "max_tokens": decoding.max_tokens,
+            "temperature": decoding.temperature,
+            "top_p": decoding.top_p,
+            "seed": decoding.seed,
+            "logprobs": True,
+            "stream": self.stream,
+            "repeat_penalty": 1.0,
+        }  # llama.cpp servers: no penalty (llama_cpp.server's default is 1.1)
         if decoding.stop:
             body["stop"] = list(decoding.stop)
         if decoding.json_schema is not None:  # never optional: a server that refuses it fails the call
-            body["response_format"] = (_json_object_format(decoding.json_schema) if self.schema_format == "json_object"
-                                       else {"type": "json_schema", "json_schema": {
-                                           "name": "output", "schema": json.loads(decoding.json_schema), "strict": True}})
+            body["response_format"] = (
+                _json_object_format(decoding.json_schema)
+                if self.schema_format == "json_object"
+                else {
+                    "type": "json_schema",
+                    "json_schema": {"name": "output", "schema": json.loads(decoding.json_schema), "strict": True},
+                }
+            )
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         for f in self._dropped:
@@ -551,8 +642,9 @@ class OpenAICompatibleBackend(_CachedChat):
             connect = self.connect_timeout_s if remaining is None else min(self.connect_timeout_s, remaining)
             read = min((x for x in (remaining, self.read_timeout_s) if x is not None), default=None)
             try:
-                r = self._session.post(self.url, json=body, stream=self.stream, timeout=(connect, read),
-                                       headers=self._auth_header())
+                r = self._session.post(
+                    self.url, json=body, stream=self.stream, timeout=(connect, read), headers=self._auth_header()
+                )
             except requests.exceptions.Timeout as exc:
                 if deadline is not None and time.monotonic() >= deadline - 0.05:
                     limit = f"{timeout:g}s deadline"
@@ -580,8 +672,10 @@ class OpenAICompatibleBackend(_CachedChat):
 
     def _timeout(self, timeout: float | None, t0: float, n: int | None = None) -> LLMTimeout:
         got = f" after {n} tokens" if n is not None else ""
-        return LLMTimeout(f"{self.name}: call exceeded its {timeout:g}s deadline{got} "
-                          f"({time.monotonic() - t0:.2f}s); connection closed")
+        return LLMTimeout(
+            f"{self.name}: call exceeded its {timeout:g}s deadline{got} "
+            f"({time.monotonic() - t0:.2f}s); connection closed"
+        )
 
     def _read_json(self, r: Any, t0: float, deadline: float | None, timeout: float | None) -> LLMResponse:
         import requests
@@ -605,9 +699,14 @@ class OpenAICompatibleBackend(_CachedChat):
             raise LLMError(f"{self.name}: unexpected response {json.dumps(data)[:300]}") from exc
         usage = data.get("usage") or {}
         timings = {"total": elapsed * 1000, **_server_timings(data)}
-        return LLMResponse(text=text, token_logprobs=_logprobs(choice), timings_ms=timings,
-                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                           finish_reason=choice.get("finish_reason"))
+        return LLMResponse(
+            text=text,
+            token_logprobs=_logprobs(choice),
+            timings_ms=timings,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            finish_reason=choice.get("finish_reason"),
+        )
 
     def _read_stream(self, r: Any, t0: float, deadline: float | None, timeout: float | None) -> LLMResponse:
         import requests
@@ -655,8 +754,10 @@ class OpenAICompatibleBackend(_CachedChat):
             if deadline is not None and time.monotonic() >= deadline - 0.05:
                 raise self._timeout(timeout, t0, n_chunks) from exc
             if self.read_timeout_s is not None and _is_read_timeout(exc):
-                raise LLMTimeout(f"{self.name}: the stream stalled: nothing for {self.read_timeout_s:g}s "
-                                 f"(read_timeout_s) after {n_chunks} tokens; connection closed") from exc
+                raise LLMTimeout(
+                    f"{self.name}: the stream stalled: nothing for {self.read_timeout_s:g}s "
+                    f"(read_timeout_s) after {n_chunks} tokens; connection closed"
+                ) from exc
             raise LLMError(f"{self.name}: stream broke ({type(exc).__name__}: {exc})") from exc
         end = time.monotonic()
         if deadline is not None and end > deadline:
@@ -669,18 +770,32 @@ class OpenAICompatibleBackend(_CachedChat):
             timings.update(prompt=(first - t0) * 1000, generation=(end - first) * 1000)
         n_completion = usage.get("completion_tokens", n_chunks)
         token_logprobs = logprobs if (have_logprobs and logprobs and n_chunks) else None
-        return LLMResponse(text="".join(parts), token_logprobs=token_logprobs, timings_ms=timings,
-                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=n_completion,
-                           finish_reason=finish)
+        return LLMResponse(
+            text="".join(parts),
+            token_logprobs=token_logprobs,
+            timings_ms=timings,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=n_completion,
+            finish_reason=finish,
+        )
 
     def describe(self) -> dict[str, Any]:
         """Name, kind, base_url, model, model sha256 (if known), cache stats, for manifests."""
-        return {"name": self.name, "kind": self.kind, "base_url": self.base_url, "model": self.model,
-                "model_sha256": self.model_sha256, "stream": self.stream, "timeout_s": self.timeout_s,
-                "read_timeout_s": self.read_timeout_s, "dropped_fields": sorted(self._dropped), "schema_format": self.schema_format,
-                "model_calls": self.model_calls,
-                "api_key_env": self.api_key_env,
-                "cache": self.cache.stats() if self.cache is not None else None}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "base_url": self.base_url,
+            "model": self.model,
+            "model_sha256": self.model_sha256,
+            "stream": self.stream,
+            "timeout_s": self.timeout_s,
+            "read_timeout_s": self.read_timeout_s,
+            "dropped_fields": sorted(self._dropped),
+            "schema_format": self.schema_format,
+            "model_calls": self.model_calls,
+            "api_key_env": self.api_key_env,
+            "cache": self.cache.stats() if self.cache is not None else None,
+        }
 
     def close(self) -> None:
         """Close the HTTP session."""
@@ -734,7 +849,9 @@ def _plain(cfg: Any) -> Any:
     return cfg
 
 
-def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> LlamaCppBackend | OpenAICompatibleBackend:
+def make_llm(
+    cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None
+) -> LlamaCppBackend | OpenAICompatibleBackend:
     """A backend from a conf/llm/*.yaml mapping; ``cache_dir`` holds joined GGUF files and, unless
     ``cache: false``, the response cache. Unknown ``kind`` -> ValueError listing the known ones."""
     c = _plain(cfg)
@@ -743,26 +860,42 @@ def make_llm(cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None)
     resp_cache = cache_dir if c.get("cache", True) else None
     if kind == "llamacpp":
         if not c.get("model"):
-            raise ValueError("llm config of kind 'llamacpp' needs a `model` spec (path / pypi_parts / pypi_find_spec / hub_id)")
+            raise ValueError(
+                "llm config of kind 'llamacpp' needs a `model` spec (path / pypi_parts / pypi_find_spec / hub_id)"
+            )
         model = resolve_model({**c["model"], "format": "gguf"}, cache_dir=cache_dir)
-        return LlamaCppBackend(model, n_ctx=c.get("n_ctx") or 4096, n_threads=c.get("n_threads"),
-                               seed=c.get("seed") or 0, cache_dir=resp_cache, chat_format=c.get("chat_format"),
-                               name=c.get("name"), use_extra_bufts=c.get("use_extra_bufts"),
-                               timeout_s=c.get("timeout_s"), n_batch=c.get("n_batch") or 512,
-                               reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)),
-                               interrupt_tokens=int(c.get("interrupt_tokens") or 64),
-                               n_gpu_layers=c.get("n_gpu_layers") or 0)
+        return LlamaCppBackend(
+            model,
+            n_ctx=c.get("n_ctx") or 4096,
+            n_threads=c.get("n_threads"),
+            seed=c.get("seed") or 0,
+            cache_dir=resp_cache,
+            chat_format=c.get("chat_format"),
+            name=c.get("name"),
+            use_extra_bufts=c.get("use_extra_bufts"),
+            timeout_s=c.get("timeout_s"),
+            n_batch=c.get("n_batch") or 512,
+            reuse_prompt_cache=bool(c.get("reuse_prompt_cache", False)),
+            interrupt_tokens=int(c.get("interrupt_tokens") or 64),
+            n_gpu_layers=c.get("n_gpu_layers") or 0,
+        )
     if kind == "openai_compatible":
         if not c.get("base_url"):
             raise ValueError("llm config of kind 'openai_compatible' needs `base_url`")
         sha = c.get("model_sha256")
         if not sha and c.get("gguf"):
             sha = resolve_model({**c["gguf"], "format": "gguf"}, cache_dir=cache_dir).sha256
-        return OpenAICompatibleBackend(c["base_url"], model=c.get("model") or "local",
-                                       api_key_env=c.get("api_key_env") or None, cache_dir=resp_cache, model_sha256=sha,
-                                       name=c.get("name"), stream=bool(c.get("stream", True)),
-                                       timeout_s=c.get("timeout_s"),
-                                       connect_timeout_s=c.get("connect_timeout_s") or 10.0,
-                                       read_timeout_s=c.get("read_timeout_s"),
-                                       schema_format=c.get("schema_format") or "json_object")
+        return OpenAICompatibleBackend(
+            c["base_url"],
+            model=c.get("model") or "local",
+            api_key_env=c.get("api_key_env") or None,
+            cache_dir=resp_cache,
+            model_sha256=sha,
+            name=c.get("name"),
+            stream=bool(c.get("stream", True)),
+            timeout_s=c.get("timeout_s"),
+            connect_timeout_s=c.get("connect_timeout_s") or 10.0,
+            read_timeout_s=c.get("read_timeout_s"),
+            schema_format=c.get("schema_format") or "json_object",
+        )
     raise ValueError(f"unknown llm kind {kind!r}; known kinds: {', '.join(KINDS)}")

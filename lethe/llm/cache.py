@@ -36,13 +36,22 @@ def messages_as_dicts(messages: Sequence[Message | Mapping[str, Any]]) -> list[d
     return out
 
 
-def response_key(model_sha256: str, messages: Sequence[Message | Mapping[str, Any]],
-                 decoding: Decoding | Mapping[str, Any], backend_kind: str,
-                 extra: Mapping[str, Any] | None = None) -> str:
+def response_key(
+    model_sha256: str,
+    messages: Sequence[Message | Mapping[str, Any]],
+    decoding: Decoding | Mapping[str, Any],
+    backend_kind: str,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """sha256 hex identifying one request (see module docstring)."""
     dec = decoding.as_dict() if isinstance(decoding, Decoding) else dict(decoding)
-    payload = {"v": FORMAT_VERSION, "model_sha256": model_sha256, "messages": messages_as_dicts(messages),
-               "decoding": dec, "backend_kind": backend_kind}
+    payload = {
+        "v": FORMAT_VERSION,
+        "model_sha256": model_sha256,
+        "messages": messages_as_dicts(messages),
+        "decoding": dec,
+        "backend_kind": backend_kind,
+    }
     if extra:
         payload["extra"] = dict(extra)
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -90,5 +99,10 @@ class ResponseCache:
     def stats(self) -> dict[str, Any]:
         """Counters and location, for a run manifest."""
         total = self.hits + self.misses
-        return {"dir": str(self.dir), "hits": self.hits, "misses": self.misses, "puts": self.puts,
-                "hit_rate": (self.hits / total) if total else None}
+        return {
+            "dir": str(self.dir),
+            "hits": self.hits,
+            "misses": self.misses,
+            "puts": self.puts,
+            "hit_rate": (self.hits / total) if total else None,
+        }

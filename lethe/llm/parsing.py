@@ -46,8 +46,20 @@ from typing import Any, Sequence
 
 from lethe.text.collapse import collapse, comparison_key
 
-__all__ = ["ParseError", "Keywords", "ExactTerms", "extract_json", "parse_rewrite", "parse_subqueries",
-           "parse_keywords", "keywords_schema", "parse_exact_terms", "parse_passage", "parse_question", "normalize"]
+__all__ = [
+    "ParseError",
+    "Keywords",
+    "ExactTerms",
+    "extract_json",
+    "parse_rewrite",
+    "parse_subqueries",
+    "parse_keywords",
+    "keywords_schema",
+    "parse_exact_terms",
+    "parse_passage",
+    "parse_question",
+    "normalize",
+]
 
 _OPEN = {"{": "}", "[": "]"}
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -82,7 +94,7 @@ class ExactTerms:
     dropped: tuple[str, ...]
     model_flag: bool
     use_boost: bool
-    importance: str | None = None   # "none" | "low" | "medium" | "high" when the reply gives keyword_importance
+    importance: str | None = None  # "none" | "low" | "medium" | "high" when the reply gives keyword_importance
 
 
 IMPORTANCE_LEVELS = ("none", "low", "medium", "high")
@@ -213,8 +225,11 @@ def parse_keywords(text: str, max_per_list: int = 10) -> Keywords:
 def keywords_schema(max_per_list: int = 10) -> str:
     """``parse_keywords``' contract as a JSON Schema, JSON text with sorted keys (a cache-key part)."""
     lst = {"type": "array", "items": {"type": "string"}, "maxItems": int(max_per_list)}
-    schema = {"type": "object", "properties": {"high_level_keywords": lst, "low_level_keywords": lst},
-              "required": ["high_level_keywords", "low_level_keywords"]}
+    schema = {
+        "type": "object",
+        "properties": {"high_level_keywords": lst, "low_level_keywords": lst},
+        "required": ["high_level_keywords", "low_level_keywords"],
+    }
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
@@ -233,7 +248,9 @@ def parse_exact_terms(text: str, query: str, max_terms: int = 10) -> ExactTerms:
     importance = obj.get("keyword_importance")
     if importance is not None:
         if not isinstance(importance, str) or importance.strip().lower() not in IMPORTANCE_LEVELS:
-            raise ParseError("wrong_type", f"'keyword_importance' must be one of {IMPORTANCE_LEVELS}, got {importance!r}")
+            raise ParseError(
+                "wrong_type", f"'keyword_importance' must be one of {IMPORTANCE_LEVELS}, got {importance!r}"
+            )
         importance = importance.strip().lower()
     q = query.casefold()
     kept = tuple(t for t in terms if t.casefold() in q)
@@ -271,7 +288,7 @@ def parse_question(text: str, min_words: int = 3, max_chars: int = 300) -> str:
     lines = [ln for ln in (m.group(1) if m else text).splitlines() if ln.strip()]
     if not lines:
         raise ParseError("empty", "no question")
-    q = _QUESTION_PREFIX.sub("", _clean(lines[0])).strip().strip('"\'“”`').strip()
+    q = _QUESTION_PREFIX.sub("", _clean(lines[0])).strip().strip("\"'“”`").strip()
     if len(q.split()) < min_words:
         raise ParseError("too_short", f"{len(q.split())} words: {q[:80]!r}")
     if len(q) > max_chars:

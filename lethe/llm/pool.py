@@ -19,7 +19,7 @@ class LLMPool:
     def get(self, cfg: Mapping[str, Any] | None, where: str) -> Any:
         """The backend of ``cfg`` (a conf/llm/*.yaml mapping); ``where`` names its config key in the error raised
         when it is missing."""
-        from lethe.llm.backends import make_llm   # at call time: tests stand in for the backends module
+        from lethe.llm.backends import make_llm  # at call time: tests stand in for the backends module
 
         if not cfg:
             raise ConfigError(f"{where} is required (an LLM config, conf/llm/*.yaml, e.g. ${{llm}})")

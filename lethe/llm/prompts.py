@@ -89,8 +89,8 @@ def _split(text: str, where: str) -> tuple[str, str]:
     head = [ln for ln in lines[:i_sys] if ln.strip()]
     if any(not ln.lstrip().startswith("#") for ln in head):
         raise ValueError(f"{where}: only '#' comment lines may precede {_SYSTEM}")
-    system = "\n".join(lines[i_sys + 1:i_usr]).strip("\n")
-    user = "\n".join(lines[i_usr + 1:]).strip("\n")
+    system = "\n".join(lines[i_sys + 1 : i_usr]).strip("\n")
+    user = "\n".join(lines[i_usr + 1 :]).strip("\n")
     if not system.strip() or not user.strip():
         raise ValueError(f"{where}: empty system or user message")
     return system, user

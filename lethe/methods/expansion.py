@@ -85,8 +85,15 @@ from lethe.text.entities import exact_terms
 from lethe.retrieval.fusion import rrf
 from lethe.retrieval.ranking import top_indices, top_k
 from lethe.llm.base import Decoding, LLMBackend
-from lethe.llm.parsing import (ExactTerms, Keywords, keywords_schema, normalize, parse_exact_terms, parse_keywords,
-                                parse_passage)
+from lethe.llm.parsing import (
+    ExactTerms,
+    Keywords,
+    keywords_schema,
+    normalize,
+    parse_exact_terms,
+    parse_keywords,
+    parse_passage,
+)
 from lethe.llm.prompts import load_prompt
 from lethe.stages.understanding.llm import CallStats, Outcome, as_decoding, ask, build_llm
 from lethe.core.protocol import Doc, Query, SearchResult, count_fallback_causes, record_llm_failures
@@ -110,9 +117,17 @@ class _ExpansionMethod:
 
     name = "expansion"
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, llm: LLMBackend | Mapping[str, Any] | None,
-                 components: Sequence[str], timeout_s: float | None, decoding: Decoding | Mapping[str, Any] | None,
-                 prompts: Mapping[str, str] | None, cache_dir: str | Path | None, progress: bool) -> None:
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        llm: LLMBackend | Mapping[str, Any] | None,
+        components: Sequence[str],
+        timeout_s: float | None,
+        decoding: Decoding | Mapping[str, Any] | None,
+        prompts: Mapping[str, str] | None,
+        cache_dir: str | Path | None,
+        progress: bool,
+    ) -> None:
         self.dense = DenseIndex(make_embedder(embedder, cache_dir, progress))
         self.components = tuple(components)
         self.timeout_s = None if timeout_s is None else float(timeout_s)
@@ -139,13 +154,27 @@ class _ExpansionMethod:
     def _new_query() -> tuple[dict[str, float], dict[str, Any]]:
         return {s: 0.0 for s in _STAGES}, {"llm_calls": 0, "llm_cached": 0, "llm_fallback": []}
 
-    def _ask(self, component: str, parse: Callable[[str], Any], timings: dict[str, float], flags: dict[str, Any],
-             decoding: Decoding | None = None, **values: Any) -> Outcome:
+    def _ask(
+        self,
+        component: str,
+        parse: Callable[[str], Any],
+        timings: dict[str, float],
+        flags: dict[str, Any],
+        decoding: Decoding | None = None,
+        **values: Any,
+    ) -> Outcome:
         """One LLM round trip for ``component`` (``decoding``: default ``self.decoding``); its time, cache use
         and any failure go to the query."""
         assert self.llm is not None
-        out = ask(self.llm, self.prompts[component], parse, decoding or self.decoding, self.timeout_s,
-                  self.stats[component], **values)
+        out = ask(
+            self.llm,
+            self.prompts[component],
+            parse,
+            decoding or self.decoding,
+            self.timeout_s,
+            self.stats[component],
+            **values,
+        )
         timings["llm"] += out.latency_ms
         flags["llm_calls"] += 1
         flags["llm_cached"] += int(out.cached)
@@ -161,10 +190,13 @@ class _ExpansionMethod:
         return v, self.embedder.last_cache_hits > 0
 
     def _describe_llm(self) -> dict[str, Any]:
-        return {"timeout_s": self.timeout_s, "decoding": self.decoding.as_dict(),
-                "prompts": {c: p.describe() for c, p in self.prompts.items()},
-                "llm": self.llm.describe() if self.llm is not None else None,
-                "counters": {c: s.as_dict() for c, s in self.stats.items()}}
+        return {
+            "timeout_s": self.timeout_s,
+            "decoding": self.decoding.as_dict(),
+            "prompts": {c: p.describe() for c, p in self.prompts.items()},
+            "llm": self.llm.describe() if self.llm is not None else None,
+            "counters": {c: s.as_dict() for c, s in self.stats.items()},
+        }
 
     def close(self) -> None:
         self.embedder.flush()
@@ -177,11 +209,20 @@ class HyDESearch(_ExpansionMethod):
 
     name = "hyde"
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, llm: LLMBackend | Mapping[str, Any],
-                 mode: str = "average", answer_role: str = "doc", timeout_s: float | None = 30.0,
-                 decoding: Decoding | Mapping[str, Any] | None = None, prompts: Mapping[str, str] | None = None,
-                 max_answer_chars: int = 2000, name: str = "hyde", cache_dir: str | Path | None = None,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        llm: LLMBackend | Mapping[str, Any],
+        mode: str = "average",
+        answer_role: str = "doc",
+        timeout_s: float | None = 30.0,
+        decoding: Decoding | Mapping[str, Any] | None = None,
+        prompts: Mapping[str, str] | None = None,
+        max_answer_chars: int = 2000,
+        name: str = "hyde",
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ) -> None:
         if mode not in ("average", "answer_only"):
             raise ValueError(f"mode must be 'average' or 'answer_only', got {mode!r}")
         if answer_role not in _ROLES:
@@ -217,8 +258,15 @@ class HyDESearch(_ExpansionMethod):
         return SearchResult(ranking, timings, flags)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "method": "hyde", "mode": self.mode, "answer_role": self.answer_role,
-                "max_answer_chars": self.max_answer_chars, **self._describe_llm(), "embedder": self.embedder.stats()}
+        return {
+            "name": self.name,
+            "method": "hyde",
+            "mode": self.mode,
+            "answer_role": self.answer_role,
+            "max_answer_chars": self.max_answer_chars,
+            **self._describe_llm(),
+            "embedder": self.embedder.stats(),
+        }
 
 
 class KeywordSearch(_ExpansionMethod):
@@ -226,12 +274,26 @@ class KeywordSearch(_ExpansionMethod):
 
     name = "keywords"
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, llm: LLMBackend | Mapping[str, Any],
-                 with_answer: bool = False, levels: Sequence[str] = ("low", "high"), fusion: str = "rrf",
-                 rrf_k: int = 60, depth: int = 100, answer_role: str = "doc", timeout_s: float | None = 30.0,
-                 decoding: Decoding | Mapping[str, Any] | None = None, prompts: Mapping[str, str] | None = None,
-                 max_keywords: int = 10, max_answer_chars: int = 2000, constrained: bool = True,
-                 name: str = "keywords", cache_dir: str | Path | None = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        llm: LLMBackend | Mapping[str, Any],
+        with_answer: bool = False,
+        levels: Sequence[str] = ("low", "high"),
+        fusion: str = "rrf",
+        rrf_k: int = 60,
+        depth: int = 100,
+        answer_role: str = "doc",
+        timeout_s: float | None = 30.0,
+        decoding: Decoding | Mapping[str, Any] | None = None,
+        prompts: Mapping[str, str] | None = None,
+        max_keywords: int = 10,
+        max_answer_chars: int = 2000,
+        constrained: bool = True,
+        name: str = "keywords",
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ) -> None:
         levels = tuple(levels)
         if not levels or any(lv not in ("low", "high") for lv in levels) or len(set(levels)) != len(levels):
             raise ValueError(f"levels must be a non-empty subset of ['low', 'high'], got {list(levels)}")
@@ -246,8 +308,11 @@ class KeywordSearch(_ExpansionMethod):
         comps = ("keywords", "hyde") if self.with_answer else ("keywords",)
         super().__init__(embedder, llm, comps, timeout_s, decoding, prompts, cache_dir, progress)
         self.constrained = bool(constrained)
-        self.keyword_decoding = (replace(self.decoding, json_schema=keywords_schema(self.max_keywords))
-                                 if self.constrained else self.decoding)
+        self.keyword_decoding = (
+            replace(self.decoding, json_schema=keywords_schema(self.max_keywords))
+            if self.constrained
+            else self.decoding
+        )
 
     def keyword_text(self, kw: Keywords) -> str:
         """The configured levels' keywords, low before high, joined by ", " (duplicates dropped)."""
@@ -256,10 +321,19 @@ class KeywordSearch(_ExpansionMethod):
 
     def search(self, query: Query, k: int) -> SearchResult:
         timings, flags = self._new_query()
-        kw = self._ask("keywords", lambda t: parse_keywords(t, self.max_keywords), timings, flags,
-                       self.keyword_decoding, query=query.text)
-        ans = (self._ask("hyde", lambda t: parse_passage(t, self.max_answer_chars), timings, flags, query=query.text)
-               if self.with_answer else None)
+        kw = self._ask(
+            "keywords",
+            lambda t: parse_keywords(t, self.max_keywords),
+            timings,
+            flags,
+            self.keyword_decoding,
+            query=query.text,
+        )
+        ans = (
+            self._ask("hyde", lambda t: parse_passage(t, self.max_answer_chars), timings, flags, query=query.text)
+            if self.with_answer
+            else None
+        )
         texts: list[tuple[str, str, str]] = [("query", query.text, "query")]
         if kw.ok:
             flags["keywords"] = kw.value.as_record()
@@ -296,11 +370,21 @@ class KeywordSearch(_ExpansionMethod):
         return SearchResult(ranking, timings, flags)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "method": "keywords", "with_answer": self.with_answer, "levels": list(self.levels),
-                "fusion": self.fusion, "rrf_k": self.rrf_k, "depth": self.depth, "answer_role": self.answer_role,
-                "max_keywords": self.max_keywords, "constrained": self.constrained,
-                "keyword_decoding": self.keyword_decoding.as_dict(), **self._describe_llm(),
-                "embedder": self.embedder.stats()}
+        return {
+            "name": self.name,
+            "method": "keywords",
+            "with_answer": self.with_answer,
+            "levels": list(self.levels),
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "depth": self.depth,
+            "answer_role": self.answer_role,
+            "max_keywords": self.max_keywords,
+            "constrained": self.constrained,
+            "keyword_decoding": self.keyword_decoding.as_dict(),
+            **self._describe_llm(),
+            "embedder": self.embedder.stats(),
+        }
 
 
 def _dedupe(words: Sequence[str]) -> list[str]:
@@ -318,13 +402,27 @@ class KeywordBoostSearch(_ExpansionMethod):
 
     name = "keyword_boost"
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, detector: str = "heuristic",
-                 llm: LLMBackend | Mapping[str, Any] | None = None, weight: float = 0.3, keyword_score: str = "bm25",
-                 add_bm25_hits: bool = True, depth: int = 100, k1: float = 1.2, b: float = 0.75,
-                 fallback_detector: str = "none", timeout_s: float | None = 30.0,
-                 decoding: Decoding | Mapping[str, Any] | None = None, prompts: Mapping[str, str] | None = None,
-                 max_terms: int = 10, importance_weights: Mapping[str, float] | None = None,
-                 name: str = "keyword_boost", cache_dir: str | Path | None = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        detector: str = "heuristic",
+        llm: LLMBackend | Mapping[str, Any] | None = None,
+        weight: float = 0.3,
+        keyword_score: str = "bm25",
+        add_bm25_hits: bool = True,
+        depth: int = 100,
+        k1: float = 1.2,
+        b: float = 0.75,
+        fallback_detector: str = "none",
+        timeout_s: float | None = 30.0,
+        decoding: Decoding | Mapping[str, Any] | None = None,
+        prompts: Mapping[str, str] | None = None,
+        max_terms: int = 10,
+        importance_weights: Mapping[str, float] | None = None,
+        name: str = "keyword_boost",
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ) -> None:
         if detector not in ("heuristic", "llm"):
             raise ValueError(f"detector must be 'heuristic' or 'llm', got {detector!r}")
         if keyword_score not in ("bm25", "match"):
@@ -339,8 +437,16 @@ class KeywordBoostSearch(_ExpansionMethod):
         self.add_bm25_hits, self.depth, self.k1, self.b = bool(add_bm25_hits), int(depth), float(k1), float(b)
         self.fallback_detector, self.max_terms = fallback_detector, int(max_terms)
         # the heuristic detector never builds nor calls an LLM, even when one is configured
-        super().__init__(embedder, llm if detector == "llm" else None, ("exact_terms",) if detector == "llm" else (),
-                         timeout_s, decoding, prompts, cache_dir, progress)
+        super().__init__(
+            embedder,
+            llm if detector == "llm" else None,
+            ("exact_terms",) if detector == "llm" else (),
+            timeout_s,
+            decoding,
+            prompts,
+            cache_dir,
+            progress,
+        )
         self.bm25 = BM25Index(self.k1, self.b)
         self.texts_lower: list[str] = []
 
@@ -370,8 +476,9 @@ class KeywordBoostSearch(_ExpansionMethod):
         """The exact-match terms to boost (empty: no boost)."""
         if self.detector == "heuristic":
             return self.heuristic_terms(query.text)
-        out = self._ask("exact_terms", lambda t: parse_exact_terms(t, query.text, self.max_terms), timings, flags,
-                        query=query.text)
+        out = self._ask(
+            "exact_terms", lambda t: parse_exact_terms(t, query.text, self.max_terms), timings, flags, query=query.text
+        )
         if not out.ok:
             return self.heuristic_terms(query.text) if self.fallback_detector == "heuristic" else ()
         et: ExactTerms = out.value
@@ -434,17 +541,29 @@ class KeywordBoostSearch(_ExpansionMethod):
         idx = top_indices(fused, k)
         ranking = [(self.dense.ids[i], float(fused[i])) for i in idx]
         timings["fusion"] = _ms(t4)
-        flags.update({"bm25_matches": int(matches.size), "boosted": int(np.count_nonzero(kw > 0)),
-                      "candidates": int(cand.size)})
+        flags.update(
+            {"bm25_matches": int(matches.size), "boosted": int(np.count_nonzero(kw > 0)), "candidates": int(cand.size)}
+        )
         return SearchResult(ranking, timings, flags)
 
     def describe(self) -> dict[str, Any]:
-        out = {"name": self.name, "method": "keyword_boost", "detector": self.detector, "weight": self.weight,
-               "importance_weights": self.importance_weights,
-               "keyword_score": self.keyword_score, "add_bm25_hits": self.add_bm25_hits, "depth": self.depth,
-               "fallback_detector": self.fallback_detector,
-               "bm25": {"implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)", "k1": self.k1, "b": self.b},
-               "embedder": self.embedder.stats()}
+        out = {
+            "name": self.name,
+            "method": "keyword_boost",
+            "detector": self.detector,
+            "weight": self.weight,
+            "importance_weights": self.importance_weights,
+            "keyword_score": self.keyword_score,
+            "add_bm25_hits": self.add_bm25_hits,
+            "depth": self.depth,
+            "fallback_detector": self.fallback_detector,
+            "bm25": {
+                "implementation": "lethe.retrieval.bm25.BM25Index (Lucene-compatible)",
+                "k1": self.k1,
+                "b": self.b,
+            },
+            "embedder": self.embedder.stats(),
+        }
         if self.detector == "llm":
             out.update(self._describe_llm())
         return out

@@ -43,8 +43,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.core.protocol import (Annotates, Doc, Query, SearchResult, UsesQuerySet, count_fallback_causes,
-                                 record_llm_failures)
+from lethe.core.protocol import (
+    Annotates,
+    Doc,
+    Query,
+    SearchResult,
+    UsesQuerySet,
+    count_fallback_causes,
+    record_llm_failures,
+)
 from lethe.retrieval.bm25 import BM25Index
 from lethe.retrieval.dense import make_embedder
 from lethe.retrieval.embedder import Embedder
@@ -67,20 +74,35 @@ def _stage(value: Any, cls: type, key: str) -> Any:
     """``value`` if it is a built ``cls``; a TypeError naming ``method.<key>`` otherwise (e.g. a plain
     mapping given where Hydra should have built the stage from its ``_target_``)."""
     if not isinstance(value, cls):
-        raise TypeError(f"method.{key} must be a built {cls.__module__}.{cls.__qualname__} "
-                        f"(a config section with _target_), got {type(value).__name__}")
+        raise TypeError(
+            f"method.{key} must be a built {cls.__module__}.{cls.__qualname__} "
+            f"(a config section with _target_), got {type(value).__name__}"
+        )
     return value
 
 
 class LethePipeline:
     """Lethe iterations 1-4 (see the module docstring); implements ``lethe.core.protocol.Method``."""
 
-    def __init__(self, embedder: Mapping[str, Any] | Embedder, *, depth: int, bm25: BM25Params,
-                 planning: Planner, boost: MetadataBoost, diversify: EntityDiversifier,
-                 query_understanding: QueryUnderstanding, learned_fusion: LearnedFusionConfig,
-                 llm_rerank: RankingStage | None, contradiction: RankingStage | None,
-                 generation: RankingStage | None, extra_stages: Mapping[str, RankingStage | None],
-                 name: str = "lethe", cache_dir: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        embedder: Mapping[str, Any] | Embedder,
+        *,
+        depth: int,
+        bm25: BM25Params,
+        planning: Planner,
+        boost: MetadataBoost,
+        diversify: EntityDiversifier,
+        query_understanding: QueryUnderstanding,
+        learned_fusion: LearnedFusionConfig,
+        llm_rerank: RankingStage | None,
+        contradiction: RankingStage | None,
+        generation: RankingStage | None,
+        extra_stages: Mapping[str, RankingStage | None],
+        name: str = "lethe",
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         """``depth``: candidates per list and sub-query; the stages as built from the method YAML (None: off);
         ``llm_rerank``, ``contradiction``, ``generation`` and then ``extra_stages`` are the ranking stages, in
         this order; ``cache_dir``/``progress``: given by the runner."""
@@ -91,16 +113,23 @@ class LethePipeline:
         self.diversifier: EntityDiversifier = _stage(diversify, EntityDiversifier, "diversify")
         self.understanding: QueryUnderstanding = _stage(query_understanding, QueryUnderstanding, "query_understanding")
         self.learned_fusion: LearnedFusionConfig = _stage(learned_fusion, LearnedFusionConfig, "learned_fusion")
-        named = {"llm_rerank": llm_rerank, "contradiction": contradiction, "generation": generation,
-                 **{f"extra_stages.{k}": v for k, v in (extra_stages or {}).items()}}
+        named = {
+            "llm_rerank": llm_rerank,
+            "contradiction": contradiction,
+            "generation": generation,
+            **{f"extra_stages.{k}": v for k, v in (extra_stages or {}).items()},
+        }
         # the ranking stages by config key, in order; null switches a stage off
-        self.stages: dict[str, RankingStage] = {k: _stage(st, RankingStage, k) for k, st in named.items()
-                                                if st is not None}
+        self.stages: dict[str, RankingStage] = {
+            k: _stage(st, RankingStage, k) for k, st in named.items() if st is not None
+        }
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.qu = self.understanding.build_backend(cache_dir)
         self.embedder = make_embedder(embedder, cache_dir, progress)
-        self.fusion_model: FusionModel | None = None   # learned fusion: loaded by bind_dataset (one per dataset build and query pool)
-        self.llms = LLMPool(cache_dir)   # the stages' LLM backends, one per distinct config
+        self.fusion_model: FusionModel | None = (
+            None  # learned fusion: loaded by bind_dataset (one per dataset build and query pool)
+        )
+        self.llms = LLMPool(cache_dir)  # the stages' LLM backends, one per distinct config
         for st in self.stages.values():
             if isinstance(st, UsesLLMs):
                 st.bind_llms(self.llms)
@@ -116,13 +145,21 @@ class LethePipeline:
     def base_config(self) -> dict[str, Any]:
         """Parameters that shape the candidates and features (everything but learned fusion and
         the values it predicts); a fusion model is valid only for the base it was trained on."""
-        return json.loads(json.dumps({
-            "depth": self.depth, "bm25": asdict(self.bm25_params), "planning": asdict(self.planner),
-            "boost": asdict(self.boost),
-            "diversify": {k: v for k, v in asdict(self.diversifier).items() if k != "lam"},
-            "query_understanding": asdict(self.understanding),
-            "embedder": {"name": self.embedder.model.name, "sha256": self.embedder.model.sha256},
-        }, sort_keys=True, default=str))
+        return json.loads(
+            json.dumps(
+                {
+                    "depth": self.depth,
+                    "bm25": asdict(self.bm25_params),
+                    "planning": asdict(self.planner),
+                    "boost": asdict(self.boost),
+                    "diversify": {k: v for k, v in asdict(self.diversifier).items() if k != "lam"},
+                    "query_understanding": asdict(self.understanding),
+                    "embedder": {"name": self.embedder.model.name, "sha256": self.embedder.model.sha256},
+                },
+                sort_keys=True,
+                default=str,
+            )
+        )
 
     def fusion_dir(self, build_key: str, pool: str = "") -> Path:
         """Where the learned-fusion models of dataset build ``build_key`` lie, trained on the query pool
@@ -131,7 +168,8 @@ class LethePipeline:
         in its configuration key's folder."""
         d = Path(str(self.learned_fusion.model_dir))
         return (d if d.is_absolute() or self.cache_dir is None else self.cache_dir / d) / (
-            f"{build_key}-{pool}" if pool else build_key)
+            f"{build_key}-{pool}" if pool else build_key
+        )
 
     def training_config(self) -> dict[str, Any]:
         """Learned-fusion training settings (they key the saved model together with the base)."""
@@ -139,10 +177,14 @@ class LethePipeline:
         return json.loads(json.dumps({k: lf[k] for k in ("alpha_grid", "lambda_grid", "folds", "families", "seed")}))
 
     def describe(self) -> dict[str, Any]:
-        out = {"name": self.name, **self.base_config(),
-               "diversify": asdict(self.diversifier), "learned_fusion": asdict(self.learned_fusion),
-               "query_understanding_backend": self.qu.describe() if self.qu else None,
-               "embedder": self.embedder.stats()}
+        out = {
+            "name": self.name,
+            **self.base_config(),
+            "diversify": asdict(self.diversifier),
+            "learned_fusion": asdict(self.learned_fusion),
+            "query_understanding_backend": self.qu.describe() if self.qu else None,
+            "embedder": self.embedder.stats(),
+        }
         if self.fusion_model is not None:
             out["fusion_model"] = self.fusion_model.card
         out["stages"] = {k: st.describe() for k, st in self.stages.items()}
@@ -163,8 +205,11 @@ class LethePipeline:
         """Loads the learned-fusion model trained on this very dataset build and query pool (``info``: name,
         build_key, pool)."""
         if self.learned_fusion.enabled:
-            self.fusion_model = FusionModel.load(self.fusion_dir(str(info["build_key"]), str(info.get("pool") or "")),
-                                                 self.base_config(), self.training_config())
+            self.fusion_model = FusionModel.load(
+                self.fusion_dir(str(info["build_key"]), str(info.get("pool") or "")),
+                self.base_config(),
+                self.training_config(),
+            )
             self.fusion_model.check_dataset(info)
 
     # -- indexing -------------------------------------------------------------------------------
@@ -205,8 +250,13 @@ class LethePipeline:
         union = np.union1d(lex_top, dense_top).astype(np.int64)
         boost = self.boost.scores(signals, [self.texts_lower[i] for i in union], [self.kinds[i] for i in union])
         t2 = time.perf_counter()
-        return (SubCandidates(text, union, lex[union].astype(np.float64), cos[union].astype(np.float64), boost,
-                              lex_top, dense_top), (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+        return (
+            SubCandidates(
+                text, union, lex[union].astype(np.float64), cos[union].astype(np.float64), boost, lex_top, dense_top
+            ),
+            (t1 - t0) * 1e3,
+            (t2 - t1) * 1e3,
+        )
 
     def prepare(self, query: Query) -> Prepared:
         """Query understanding, planning and candidate generation (no alpha/lambda yet)."""
@@ -228,13 +278,15 @@ class LethePipeline:
         plan = self.planner.plan(inputs)
         t2 = time.perf_counter()
         subs, signals, bm25_ms, enc_ms = [], [], 0.0, 0.0
-        for s in (u.subqueries if u else (text,)):  # subqueries[0] is the rewritten query itself
+        for s in u.subqueries if u else (text,):  # subqueries[0] is the rewritten query itself
             signals.append(query_signals(s))
             c, b, e = self._candidates(s, signals[-1])
             subs.append(c)
             bm25_ms += b
             enc_ms += e
-        timings.update({"understand": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3, "bm25": bm25_ms, "encode_query": enc_ms})
+        timings.update(
+            {"understand": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3, "bm25": bm25_ms, "encode_query": enc_ms}
+        )
         if llm_ms is not None:  # the LLM's share of query understanding, reported as its own stage
             timings["understand"] -= llm_ms
             timings["llm"] = llm_ms
@@ -285,13 +337,23 @@ class LethePipeline:
         timings.update(t)
         if p.understanding is not None:
             u = p.understanding
-            flags.update({"rewritten": u.rewritten if u.rewritten != u.original else None,
-                          "subqueries": list(u.subqueries[1:]), "qu_rules": list(u.rules)})
+            flags.update(
+                {
+                    "rewritten": u.rewritten if u.rewritten != u.original else None,
+                    "subqueries": list(u.subqueries[1:]),
+                    "qu_rules": list(u.rules),
+                }
+            )
             if isinstance(self.qu, TimesLLMCalls):  # an LLM backend: its failed calls fell back to the rules
                 causes = [r.split(":")[2] for r in u.rules if r.startswith("llm_fallback:")]
                 record_llm_failures(flags, *count_fallback_causes(causes))
-        flags.update({"alpha": round(float(alpha), 4), "lambda": round(float(lam), 4),
-                      "candidates": int(sum(len(c.idx) for c in p.subs))})
+        flags.update(
+            {
+                "alpha": round(float(alpha), 4),
+                "lambda": round(float(lam), 4),
+                "candidates": int(sum(len(c.idx) for c in p.subs)),
+            }
+        )
         for st in self.stages.values():
             ranking = st.apply(query, ranking, self.docs_by_id, timings, flags)
         return SearchResult(ranking[:k], timings, flags)

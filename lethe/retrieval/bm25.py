@@ -19,6 +19,7 @@ from lethe.text.analyzer import get_analyzer
 # Lucene's one-byte length norm (org.apache.lucene.util.SmallFloat)
 # ---------------------------------------------------------------------------------------------
 
+
 def _long_to_int4(i: int) -> int:
     num_bits = i.bit_length()
     if num_bits < 4:
@@ -63,6 +64,7 @@ def encode_lengths(lengths: np.ndarray) -> np.ndarray:
 # Scoring
 # ---------------------------------------------------------------------------------------------
 
+
 class BM25Index:
     """Lucene ``BM25Similarity`` over one set of docs, held as term-major postings.
 
@@ -85,8 +87,11 @@ class BM25Index:
         """Index already analyzed docs: one list of terms per doc."""
         vocab: dict[str, int] = {}
         lengths = np.fromiter((len(t) for t in docs_terms), dtype=np.int64, count=len(docs_terms))
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for terms in docs_terms for t in terms),
-                          dtype=np.int64, count=int(lengths.sum()))
+        ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for terms in docs_terms for t in terms),
+            dtype=np.int64,
+            count=int(lengths.sum()),
+        )
         n = len(docs_terms)
         doc_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
         keys, freq = np.unique(ids * max(n, 1) + doc_of, return_counts=True)  # sorted: term, then doc

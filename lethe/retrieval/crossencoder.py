@@ -89,7 +89,8 @@ def resolve_cross_encoder(model: Mapping[str, Any]) -> ResolvedModel:
             f"cross-encoder '{spec.get('name')}' not found at {spec.get('path')}. Run `make models` "
             "(python -m experiments.train_cross_encoder) to train the offline default, set "
             "method.model.path to a cross-encoder folder, or allow the hub (LETHE_ALLOW_HUB=true). "
-            f"Details: {exc}") from exc
+            f"Details: {exc}"
+        ) from exc
 
 
 def set_seed(seed: int) -> None:
@@ -101,11 +102,17 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labels: int | None = None,
-                       offline: bool = True, backend: str = "torch",
-                       onnx: Mapping[str, Any] | OnnxOptions | None = None,
-                       cache_dir: str | Path | None = None, source_sha256: str | None = None,
-                       device: str = "cpu") -> Any:
+def load_cross_encoder(
+    path: str | Path,
+    max_length: int | None = None,
+    num_labels: int | None = None,
+    offline: bool = True,
+    backend: str = "torch",
+    onnx: Mapping[str, Any] | OnnxOptions | None = None,
+    cache_dir: str | Path | None = None,
+    source_sha256: str | None = None,
+    device: str = "cpu",
+) -> Any:
     """A sentence-transformers ``CrossEncoder`` from a local folder, on ``device`` (a name of
     lethe.core.devices; ``auto`` resolved here).
 
@@ -123,8 +130,9 @@ def load_cross_encoder(path: str | Path, max_length: int | None = None, num_labe
     from sentence_transformers import CrossEncoder
 
     device = resolve_device(device, "method.model.device")
-    model = CrossEncoder(str(path), num_labels=num_labels, max_length=max_length, device=device,
-                         local_files_only=offline)
+    model = CrossEncoder(
+        str(path), num_labels=num_labels, max_length=max_length, device=device, local_files_only=offline
+    )
     if backend == "torch":
         return model
     if num_labels is not None:
@@ -146,12 +154,19 @@ def score_pairs(model: Any, query: str, texts: Sequence[str], batch_size: int = 
         return model.score(query, texts, batch_size)
     import torch
 
-    scores = model.predict([(query, t) for t in texts], batch_size=batch_size, show_progress_bar=False,
-                           activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+    scores = model.predict(
+        [(query, t) for t in texts],
+        batch_size=batch_size,
+        show_progress_bar=False,
+        activation_fn=torch.nn.Identity(),
+        convert_to_numpy=True,
+    )
     return np.asarray(scores, dtype=np.float32).reshape(-1)
 
 
-def rerank(model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_size: int = 32) -> list[tuple[str, float]]:
+def rerank(
+    model: Any, query: str, candidates: Sequence[tuple[str, str]], batch_size: int = 32
+) -> list[tuple[str, float]]:
     """``candidates`` (doc_id, text) ordered by score descending, ties by doc id descending."""
     scores = score_pairs(model, query, [t for _, t in candidates], batch_size)
     return canonical_order((d, float(s)) for (d, _), s in zip(candidates, scores))
@@ -182,8 +197,12 @@ def choose_weight(grid: Sequence[float], score: Callable[[float], float]) -> dic
         raise ValueError("method.model.train.interpolation_grid is empty")
     scores = {float(w): float(score(float(w))) for w in grid}
     best = max(scores.items(), key=lambda kv: (kv[1], kv[0]))
-    return {"grid": sorted(scores), "scores": {f"{w:g}": s for w, s in sorted(scores.items())}, "weight": best[0],
-            "score": best[1]}
+    return {
+        "grid": sorted(scores),
+        "scores": {f"{w:g}": s for w, s in sorted(scores.items())},
+        "weight": best[0],
+        "score": best[1],
+    }
 
 
 class LengthGroupedBatches:
@@ -206,8 +225,8 @@ class LengthGroupedBatches:
         span = self.batch_size * self.window
         batches: list[list[int]] = []
         for start in range(0, len(idx), span):
-            chunk = sorted(idx[start:start + span], key=lambda i: self.lengths[i])
-            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+            chunk = sorted(idx[start : start + span], key=lambda i: self.lengths[i])
+            batches += [chunk[j : j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
         self.rng.shuffle(batches)
         return iter(batches)
 
@@ -259,8 +278,13 @@ def train_cross_encoder(
     total = steps_per_epoch * params.epochs
     warmup = int(math.ceil(params.warmup_ratio * total))
     loss = _RecordingBCE()
-    result = TrainResult(steps=0, steps_per_epoch=steps_per_epoch, warmup_steps=warmup, loss_curve=loss.values,
-                         torch_threads=torch.get_num_threads())
+    result = TrainResult(
+        steps=0,
+        steps_per_epoch=steps_per_epoch,
+        warmup_steps=warmup,
+        loss_curve=loss.values,
+        torch_threads=torch.get_num_threads(),
+    )
     best: dict[str, Any] = {"score": -math.inf, "state": None}
 
     def checkpoint(m: Any, epoch: int) -> float:
@@ -272,8 +296,14 @@ def train_cross_encoder(
         result.eval_seconds += time.perf_counter() - t0
         since = result.checkpoints[-1]["step"] if result.checkpoints else 0
         recent = loss.values[since:]
-        result.checkpoints.append({"step": step, "epoch": round(step / steps_per_epoch, 3), "score": score,
-                                   "train_loss_since_last": float(np.mean(recent)) if recent else None})
+        result.checkpoints.append(
+            {
+                "step": step,
+                "epoch": round(step / steps_per_epoch, 3),
+                "score": score,
+                "train_loss_since_last": float(np.mean(recent)) if recent else None,
+            }
+        )
         if score > best["score"]:
             best.update(score=score, step=step, state=copy.deepcopy(m.state_dict()))
         if on_checkpoint:
@@ -284,11 +314,20 @@ def train_cross_encoder(
         return checkpoint(m, epoch)
 
     t0 = time.perf_counter()
-    model.old_fit(train_dataloader=loader, evaluator=evaluator if evaluate else None, epochs=params.epochs,
-                  loss_fct=loss, warmup_steps=warmup, optimizer_params={"lr": params.lr},
-                  weight_decay=params.weight_decay, evaluation_steps=params.eval_every if evaluate else 0,
-                  output_path=None, save_best_model=False, max_grad_norm=params.max_grad_norm,
-                  show_progress_bar=progress)
+    model.old_fit(
+        train_dataloader=loader,
+        evaluator=evaluator if evaluate else None,
+        epochs=params.epochs,
+        loss_fct=loss,
+        warmup_steps=warmup,
+        optimizer_params={"lr": params.lr},
+        weight_decay=params.weight_decay,
+        evaluation_steps=params.eval_every if evaluate else 0,
+        output_path=None,
+        save_best_model=False,
+        max_grad_norm=params.max_grad_norm,
+        show_progress_bar=progress,
+    )
     result.train_seconds = time.perf_counter() - t0 - result.eval_seconds
     result.steps = len(loss.values)
     if best["state"] is not None:
@@ -327,8 +366,13 @@ def render_model_card_md(card: Mapping[str, Any]) -> str:
     lines = [f"# {card.get('name', 'cross-encoder')}", "", str(card.get("description", "")), ""]
     base = card.get("base_model") or {}
     if base:
-        lines += ["## Base model", "", f"- {base.get('name')} ({base.get('source')}: `{base.get('path')}`)",
-                  f"- sha256 `{base.get('sha256')}`", ""]
+        lines += [
+            "## Base model",
+            "",
+            f"- {base.get('name')} ({base.get('source')}: `{base.get('path')}`)",
+            f"- sha256 `{base.get('sha256')}`",
+            "",
+        ]
     data = card.get("data") or {}
     if data:
         lines += ["## Data", ""]
@@ -344,21 +388,38 @@ def render_model_card_md(card: Mapping[str, Any]) -> str:
         curve = tr.get("loss_curve") or []
         if curve:
             n = max(1, len(curve) // 10)
-            pts = [(i + 1, float(np.mean(curve[i:i + n]))) for i in range(0, len(curve), n)]
+            pts = [(i + 1, float(np.mean(curve[i : i + n]))) for i in range(0, len(curve), n)]
             lines += ["", f"Loss (mean over {n} steps, from step): " + ", ".join(f"{s}: {v:.3f}" for s, v in pts)]
         lines.append("")
     sel = card.get("selection") or {}
     if sel:
-        lines += ["## Selection on dev", "", f"Metric: {sel.get('metric')}. {sel.get('note', '')}", "",
-                  "| step | epoch | reranked | BM25 order | train loss since last checkpoint |", "|---:|---:|---:|---:|---:|"]
+        lines += [
+            "## Selection on dev",
+            "",
+            f"Metric: {sel.get('metric')}. {sel.get('note', '')}",
+            "",
+            "| step | epoch | reranked | BM25 order | train loss since last checkpoint |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         for c in sel.get("checkpoints", []):
             mark = " (chosen)" if c.get("step") == sel.get("chosen_step") else ""
-            lines.append(f"| {c['step']}{mark} | {c['epoch']} | {_fmt(c['score'])} | {_fmt(sel.get('bm25_order'))} | "
-                         f"{_fmt(c.get('train_loss_since_last'))} |")
-        lines += ["", f"Chosen checkpoint: step {sel.get('chosen_step')} (dev {_fmt(sel.get('chosen_score'))} vs "
-                      f"BM25 order {_fmt(sel.get('bm25_order'))}).", ""]
+            lines.append(
+                f"| {c['step']}{mark} | {c['epoch']} | {_fmt(c['score'])} | {_fmt(sel.get('bm25_order'))} | "
+                f"{_fmt(c.get('train_loss_since_last'))} |"
+            )
+        lines += [
+            "",
+            f"Chosen checkpoint: step {sel.get('chosen_step')} (dev {_fmt(sel.get('chosen_score'))} vs "
+            f"BM25 order {_fmt(sel.get('bm25_order'))}).",
+            "",
+        ]
         if sel.get("chosen_metrics"):
-            lines += ["Dev metrics of the chosen checkpoint vs BM25 order:", "", "| metric | reranked | BM25 |", "|---|---:|---:|"]
+            lines += [
+                "Dev metrics of the chosen checkpoint vs BM25 order:",
+                "",
+                "| metric | reranked | BM25 |",
+                "|---|---:|---:|",
+            ]
             for m, v in sel["chosen_metrics"].items():
                 lines.append(f"| {m} | {_fmt(v)} | {_fmt(sel.get('bm25_metrics', {}).get(m))} |")
             lines.append("")
@@ -381,7 +442,7 @@ def params_dict(params: TrainParams) -> dict[str, Any]:
 # regimes in experiments/ce_regimes.py) and the leakage guard that picks a fold per query.
 
 REGIMES = ("lethebench", "transfer", "in_domain", "label_free")
-PER_DATASET = ("transfer", "in_domain", "label_free")   # regimes with one model set per evaluated dataset
+PER_DATASET = ("transfer", "in_domain", "label_free")  # regimes with one model set per evaluated dataset
 # train keys read by one regime only: left out of the other regimes' set keys, so adding them moved no other set
 REGIME_ONLY_KEYS = {"fold_groups": "in_domain", "label_free": "label_free"}
 FOLDS_JSON = "folds.json"
@@ -419,5 +480,11 @@ def fold_allows(record: Mapping[str, Any], dataset: str, query_id: str, scope_id
     """Whether the fold of ``record`` (a ``folds.json`` entry: ids per dataset) may score a query of
     ``dataset`` (:func:`lethe.core.heldout.may_score`)."""
     heldout = record.get("heldout")
-    return may_score(query_id, scope_id, set(record["train"].get(dataset, ())), set(record["dev"].get(dataset, ())),
-                     set(heldout) if heldout is not None else None, set(record.get("scopes", {}).get(dataset, ())))
+    return may_score(
+        query_id,
+        scope_id,
+        set(record["train"].get(dataset, ())),
+        set(record["dev"].get(dataset, ())),
+        set(heldout) if heldout is not None else None,
+        set(record.get("scopes", {}).get(dataset, ())),
+    )

@@ -14,15 +14,20 @@ import numpy as np
 from lethe.retrieval.embedder import Embedder
 
 
-def make_embedder(embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path | None, progress: bool = True) -> Embedder:
+def make_embedder(
+    embedder: Mapping[str, Any] | Embedder, cache_dir: str | Path | None, progress: bool = True
+) -> Embedder:
     """An Embedder from its config dict (as in conf/model/*.yaml), or the one given. An optional ``prompts`` maps a
     role (``query``, ``doc``) to the prefix put before every text of that role (E5's "query: " / "passage: ", a BGE
     instruction); it enters the embedding cache's key (lethe.retrieval.embedder)."""
     if isinstance(embedder, Embedder):
         return embedder
     cfg = dict(embedder)
-    options = {k: cfg[k] for k in ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device", "prompts")
-               if k in cfg}
+    options = {
+        k: cfg[k]
+        for k in ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device", "prompts")
+        if k in cfg
+    }
     return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, show_progress=progress, **options)
 
 

@@ -91,8 +91,13 @@ class Embedder:
         """The ONNX Runtime model (backend onnx; exported from :attr:`st` on first use, then cached)."""
         if self._onnx is None:
             assert self.onnx_options is not None
-            self._onnx = OnnxBiEncoder(self.st, self.model.sha256, self.onnx_options,
-                                       self.cache_dir if self.cache_dir else None, device=self.device)
+            self._onnx = OnnxBiEncoder(
+                self.st,
+                self.model.sha256,
+                self.onnx_options,
+                self.cache_dir if self.cache_dir else None,
+                device=self.device,
+            )
         return self._onnx
 
     @property
@@ -107,8 +112,13 @@ class Embedder:
         if self.cache_dir is None or role not in self.cache_roles:
             return None
         if role not in self._caches:
-            ns = {"model_sha256": self.model.sha256, "role": role, "prompt": self.prompts.get(role, ""),
-                  "normalize": True, "max_seq_length": self.max_seq_length}
+            ns = {
+                "model_sha256": self.model.sha256,
+                "role": role,
+                "prompt": self.prompts.get(role, ""),
+                "normalize": True,
+                "max_seq_length": self.max_seq_length,
+            }
             if self.backend != "torch":  # torch keeps the namespace (and cached vectors) it had before backends
                 assert self.onnx_options is not None
                 ns.update(backend=self.backend, onnx=self.onnx_options.numerics())
@@ -153,12 +163,19 @@ class Embedder:
         missing = {k: t for k, t, v in zip(keys, texts, found) if v is None}
         if missing:
             ordered = sorted(set(keys))
-            chunks = [[k for k in ordered[i:i + self.persist_every] if k in missing]
-                      for i in range(0, len(ordered), self.persist_every)]
+            chunks = [
+                [k for k in ordered[i : i + self.persist_every] if k in missing]
+                for i in range(0, len(ordered), self.persist_every)
+            ]
             chunks = [c for c in chunks if c]
             fresh: dict[str, np.ndarray] = {}
-            bar = tqdm(total=len(missing), unit="text", desc=f"embedding {role}s", leave=False,
-                       disable=not self.show_progress or len(missing) < 2 * self.batch_size)
+            bar = tqdm(
+                total=len(missing),
+                unit="text",
+                desc=f"embedding {role}s",
+                leave=False,
+                disable=not self.show_progress or len(missing) < 2 * self.batch_size,
+            )
             for chunk in chunks:
                 new = self._encode_raw([missing[k] for k in chunk], role, progress=False)
                 cache.put(chunk, new)
@@ -187,13 +204,21 @@ class Embedder:
             "model": self.model.describe(),
             "batch_size": self.batch_size,
             "backend": self.backend,
-            "device": self.device, "device_config": self.device_config,
-            "onnx": (self._onnx.describe() if self._onnx is not None
-                     else {"options": dataclasses.asdict(self.onnx_options)} if self.onnx_options else None),
+            "device": self.device,
+            "device_config": self.device_config,
+            "onnx": (
+                self._onnx.describe()
+                if self._onnx is not None
+                else {"options": dataclasses.asdict(self.onnx_options)}
+                if self.onnx_options
+                else None
+            ),
             "persist_every": self.persist_every,
             "cache_roles": list(self.cache_roles),
             "encoded_texts": self.encoded_texts,
             "encode_seconds": round(self.encode_seconds, 3),
-            "cache": {r: {"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)}
-                      for r, c in self._caches.items()},
+            "cache": {
+                r: {"hits": c.hits, "misses": c.misses, "quarantined": c.quarantined, "dir": str(c.dir)}
+                for r, c in self._caches.items()
+            },
         }

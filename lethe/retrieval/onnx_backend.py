@@ -46,12 +46,17 @@ BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8_dynamic")
 GRAPH_OPTIMIZATION = ("disable", "basic", "extended", "all")
 KINDS = {"bi_encoder": "sentence_embedding", "cross_encoder": "scores"}  # kind -> the ST forward output exported
-RECIPE = 1               # bump when the export recipe below changes (a new cache key)
-FP32_CHECK_TOL = 1e-3    # largest |torch - onnx| allowed on the probe batch of an fp32 export
+RECIPE = 1  # bump when the export recipe below changes (a new cache key)
+FP32_CHECK_TOL = 1e-3  # largest |torch - onnx| allowed on the probe batch of an fp32 export
 ONNX_FILE = "model.onnx"
 EXPORT_JSON = "export.json"
-PROBE = [("What did Caroline research last week?", "Caroline said she researched adoption agencies for LGBTQ+ "
-          "people and found two in her city."), ("db2 error", "SQL0805N")]
+PROBE = [
+    (
+        "What did Caroline research last week?",
+        "Caroline said she researched adoption agencies for LGBTQ+ people and found two in her city.",
+    ),
+    ("db2 error", "SQL0805N"),
+]
 
 
 class OnnxExportError(RuntimeError):
@@ -69,11 +74,11 @@ def check_backend(backend: str) -> str:
 class OnnxOptions:
     """ONNX export and ONNX Runtime session settings (every key comes from config)."""
 
-    quantize: str              # "none" (fp32) or "int8_dynamic" (lossy)
-    opset: int                 # ONNX opset of the export
-    threads: int | None        # ONNX Runtime intra-op threads; None = torch.get_num_threads()
-    graph_optimization: str    # ONNX Runtime graph optimization level (disable, basic, extended, all)
-    batch_size: int | None     # inputs per ONNX Runtime run; None = the caller's batch size (the torch path's)
+    quantize: str  # "none" (fp32) or "int8_dynamic" (lossy)
+    opset: int  # ONNX opset of the export
+    threads: int | None  # ONNX Runtime intra-op threads; None = torch.get_num_threads()
+    graph_optimization: str  # ONNX Runtime graph optimization level (disable, basic, extended, all)
+    batch_size: int | None  # inputs per ONNX Runtime run; None = the caller's batch size (the torch path's)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | "OnnxOptions") -> "OnnxOptions":
@@ -83,16 +88,23 @@ class OnnxOptions:
         keys = {"quantize", "opset", "threads", "graph_optimization", "batch_size"}
         given = set(cfg)
         if given != keys:
-            raise ValueError(f"onnx options: expected keys {sorted(keys)}, got {sorted(given)} "
-                             f"(missing {sorted(keys - given)}, unknown {sorted(given - keys)})")
-        opts = cls(quantize=str(cfg["quantize"]), opset=int(cfg["opset"]),
-                   threads=None if cfg["threads"] is None else int(cfg["threads"]),
-                   graph_optimization=str(cfg["graph_optimization"]),
-                   batch_size=None if cfg["batch_size"] is None else int(cfg["batch_size"]))
+            raise ValueError(
+                f"onnx options: expected keys {sorted(keys)}, got {sorted(given)} "
+                f"(missing {sorted(keys - given)}, unknown {sorted(given - keys)})"
+            )
+        opts = cls(
+            quantize=str(cfg["quantize"]),
+            opset=int(cfg["opset"]),
+            threads=None if cfg["threads"] is None else int(cfg["threads"]),
+            graph_optimization=str(cfg["graph_optimization"]),
+            batch_size=None if cfg["batch_size"] is None else int(cfg["batch_size"]),
+        )
         if opts.quantize not in QUANTIZE:
             raise ValueError(f"onnx.quantize={opts.quantize!r}: expected one of {list(QUANTIZE)}")
         if opts.graph_optimization not in GRAPH_OPTIMIZATION:
-            raise ValueError(f"onnx.graph_optimization={opts.graph_optimization!r}: expected one of {list(GRAPH_OPTIMIZATION)}")
+            raise ValueError(
+                f"onnx.graph_optimization={opts.graph_optimization!r}: expected one of {list(GRAPH_OPTIMIZATION)}"
+            )
         for key in ("threads", "batch_size"):
             if getattr(opts, key) is not None and getattr(opts, key) < 1:
                 raise ValueError(f"onnx.{key} must be >= 1 or null, got {getattr(opts, key)}")
@@ -116,11 +128,18 @@ def export_key(source_sha256: str, kind: str, options: OnnxOptions, structure: s
     """16-hex cache key of an export: source weights, model kind, the model's module structure (``repr``
     of the sentence-transformers model: pooling, head, architecture), export options, exporter versions."""
     versions = _versions()
-    blob = {"source_sha256": source_sha256, "kind": kind, "quantize": options.quantize, "opset": options.opset,
-            "structure": hashlib.sha256(structure.encode()).hexdigest(),
-            "recipe": RECIPE, "torch": versions["torch"], "onnx": versions["onnx"],
-            # the quantizer is onnxruntime's: its version matters only to quantized exports
-            "onnxruntime": versions["onnxruntime"] if options.quantize != "none" else None}
+    blob = {
+        "source_sha256": source_sha256,
+        "kind": kind,
+        "quantize": options.quantize,
+        "opset": options.opset,
+        "structure": hashlib.sha256(structure.encode()).hexdigest(),
+        "recipe": RECIPE,
+        "torch": versions["torch"],
+        "onnx": versions["onnx"],
+        # the quantizer is onnxruntime's: its version matters only to quantized exports
+        "onnxruntime": versions["onnxruntime"] if options.quantize != "none" else None,
+    }
     return content_hash(blob, 16)
 
 
@@ -162,13 +181,22 @@ def _export(model: Any, kind: str, dest: Path, options: OnnxOptions) -> dict[str
     try:
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings about Python values fixed in the graph; checked below
-            torch.onnx.export(Forward(model).eval(), args, str(fp32), dynamo=False, input_names=names,
-                              output_names=[output], opset_version=options.opset,
-                              dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, output: {0: "batch"}})
+            torch.onnx.export(
+                Forward(model).eval(),
+                args,
+                str(fp32),
+                dynamo=False,
+                input_names=names,
+                output_names=[output],
+                opset_version=options.opset,
+                dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, output: {0: "batch"}},
+            )
             expected = Forward(model).eval()(*args).detach().float().numpy()
     except Exception as exc:  # noqa: BLE001 - re-raised with the context the config needs
-        raise OnnxExportError(f"exporting {kind} {type(model).__name__} to ONNX failed ({type(exc).__name__}: {exc}); "
-                              "the config asks for backend=onnx: set backend=torch to use the torch path") from exc
+        raise OnnxExportError(
+            f"exporting {kind} {type(model).__name__} to ONNX failed ({type(exc).__name__}: {exc}); "
+            "the config asks for backend=onnx: set backend=torch to use the torch path"
+        ) from exc
     export_s = time.perf_counter() - t0
     if options.quantize == "int8_dynamic":
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -184,8 +212,10 @@ def _export(model: Any, kind: str, dest: Path, options: OnnxOptions) -> dict[str
     got = OnnxSession(dest / ONNX_FILE, options).run({n: feats[n].numpy() for n in names})
     diff = float(np.abs(got.reshape(expected.shape) - expected).max())
     if options.quantize == "none" and not diff <= FP32_CHECK_TOL:
-        raise OnnxExportError(f"the fp32 ONNX export of {kind} {type(model).__name__} differs from torch by {diff:.3g} "
-                              f"(> {FP32_CHECK_TOL}) on the probe batch")
+        raise OnnxExportError(
+            f"the fp32 ONNX export of {kind} {type(model).__name__} differs from torch by {diff:.3g} "
+            f"(> {FP32_CHECK_TOL}) on the probe batch"
+        )
     return {"input_names": names, "output": output, "probe_max_abs_diff": diff, "export_seconds": round(export_s, 3)}
 
 
@@ -198,9 +228,15 @@ def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOption
         return folder
     with atomic_dir(folder) as tmp:
         info = _export(model, kind, tmp, options)
-        meta = {"kind": kind, "source_sha256": source_sha256, "structure": repr(model), "recipe": RECIPE,
-                "options": {"quantize": options.quantize, "opset": options.opset},  # what the file depends on
-                "versions": _versions(), **info}
+        meta = {
+            "kind": kind,
+            "source_sha256": source_sha256,
+            "structure": repr(model),
+            "recipe": RECIPE,
+            "options": {"quantize": options.quantize, "opset": options.opset},  # what the file depends on
+            "versions": _versions(),
+            **info,
+        }
         (tmp / EXPORT_JSON).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return folder
 
@@ -219,8 +255,10 @@ class OnnxSession:
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = {
-            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
         }[options.graph_optimization]
         so.log_severity_level = 3
         self.device = device
@@ -235,7 +273,7 @@ class OnnxSession:
 def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """Indices of ``lengths`` sorted longest first (ties: input order), cut into batches of ``batch_size``."""
     order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 class _OnnxModel:
@@ -243,8 +281,14 @@ class _OnnxModel:
 
     kind = ""
 
-    def __init__(self, model: Any, source_sha256: str, options: OnnxOptions | Mapping[str, Any],
-                 cache_dir: str | Path | None, device: str = "cpu"):
+    def __init__(
+        self,
+        model: Any,
+        source_sha256: str,
+        options: OnnxOptions | Mapping[str, Any],
+        cache_dir: str | Path | None,
+        device: str = "cpu",
+    ):
         self.model = model
         self.options = OnnxOptions.from_config(options)
         self.source_sha256 = source_sha256
@@ -279,10 +323,17 @@ class _OnnxModel:
 
     def describe(self) -> dict[str, Any]:
         """Options, intra-op threads in use, and the export (folder, probe difference, versions)."""
-        return {"backend": "onnx", "options": asdict(self.options), "threads": self.session.threads,
-                "device": self.session.device, "providers": self.session.session.get_providers(),
-                "export": {"dir": str(self.folder) if self._tmp is None else None, **{
-                    k: self.export.get(k) for k in ("probe_max_abs_diff", "versions", "recipe", "source_sha256")}}}
+        return {
+            "backend": "onnx",
+            "options": asdict(self.options),
+            "threads": self.session.threads,
+            "device": self.session.device,
+            "providers": self.session.session.get_providers(),
+            "export": {
+                "dir": str(self.folder) if self._tmp is None else None,
+                **{k: self.export.get(k) for k in ("probe_max_abs_diff", "versions", "recipe", "source_sha256")},
+            },
+        }
 
 
 class OnnxBiEncoder(_OnnxModel):
@@ -318,8 +369,12 @@ def inference_info(model: Any) -> dict[str, Any]:
     for run manifests."""
     if isinstance(model, _OnnxModel):
         return {**model.describe(), "max_length": int(model.model.max_seq_length)}
-    return {"backend": "torch", "max_length": int(model.max_seq_length), "torch_threads": _torch_threads(),
-            "device": str(model.device)}
+    return {
+        "backend": "torch",
+        "max_length": int(model.max_seq_length),
+        "torch_threads": _torch_threads(),
+        "device": str(model.device),
+    }
 
 
 def _torch_threads() -> int:

@@ -27,8 +27,9 @@ def top_k(ranking: Iterable[tuple[str, float]] | Mapping[str, float], k: int) ->
     return canonical_order(items)[: max(k, 0)]
 
 
-def top_indices(scores: np.ndarray, k: int, tie_rank: np.ndarray | None = None,
-                positive_only: bool = False) -> np.ndarray:
+def top_indices(
+    scores: np.ndarray, k: int, tie_rank: np.ndarray | None = None, positive_only: bool = False
+) -> np.ndarray:
     """Positions of the ``k`` best ``scores`` (n,), best first, ties by ``tie_rank`` (n,) ascending
     (default: position). ``positive_only`` keeps only scores > 0 (a lexical match)."""
     scores = np.asarray(scores)

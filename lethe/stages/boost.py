@@ -19,6 +19,7 @@ import numpy as np
 
 from lethe.text.entities import exact_terms
 
+
 @dataclass(frozen=True)
 class MetadataBoost:
     """The boost stage. ``exact``: weight of the exact-term match share; ``kind``: weight of a kind match.
@@ -39,7 +40,9 @@ class MetadataBoost:
             return out
         if self.exact:
             for t in signals.terms:
-                out += self.exact / len(signals.terms) * np.fromiter((t in x for x in texts_lower), bool, len(texts_lower))
+                out += (
+                    self.exact / len(signals.terms) * np.fromiter((t in x for x in texts_lower), bool, len(texts_lower))
+                )
         if self.kind:
             preferred = {k for k, qk in self.kind_affinity.items() if signals.kinds & set(qk)}
             if preferred:

@@ -237,8 +237,13 @@ class EntityDiversifier:
         if not 0.0 <= self.lam <= 1.0:
             raise ValueError(f"diversify.lam must be in [0, 1], got {self.lam}")
 
-    def reorder(self, relevance: np.ndarray, doc_entities: Sequence[frozenset[str]],
-                query_entities: AbstractSet[str], lam: float) -> list[int]:
+    def reorder(
+        self,
+        relevance: np.ndarray,
+        doc_entities: Sequence[frozenset[str]],
+        query_entities: AbstractSet[str],
+        lam: float,
+    ) -> list[int]:
         """Positions 0..n-1 of the fused list (relevance (n,), descending) in diversified order: the
         greedy order over the top ``pool``, then the rest in fused order."""
         pool = min(self.pool, len(relevance))

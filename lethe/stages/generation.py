@@ -65,9 +65,22 @@ from lethe.llm.prompts import Prompt, load_prompt
 from lethe.stages.rerank import p_yes_from_response, parse_yes_no
 from lethe.text.collapse import collapse
 
-__all__ = ["AnswerGenerator", "GenerationResult", "HallucinationJudge", "JudgeResult", "hallucination_rate",
-           "format_context", "postprocess_answer", "is_abstention", "ANSWER_PROMPT", "JUDGE_PROMPT",
-           "ABSTENTION", "JUDGE_DECODING", "GENERATION_STATUSES", "JUDGE_STATUSES"]
+__all__ = [
+    "AnswerGenerator",
+    "GenerationResult",
+    "HallucinationJudge",
+    "JudgeResult",
+    "hallucination_rate",
+    "format_context",
+    "postprocess_answer",
+    "is_abstention",
+    "ANSWER_PROMPT",
+    "JUDGE_PROMPT",
+    "ABSTENTION",
+    "JUDGE_DECODING",
+    "GENERATION_STATUSES",
+    "JUDGE_STATUSES",
+]
 
 ANSWER_PROMPT = "answer"
 JUDGE_PROMPT = "judge_support"
@@ -123,7 +136,7 @@ def postprocess_answer(text: str | None) -> str | None:
     line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
     line = line.strip()
     if line.lower().startswith(_LABEL):
-        line = line[len(_LABEL):]
+        line = line[len(_LABEL) :]
     line = line.strip(_QUOTES)
     return line or None
 
@@ -148,8 +161,15 @@ def _check(name: str, value: int | None, allow_none: bool = False) -> None:
 class AnswerGenerator:
     """Short answers from the first ``context_docs`` passages (module docstring)."""
 
-    def __init__(self, llm: LLMBackend, prompt_version: str = "v1", context_docs: int = 5,
-                 max_doc_chars: int = 600, max_tokens: int = 48, timeout_s: float | None = None):
+    def __init__(
+        self,
+        llm: LLMBackend,
+        prompt_version: str = "v1",
+        context_docs: int = 5,
+        max_doc_chars: int = 600,
+        max_tokens: int = 48,
+        timeout_s: float | None = None,
+    ):
         _check("context_docs", context_docs)
         _check("max_doc_chars", max_doc_chars)
         _check("max_tokens", max_tokens)
@@ -162,15 +182,22 @@ class AnswerGenerator:
 
     def describe(self) -> dict[str, Any]:
         """LLM name, prompt (name, version, sha256), decoding and settings, for a run manifest."""
-        return {"llm": getattr(self.llm, "name", type(self.llm).__name__), "prompt": self.prompt.describe(),
-                "decoding": self.decoding.as_dict(), "temperature": self.decoding.temperature,
-                "context_docs": self.context_docs, "max_doc_chars": self.max_doc_chars,
-                "timeout_s": self.timeout_s, "abstention": ABSTENTION}
+        return {
+            "llm": getattr(self.llm, "name", type(self.llm).__name__),
+            "prompt": self.prompt.describe(),
+            "decoding": self.decoding.as_dict(),
+            "temperature": self.decoding.temperature,
+            "context_docs": self.context_docs,
+            "max_doc_chars": self.max_doc_chars,
+            "timeout_s": self.timeout_s,
+            "abstention": ABSTENTION,
+        }
 
     def messages(self, query: str, contexts: Sequence[str]):
         """The rendered prompt for ``query`` and the first ``context_docs`` of ``contexts``."""
-        return self.prompt.render(context=format_context(list(contexts)[: self.context_docs], self.max_doc_chars),
-                                  query=collapse(query))
+        return self.prompt.render(
+            context=format_context(list(contexts)[: self.context_docs], self.max_doc_chars), query=collapse(query)
+        )
 
     def generate(self, query: str, contexts: Sequence[str]) -> GenerationResult:
         """One answer by the rules of the module docstring."""
@@ -180,23 +207,42 @@ class AnswerGenerator:
         try:
             resp = self.llm.chat(messages, self.decoding, timeout_s=self.timeout_s)
         except LLMTimeout as exc:
-            return GenerationResult(None, "timeout", (time.perf_counter() - t0) * 1000.0, None, None, used,
-                                    error=str(exc))
+            return GenerationResult(
+                None, "timeout", (time.perf_counter() - t0) * 1000.0, None, None, used, error=str(exc)
+            )
         except LLMError as exc:
-            return GenerationResult(None, "error", (time.perf_counter() - t0) * 1000.0, None, None, used,
-                                    error=str(exc))
+            return GenerationResult(
+                None, "error", (time.perf_counter() - t0) * 1000.0, None, None, used, error=str(exc)
+            )
         llm_ms = (time.perf_counter() - t0) * 1000.0
         answer = postprocess_answer(resp.text)
-        return GenerationResult(answer, "ok" if answer is not None else "empty", llm_ms, resp.prompt_tokens,
-                                resp.completion_tokens, used, raw_text=resp.text, cached=resp.cached,
-                                finish_reason=resp.finish_reason, model_ms=_model_ms(resp))
+        return GenerationResult(
+            answer,
+            "ok" if answer is not None else "empty",
+            llm_ms,
+            resp.prompt_tokens,
+            resp.completion_tokens,
+            used,
+            raw_text=resp.text,
+            cached=resp.cached,
+            finish_reason=resp.finish_reason,
+            model_ms=_model_ms(resp),
+        )
 
 
 class HallucinationJudge:
     """Yes/no LLM judgment: is every claim of an answer supported by the passages? (module docstring)."""
 
-    def __init__(self, llm: LLMBackend, prompt_version: str = "v1", max_doc_chars: int = 600,
-                 threshold: float = 0.5, timeout_s: float | None = None, *, context_docs: int | None = None):
+    def __init__(
+        self,
+        llm: LLMBackend,
+        prompt_version: str = "v1",
+        max_doc_chars: int = 600,
+        threshold: float = 0.5,
+        timeout_s: float | None = None,
+        *,
+        context_docs: int | None = None,
+    ):
         _check("max_doc_chars", max_doc_chars)
         _check("context_docs", context_docs, allow_none=True)
         if not 0.0 <= threshold <= 1.0:
@@ -211,17 +257,24 @@ class HallucinationJudge:
 
     def describe(self) -> dict[str, Any]:
         """LLM name, prompt (name, version, sha256), decoding and settings, for a run manifest."""
-        return {"llm": getattr(self.llm, "name", type(self.llm).__name__), "prompt": self.prompt.describe(),
-                "decoding": self.decoding.as_dict(), "temperature": self.decoding.temperature,
-                "threshold": self.threshold, "max_doc_chars": self.max_doc_chars,
-                "context_docs": self.context_docs, "timeout_s": self.timeout_s,
-                "abstention_rule": "lethe.text.abstention.abstains -> supported, no LLM call"}
+        return {
+            "llm": getattr(self.llm, "name", type(self.llm).__name__),
+            "prompt": self.prompt.describe(),
+            "decoding": self.decoding.as_dict(),
+            "temperature": self.decoding.temperature,
+            "threshold": self.threshold,
+            "max_doc_chars": self.max_doc_chars,
+            "context_docs": self.context_docs,
+            "timeout_s": self.timeout_s,
+            "abstention_rule": "lethe.text.abstention.abstains -> supported, no LLM call",
+        }
 
     def messages(self, answer: str, contexts: Sequence[str], query: str):
         """The rendered prompt for one (answer, passages, query)."""
         ctx = list(contexts) if self.context_docs is None else list(contexts)[: self.context_docs]
-        return self.prompt.render(context=format_context(ctx, self.max_doc_chars),
-                                  query=collapse(query), answer=collapse(answer))
+        return self.prompt.render(
+            context=format_context(ctx, self.max_doc_chars), query=collapse(query), answer=collapse(answer)
+        )
 
     def judge(self, answer: str | None, contexts: Sequence[str], query: str) -> JudgeResult:
         """One judgment by the rules of the module docstring."""
@@ -240,10 +293,19 @@ class HallucinationJudge:
         llm_ms = (time.perf_counter() - t0) * 1000.0
         p = p_yes_from_response(resp)
         if p is None:
-            return JudgeResult(None, None, "parse_failure", llm_ms, raw_text=resp.text, cached=resp.cached,
-                               model_ms=_model_ms(resp))
-        return JudgeResult(p >= self.threshold, p, "ok", llm_ms, raw_text=resp.text, cached=resp.cached,
-                           model_ms=_model_ms(resp), verdict=parse_yes_no(resp.text))
+            return JudgeResult(
+                None, None, "parse_failure", llm_ms, raw_text=resp.text, cached=resp.cached, model_ms=_model_ms(resp)
+            )
+        return JudgeResult(
+            p >= self.threshold,
+            p,
+            "ok",
+            llm_ms,
+            raw_text=resp.text,
+            cached=resp.cached,
+            model_ms=_model_ms(resp),
+            verdict=parse_yes_no(resp.text),
+        )
 
 
 def hallucination_rate(results: Iterable[JudgeResult]) -> dict[str, Any]:
@@ -256,8 +318,14 @@ def hallucination_rate(results: Iterable[JudgeResult]) -> dict[str, Any]:
         by_status[r.status] += 1
     judged = [r for r in results if r.status == "ok"]
     unsupported = sum(r.supported is False for r in judged)
-    return {"rate": unsupported / len(judged) if judged else None, "n": len(results), "judged": len(judged),
-            "supported": len(judged) - unsupported, "unsupported": unsupported,
-            "abstentions": by_status["abstention"], "no_answer": by_status["no_answer"],
-            "unjudged": by_status["parse_failure"] + by_status["timeout"] + by_status["error"],
-            "by_status": by_status}
+    return {
+        "rate": unsupported / len(judged) if judged else None,
+        "n": len(results),
+        "judged": len(judged),
+        "supported": len(judged) - unsupported,
+        "unsupported": unsupported,
+        "abstentions": by_status["abstention"],
+        "no_answer": by_status["no_answer"],
+        "unjudged": by_status["parse_failure"] + by_status["timeout"] + by_status["error"],
+        "by_status": by_status,
+    }

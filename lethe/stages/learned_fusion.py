@@ -33,13 +33,31 @@ if TYPE_CHECKING:
 
 FEATURE_VERSION = "1"
 FEATURES = (
-    "query_terms", "n_analyzed", "n_entities", "overlap", "novelty",
-    "plan_verify", "plan_explore", "plan_exploit",
-    "n_exact_terms", "sig_code", "sig_error", "sig_version", "sig_kebab",
-    "log_n_docs", "n_subqueries",
-    "bm25_match_share", "bm25_max", "bm25_gap12", "bm25_top10_mean",
-    "cos_max", "cos_gap12", "cos_top10_mean", "cos_top10_std",
-    "agree_at_10", "agree_at_50",
+    "query_terms",
+    "n_analyzed",
+    "n_entities",
+    "overlap",
+    "novelty",
+    "plan_verify",
+    "plan_explore",
+    "plan_exploit",
+    "n_exact_terms",
+    "sig_code",
+    "sig_error",
+    "sig_version",
+    "sig_kebab",
+    "log_n_docs",
+    "n_subqueries",
+    "bm25_match_share",
+    "bm25_max",
+    "bm25_gap12",
+    "bm25_top10_mean",
+    "cos_max",
+    "cos_gap12",
+    "cos_top10_mean",
+    "cos_top10_std",
+    "agree_at_10",
+    "agree_at_50",
 )
 _CODE = {"camel_case", "snake_case", "file", "url_path"}
 _ERROR = {"screaming_case", "code_number"}
@@ -78,33 +96,54 @@ def features(p: "Prepared") -> np.ndarray:
     lt, dt = list(c.lex_top), list(c.dense_top)
     agree = lambda n: len(set(lt[:n]) & set(dt[:n])) / n  # noqa: E731
     kinds = p.signals.kinds
-    return np.array([
-        p.inputs.query_terms, p.n_analyzed, len(p.query_entities), p.inputs.overlap, p.inputs.novelty,
-        p.plan == "verify", p.plan == "explore", p.plan == "exploit",
-        len(p.signals.terms), bool(kinds & _CODE), bool(kinds & _ERROR), "version" in kinds, "kebab_case" in kinds,
-        np.log1p(p.n_docs), len(p.subs),
-        len(lt) / max(1, p.n_docs), lex1, (lex1 - lex2) / lex1 if lex1 > 0 else 0.0,
-        float(top(lex, 10).mean()) / lex1 if lex1 > 0 else 0.0,
-        cos1, cos1 - cos2, float(top(cos, 10).mean()), float(top(cos, 10).std()),
-        agree(10), agree(50),
-    ], dtype=np.float64)
+    return np.array(
+        [
+            p.inputs.query_terms,
+            p.n_analyzed,
+            len(p.query_entities),
+            p.inputs.overlap,
+            p.inputs.novelty,
+            p.plan == "verify",
+            p.plan == "explore",
+            p.plan == "exploit",
+            len(p.signals.terms),
+            bool(kinds & _CODE),
+            bool(kinds & _ERROR),
+            "version" in kinds,
+            "kebab_case" in kinds,
+            np.log1p(p.n_docs),
+            len(p.subs),
+            len(lt) / max(1, p.n_docs),
+            lex1,
+            (lex1 - lex2) / lex1 if lex1 > 0 else 0.0,
+            float(top(lex, 10).mean()) / lex1 if lex1 > 0 else 0.0,
+            cos1,
+            cos1 - cos2,
+            float(top(cos, 10).mean()),
+            float(top(cos, 10).std()),
+            agree(10),
+            agree(50),
+        ],
+        dtype=np.float64,
+    )
 
 
 def config_key(base: Mapping[str, Any], training: Mapping[str, Any]) -> str:
     """Folder name of the model trained for a pipeline base config (``LethePipeline.base_config``)
     with given training settings (``LethePipeline.training_config``)."""
-    return content_hash({"base": base, "training": training, "features": FEATURES, "feature_version": FEATURE_VERSION},
-                        16)
+    return content_hash(
+        {"base": base, "training": training, "features": FEATURES, "feature_version": FEATURE_VERSION}, 16
+    )
 
 
 @dataclass
 class Fold:
     """One trained model and the queries it must never score."""
 
-    model: Any                      # fitted regressor: X (n, len(FEATURES)) -> (n, 2) [alpha, lambda]
+    model: Any  # fitted regressor: X (n, len(FEATURES)) -> (n, 2) [alpha, lambda]
     train_ids: frozenset[str]
     dev_ids: frozenset[str]
-    heldout_ids: frozenset[str] | None   # k-fold: the queries this fold is for; None: any unseen query
+    heldout_ids: frozenset[str] | None  # k-fold: the queries this fold is for; None: any unseen query
     scopes: frozenset[str] = frozenset()  # scopes of train+dev when folds are grouped by scope
 
     def may_score(self, query_id: str, scope_id: str | None) -> bool:
@@ -131,14 +170,17 @@ class FusionModel:
         return folder
 
     @classmethod
-    def load(cls, model_dir: str | Path, expected_base: Mapping[str, Any], training: Mapping[str, Any]) -> "FusionModel":
+    def load(
+        cls, model_dir: str | Path, expected_base: Mapping[str, Any], training: Mapping[str, Any]
+    ) -> "FusionModel":
         """The model under ``model_dir/<config_key(...)>``; a clear error when absent or stale."""
         folder = Path(model_dir) / config_key(expected_base, training)
         if not (folder / "card.json").is_file() or not (folder / "model.pkl").is_file():
             raise FileNotFoundError(
                 f"no learned-fusion model for this pipeline configuration at {folder}. Train it first: "
                 "python -m experiments.train_fusion dataset=<dataset> method=<this lethe_iter3 config> "
-                "(or make fusion-models)")
+                "(or make fusion-models)"
+            )
         card = json.loads((folder / "card.json").read_text())
         if card.get("feature_version") != FEATURE_VERSION or card.get("base") != json.loads(json.dumps(expected_base)):
             raise ValueError(f"learned-fusion model at {folder} was trained for another configuration; retrain it")
@@ -149,8 +191,10 @@ class FusionModel:
     def check_dataset(self, info: Mapping[str, Any]) -> None:
         d = self.card.get("dataset", {})
         if d.get("name") != info.get("name") or d.get("build_key") != info.get("build_key"):
-            raise ValueError(f"learned-fusion model was trained on dataset {d.get('name')} build {d.get('build_key')}, "
-                             f"not {info.get('name')} build {info.get('build_key')}; retrain it")
+            raise ValueError(
+                f"learned-fusion model was trained on dataset {d.get('name')} build {d.get('build_key')}, "
+                f"not {info.get('name')} build {info.get('build_key')}; retrain it"
+            )
 
     def fold_for(self, query_id: str | None, scope_id: str | None) -> int:
         allowed = [query_id is not None and f.may_score(query_id, scope_id) for f in self.folds]
@@ -160,5 +204,8 @@ class FusionModel:
         """{'alpha', 'lam', 'fold'} for one query, snapped to the training grid."""
         i = self.fold_for(query.query_id, query.scope_id)
         y = np.asarray(self.folds[i].model.predict(features(p)[None, :]), dtype=np.float64).reshape(-1)
-        return {"alpha": float(snap(y[0], self.card["grid"]["alpha"])),
-                "lam": float(snap(y[1], self.card["grid"]["lambda"])) if len(y) > 1 else None, "fold": i}
+        return {
+            "alpha": float(snap(y[0], self.card["grid"]["alpha"])),
+            "lam": float(snap(y[1], self.card["grid"]["lambda"])) if len(y) > 1 else None,
+            "fold": i,
+        }

@@ -57,14 +57,19 @@ def cross_encoder_fallback(model_cfg: Mapping[str, Any] | None) -> Callable[[str
             f"{SECTION}.fallback: the cross-encoder model sets this project trains need the per-query "
             "leakage guard of baselines.cross_encoder (each query scored by a fold that never saw it), which this "
             "fallback does not apply; give it one model folder instead (fallback.train=null fallback.path=<folder>) "
-            "or a hub model (fallback.train=null fallback.path=null fallback.allow_hub=true)")
+            "or a hub model (fallback.train=null fallback.path=null fallback.allow_hub=true)"
+        )
     resolved = resolve_cross_encoder(model_cfg)
     max_len = model_cfg.get("max_length")
     # the same inference backend as the cross_encoder baseline (backend / onnx keys of its model config);
     # without a cache_dir an ONNX export goes to a temporary folder
-    model = load_cross_encoder(resolved.path, max_length=int(max_len) if max_len else None,
-                               offline=resolved.source != "hub", backend=str(model_cfg.get("backend", "torch")),
-                               onnx=model_cfg.get("onnx"))
+    model = load_cross_encoder(
+        resolved.path,
+        max_length=int(max_len) if max_len else None,
+        offline=resolved.source != "hub",
+        backend=str(model_cfg.get("backend", "torch")),
+        onnx=model_cfg.get("onnx"),
+    )
     return lambda query, texts: score_pairs(model, query, texts)
 
 
@@ -72,10 +77,23 @@ class LLMRerankStage:
     """Budgeted pointwise LLM reranking of the top ``top_n`` (module docstring); a ranking stage
     (``lethe.stages.ranking_stage``) with ``ReadsCandidates`` and ``UsesLLMs``."""
 
-    def __init__(self, *, enabled: bool, top_n: int, budget_ms: float, weight: float, prompt_version: str,
-                 max_passage_chars: int, max_passage_tokens: int | None, predictive_stop: bool,
-                 predict_quantile: float, probe_every: int, fallback: Mapping[str, Any] | None,
-                 llm: Mapping[str, Any] | None, replay: str | None = None):
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        top_n: int,
+        budget_ms: float,
+        weight: float,
+        prompt_version: str,
+        max_passage_chars: int,
+        max_passage_tokens: int | None,
+        predictive_stop: bool,
+        predict_quantile: float,
+        probe_every: int,
+        fallback: Mapping[str, Any] | None,
+        llm: Mapping[str, Any] | None,
+        replay: str | None = None,
+    ):
         """``weight``: of the LLM's p(yes) against the min-max normalized prior; passages cut to
         ``max_passage_chars`` characters, then to ``max_passage_tokens`` tokens of the reranker model's tokenizer
         (None: no token cut); ``predictive_stop``: do not start a call predicted to overrun the budget (a call's
@@ -84,11 +102,18 @@ class LLMRerankStage:
         ``llm``: the reranker's LLM config (conf/llm/*.yaml); ``replay``: None or a reach file."""
         self.enabled, self.top_n, self.llm_cfg, self.replay = bool(enabled), int(top_n), llm, replay
         self.fallback_cfg = fallback
-        self._options = {"budget_ms": budget_ms, "top_n": int(top_n), "weight": weight,
-                         "prompt_version": prompt_version, "max_passage_chars": max_passage_chars,
-                         "max_passage_tokens": max_passage_tokens, "predictive_stop": predictive_stop,
-                         "predict_quantile": predict_quantile, "probe_every": probe_every}
-        self.reranker: Any = None   # lethe.stages.rerank.BudgetedReranker, built by bind_llms
+        self._options = {
+            "budget_ms": budget_ms,
+            "top_n": int(top_n),
+            "weight": weight,
+            "prompt_version": prompt_version,
+            "max_passage_chars": max_passage_chars,
+            "max_passage_tokens": max_passage_tokens,
+            "predictive_stop": predictive_stop,
+            "predict_quantile": predict_quantile,
+            "probe_every": probe_every,
+        }
+        self.reranker: Any = None  # lethe.stages.rerank.BudgetedReranker, built by bind_llms
         self._reach = read_reach(replay) if enabled and replay else None
 
     def bind_llms(self, llms: LLMPool) -> None:
@@ -97,14 +122,23 @@ class LLMRerankStage:
             return
         from lethe.stages.rerank import BudgetedReranker
 
-        self.reranker = BudgetedReranker(llms.get(self.llm_cfg, f"{SECTION}.llm"),
-                                         fallback=cross_encoder_fallback(self.fallback_cfg), **self._options)
+        self.reranker = BudgetedReranker(
+            llms.get(self.llm_cfg, f"{SECTION}.llm"),
+            fallback=cross_encoder_fallback(self.fallback_cfg),
+            **self._options,
+        )
 
     def candidate_depth(self) -> int:
         return self.top_n if self.enabled else 0
 
-    def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
-              timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:
+    def apply(
+        self,
+        query: Query,
+        ranking: list[tuple[str, float]],
+        docs_by_id: Mapping[str, Doc],
+        timings: dict[str, float],
+        flags: dict[str, Any],
+    ) -> list[tuple[str, float]]:
         if not self.enabled or not ranking:
             return ranking
         if self.reranker is None:
@@ -113,24 +147,39 @@ class LLMRerankStage:
         if self._reach is not None:
             reach = self._reach.get(str(query.query_id))
             if reach is None:
-                raise ValueError(f"{SECTION}.replay={self.replay}: no recorded reach for query "
-                                 f"{query.query_id!r} (replay the run that judged these queries)")
+                raise ValueError(
+                    f"{SECTION}.replay={self.replay}: no recorded reach for query "
+                    f"{query.query_id!r} (replay the run that judged these queries)"
+                )
         res = self.reranker.rerank(query.text, [(d, docs_by_id[d].text, s) for d, s in ranking], reach=reach)
         timings["llm_rerank"] = res.total_ms - res.fallback_ms
         if res.fallback_used:
             timings["rerank_fallback"] = res.fallback_ms
-        flags["rerank"] = {"judged": res.judged, "considered": res.considered,
-                           "share_judged": round(res.share_judged, 4), "timeouts": res.timeouts,
-                           "parse_failures": res.parse_failures, "errors": res.errors,
-                           "predicted_stops": res.predicted_stops, "probes": res.probes, "reach": res.reach,
-                           "fallback_used": res.fallback_used,
-                           "llm_ms": round(res.llm_ms, 1), **({"replayed": True} if reach is not None else {})}
+        flags["rerank"] = {
+            "judged": res.judged,
+            "considered": res.considered,
+            "share_judged": round(res.share_judged, 4),
+            "timeouts": res.timeouts,
+            "parse_failures": res.parse_failures,
+            "errors": res.errors,
+            "predicted_stops": res.predicted_stops,
+            "probes": res.probes,
+            "reach": res.reach,
+            "fallback_used": res.fallback_used,
+            "llm_ms": round(res.llm_ms, 1),
+            **({"replayed": True} if reach is not None else {}),
+        }
         record_llm_failures(flags, infra=res.errors, parse=res.parse_failures)
         return res.ranking
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"enabled": self.enabled, **self._options, "fallback": self.fallback_cfg,
-                               "llm": self.llm_cfg, "replay": self.replay}
+        out: dict[str, Any] = {
+            "enabled": self.enabled,
+            **self._options,
+            "fallback": self.fallback_cfg,
+            "llm": self.llm_cfg,
+            "replay": self.replay,
+        }
         if self.reranker is not None:
             out["reranker"] = self.reranker.describe()
         return out

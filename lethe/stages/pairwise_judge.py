@@ -32,8 +32,15 @@ from lethe.llm.parsing import ParseError, extract_json
 from lethe.llm.prompts import Prompt, load_prompt
 from lethe.text.collapse import collapse
 
-__all__ = ["CRITERIA", "OrderVerdict", "PairJudgment", "PairwiseJudge", "parse_verdicts", "position_bias",
-           "verdicts_schema"]
+__all__ = [
+    "CRITERIA",
+    "OrderVerdict",
+    "PairJudgment",
+    "PairwiseJudge",
+    "parse_verdicts",
+    "position_bias",
+    "verdicts_schema",
+]
 
 PAIRWISE_PROMPT = "judge_pairwise"
 CRITERIA = ("Comprehensiveness", "Diversity", "Empowerment", "Overall Winner")
@@ -54,8 +61,12 @@ def verdicts_schema() -> str:
     """``parse_verdicts``' contract as a JSON Schema, JSON text with sorted keys (a cache-key part): every criterion
     required, each "Answer 1" or "Answer 2", nothing else."""
     choice = {"type": "string", "enum": ["Answer 1", "Answer 2"]}
-    schema = {"type": "object", "properties": {c: choice for c in CRITERIA}, "required": list(CRITERIA),
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {c: choice for c in CRITERIA},
+        "required": list(CRITERIA),
+        "additionalProperties": False,
+    }
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
@@ -79,7 +90,7 @@ class OrderVerdict:
     """One call: ``first`` = which answer ("A" or "B") stood in position 1; ``verdicts`` = criterion -> 1, 2 or None."""
 
     first: str
-    status: str                        # ok | parse_failure | timeout | error
+    status: str  # ok | parse_failure | timeout | error
     verdicts: dict[str, int | None] = field(default_factory=dict)
     llm_ms: float = 0.0
     raw_text: str | None = None
@@ -102,8 +113,15 @@ class PairJudgment:
 class PairwiseJudge:
     """Judge two answers in both orders (module docstring)."""
 
-    def __init__(self, llm: LLMBackend, prompt_version: str = "v2", max_answer_chars: int = 1500,
-                 max_tokens: int = 64, timeout_s: float | None = None, constrained: bool = False):
+    def __init__(
+        self,
+        llm: LLMBackend,
+        prompt_version: str = "v2",
+        max_answer_chars: int = 1500,
+        max_tokens: int = 64,
+        timeout_s: float | None = None,
+        constrained: bool = False,
+    ):
         if int(max_answer_chars) < 1 or int(max_tokens) < 1:
             raise ValueError(f"max_answer_chars and max_tokens must be >= 1, got {max_answer_chars}, {max_tokens}")
         self.llm = llm
@@ -116,17 +134,22 @@ class PairwiseJudge:
 
     def describe(self) -> dict[str, Any]:
         """Model, prompt (name, version, sha256), decoding and settings."""
-        return {"llm": getattr(self.llm, "name", type(self.llm).__name__), "prompt": self.prompt.describe(),
-                "decoding": self.decoding.as_dict(), "criteria": list(CRITERIA),
-                "max_answer_chars": self.max_answer_chars, "timeout_s": self.timeout_s, "constrained": self.constrained,
-                "rule": "both orders; a criterion's winner counts when both agree, else tie; failures unjudged"}
+        return {
+            "llm": getattr(self.llm, "name", type(self.llm).__name__),
+            "prompt": self.prompt.describe(),
+            "decoding": self.decoding.as_dict(),
+            "criteria": list(CRITERIA),
+            "max_answer_chars": self.max_answer_chars,
+            "timeout_s": self.timeout_s,
+            "constrained": self.constrained,
+            "rule": "both orders; a criterion's winner counts when both agree, else tie; failures unjudged",
+        }
 
     def _cut(self, answer: str | None) -> str:
         return collapse(answer, self.max_answer_chars)
 
     def _ask(self, query: str, first: str, answer1: str, answer2: str) -> OrderVerdict:
-        messages = self.prompt.render(query=collapse(query), answer1=self._cut(answer1),
-                                      answer2=self._cut(answer2))
+        messages = self.prompt.render(query=collapse(query), answer1=self._cut(answer1), answer2=self._cut(answer2))
         t0 = time.perf_counter()
         try:
             resp = self.llm.chat(messages, self.decoding, timeout_s=self.timeout_s)

@@ -79,8 +79,13 @@ class PlanInputs:
     novelty: float
 
 
-def plan_inputs(query: str, query_entities: AbstractSet[str], history_entities: AbstractSet[str],
-                query_analyzed: set[str] | list[str], history_vocab: AbstractSet[str] | Mapping[str, Any]) -> PlanInputs:
+def plan_inputs(
+    query: str,
+    query_entities: AbstractSet[str],
+    history_entities: AbstractSet[str],
+    query_analyzed: set[str] | list[str],
+    history_vocab: AbstractSet[str] | Mapping[str, Any],
+) -> PlanInputs:
     """Overlap, length and novelty of ``query`` against a history (its entities and analyzed vocabulary)."""
     overlap = len(query_entities & history_entities) / len(query_entities) if query_entities else 0.0
     terms = set(query_analyzed)

@@ -20,8 +20,14 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class RankingStage(Protocol):
-    def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
-              timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:
+    def apply(
+        self,
+        query: Query,
+        ranking: list[tuple[str, float]],
+        docs_by_id: Mapping[str, Doc],
+        timings: dict[str, float],
+        flags: dict[str, Any],
+    ) -> list[tuple[str, float]]:
         """The new ranking (doc_id, score), scores non-increasing; only docs of ``ranking`` may appear."""
 
     def describe(self) -> dict[str, Any]:

@@ -164,11 +164,22 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 class BudgetedReranker:
     """Pointwise yes/no LLM reranker of the first ``top_n`` candidates under ``budget_ms`` per query."""
 
-    def __init__(self, llm: LLMBackend, budget_ms: float = 1200, top_n: int = 20, weight: float = 0.5,
-                 prompt_version: str = "v1", max_passage_chars: int = 1200,
-                 fallback: Fallback | None = None, *, fallback_is_probability: bool = False,
-                 predictive_stop: bool = False, predict_quantile: float = 0.9, probe_every: int = 25,
-                 max_passage_tokens: int | None = None):
+    def __init__(
+        self,
+        llm: LLMBackend,
+        budget_ms: float = 1200,
+        top_n: int = 20,
+        weight: float = 0.5,
+        prompt_version: str = "v1",
+        max_passage_chars: int = 1200,
+        fallback: Fallback | None = None,
+        *,
+        fallback_is_probability: bool = False,
+        predictive_stop: bool = False,
+        predict_quantile: float = 0.9,
+        probe_every: int = 25,
+        max_passage_tokens: int | None = None,
+    ):
         if budget_ms <= 0:
             raise ValueError(f"budget_ms must be > 0, got {budget_ms}")
         if top_n < 0:
@@ -181,9 +192,11 @@ class BudgetedReranker:
             if int(max_passage_tokens) <= 0:
                 raise ValueError(f"max_passage_tokens must be > 0 or None, got {max_passage_tokens}")
             if not (callable(getattr(llm, "tokenize", None)) and callable(getattr(llm, "detokenize", None))):
-                raise ValueError(f"max_passage_tokens={max_passage_tokens} needs the reranker model's tokenizer, "
-                                 f"which backend {getattr(llm, 'name', type(llm).__name__)!r} does not expose "
-                                 "(tokenize/detokenize); set max_passage_tokens to null for it")
+                raise ValueError(
+                    f"max_passage_tokens={max_passage_tokens} needs the reranker model's tokenizer, "
+                    f"which backend {getattr(llm, 'name', type(llm).__name__)!r} does not expose "
+                    "(tokenize/detokenize); set max_passage_tokens to null for it"
+                )
         self.max_passage_tokens = int(max_passage_tokens) if max_passage_tokens is not None else None
         self.prefix_reuse = bool(getattr(llm, "reuse_prompt_cache", False))  # module docstring
         self._last_prompt = ""  # the previous call's prompt text (prefix reuse: what the backend holds)
@@ -198,7 +211,9 @@ class BudgetedReranker:
         if not 0.0 < predict_quantile <= 1.0:
             raise ValueError(f"predict_quantile must be in (0, 1], got {predict_quantile}")
         self.predict_quantile = float(predict_quantile)
-        self._measured: deque[tuple[int, float]] = deque(maxlen=64)  # (cost chars, ms) of non-cached calls, across queries
+        self._measured: deque[tuple[int, float]] = deque(
+            maxlen=64
+        )  # (cost chars, ms) of non-cached calls, across queries
         if probe_every < 1:
             raise ValueError(f"probe_every must be >= 1, got {probe_every}")
         self.probe_every = int(probe_every)
@@ -207,13 +222,22 @@ class BudgetedReranker:
 
     def describe(self) -> dict[str, Any]:
         """Settings, prompt (name, version, sha256) and decoding, for a run manifest."""
-        return {"budget_ms": self.budget_ms, "top_n": self.top_n, "weight": self.weight,
-                "max_passage_chars": self.max_passage_chars, "max_passage_tokens": self.max_passage_tokens,
-                "prefix_reuse": self.prefix_reuse, "fallback": self.fallback is not None,
-                "fallback_is_probability": self.fallback_is_probability, "predictive_stop": self.predictive_stop,
-                "predict_quantile": self.predict_quantile, "probe_every": self.probe_every,
-                "prompt": self.prompt.describe(), "decoding": DECODING.as_dict(),
-                "llm": getattr(self.llm, "name", type(self.llm).__name__)}
+        return {
+            "budget_ms": self.budget_ms,
+            "top_n": self.top_n,
+            "weight": self.weight,
+            "max_passage_chars": self.max_passage_chars,
+            "max_passage_tokens": self.max_passage_tokens,
+            "prefix_reuse": self.prefix_reuse,
+            "fallback": self.fallback is not None,
+            "fallback_is_probability": self.fallback_is_probability,
+            "predictive_stop": self.predictive_stop,
+            "predict_quantile": self.predict_quantile,
+            "probe_every": self.probe_every,
+            "prompt": self.prompt.describe(),
+            "decoding": DECODING.as_dict(),
+            "llm": getattr(self.llm, "name", type(self.llm).__name__),
+        }
 
     def cost_chars(self, messages: Sequence[Any]) -> int:
         """Characters of ``messages`` a call pays for: all, or with prefix reuse those after the prefix
@@ -239,7 +263,7 @@ class BudgetedReranker:
         if np.ptp(c) == 0:
             return float(np.quantile(d / c, q)) * cost
         b, a = np.polyfit(c, d, 1)
-        if b < 0:   # durations fall with cost: no usable slope, a constant
+        if b < 0:  # durations fall with cost: no usable slope, a constant
             a, b = float(d.mean()), 0.0
         elif a < 0:  # no usable overhead: a line through the origin
             a, b = 0.0, float(c @ d / (c @ c))
@@ -255,14 +279,16 @@ class BudgetedReranker:
                 text = self.llm.detokenize(tokens[: self.max_passage_tokens])  # type: ignore[attr-defined]
         return text
 
-    def rerank(self, query: str, candidates: Sequence[tuple[str, str, float]], reach: int | None = None) -> RerankResult:
+    def rerank(
+        self, query: str, candidates: Sequence[tuple[str, str, float]], reach: int | None = None
+    ) -> RerankResult:
         """Rerank ``candidates`` (doc_id, text, prior score; best first) by the rules of the module docstring;
         ``reach``: replay a recorded reach (judge exactly the first ``reach`` considered candidates, no clock)."""
         t_start = time.perf_counter()
         ids = [c[0] for c in candidates]
         if len(set(ids)) != len(ids):
             raise ValueError("candidate doc ids must be unique")
-        head, tail = list(candidates[: self.top_n]), list(candidates[self.top_n:])
+        head, tail = list(candidates[: self.top_n]), list(candidates[self.top_n :])
         n = len(head)
         if reach is not None and not 0 <= int(reach) <= n:
             raise ValueError(f"reach={reach} is outside the {n} considered candidates")
@@ -347,10 +373,30 @@ class BudgetedReranker:
         ranking = [(head[i][0], float(new[i])) for i in order]
         lo = float(new.min()) if n else 0.0
         ranking += [(d, lo - (j + 1)) for j, (d, _, _) in enumerate(tail)]
-        scores = {head[i][0]: {"prior": float(head[i][2]), "prior_norm": float(prior_norm[i]), "p_yes": p_yes[i],
-                               "source": source[i], "final": float(new[i])} for i in range(n)}
-        return RerankResult(ranking=ranking, judged=judged, considered=n, share_judged=judged / n if n else 0.0,
-                            llm_ms=llm_ms, timeouts=timeouts, parse_failures=parse_failures,
-                            fallback_used=fallback_used, scores=scores, errors=errors,
-                            predicted_stops=predicted_stops, probes=probes, fallback_ms=fallback_ms,
-                            total_ms=(time.perf_counter() - t_start) * 1000.0, reach=reached)
+        scores = {
+            head[i][0]: {
+                "prior": float(head[i][2]),
+                "prior_norm": float(prior_norm[i]),
+                "p_yes": p_yes[i],
+                "source": source[i],
+                "final": float(new[i]),
+            }
+            for i in range(n)
+        }
+        return RerankResult(
+            ranking=ranking,
+            judged=judged,
+            considered=n,
+            share_judged=judged / n if n else 0.0,
+            llm_ms=llm_ms,
+            timeouts=timeouts,
+            parse_failures=parse_failures,
+            fallback_used=fallback_used,
+            scores=scores,
+            errors=errors,
+            predicted_stops=predicted_stops,
+            probes=probes,
+            fallback_ms=fallback_ms,
+            total_ms=(time.perf_counter() - t_start) * 1000.0,
+            reach=reached,
+        )

@@ -27,7 +27,8 @@ import regex
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (Anserini's default stopwords).
 STOPWORDS: frozenset[str] = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
-    "there these they this to was will with".split())
+    "there these they this to was will with".split()
+)
 
 #: ``StandardAnalyzer.DEFAULT_MAX_TOKEN_LENGTH``: longer words are cut into pieces (UTF-16 units).
 MAX_TOKEN_LENGTH = 255
@@ -114,26 +115,49 @@ _DQ = r"\p{WB=Double_Quote}" + _X
 # A Hebrew letter that starts WB7a/b/c's "Hebrew_Letter (Single_Quote | Double_Quote Hebrew_Letter)":
 # a letter run does not take it directly (or after '_'), so that the quote rule can (longest match).
 _HLQ = f"{_HL}(?:{_SQ}|{_DQ}{_HL})"
-_INNER = (f"(?:{_KAT}(?:(?:{_ENL})*{_KAT})*"
-          f"|(?:{_HLQ}"
-          f"|{_NUM}(?:(?:(?:{_ENL})*|{_MIDN}){_NUM})*"
-          f"|{_AH}(?:(?:(?:{_ENL})*(?!{_HLQ})|{_MIDL}){_AH})*)+)")
+_INNER = (
+    f"(?:{_KAT}(?:(?:{_ENL})*{_KAT})*"
+    f"|(?:{_HLQ}"
+    f"|{_NUM}(?:(?:(?:{_ENL})*|{_MIDN}){_NUM})*"
+    f"|{_AH}(?:(?:(?:{_ENL})*(?!{_HLQ})|{_MIDL}){_AH})*)+)"
+)
 # Lucene's ALPHANUM/NUM/HANGUL/KATAKANA rules (NUM and the others are subsets of this one).
 _WORD = f"(?:{_ENL})*{_INNER}(?:(?:{_ENL})+{_INNER})*(?:{_ENL})*"
 # Emoji sequences (UTS#51 emoji_sequence, as in Lucene's grammar).
 _ZWJ = r"\p{WB=ZWJ}"
-_EMOJI_CHAR = ("[" + _cls(r"\p{Extended_Pictographic}"
-                         r"[\p{Emoji}--[\p{WB=Regional_Indicator}0-9#*\u00A9\u00AE\u2122\u3030\u303D\p{Emoji_Modifier}]]",
-                         "[" + _ranges(_UNICODE9_OTHER) + "]")
-               + _ranges(_EMOJI11_EXTRA) + "]")
+_EMOJI_CHAR = (
+    "["
+    + _cls(
+        r"\p{Extended_Pictographic}"
+        r"[\p{Emoji}--[\p{WB=Regional_Indicator}0-9#*\u00A9\u00AE\u2122\u3030\u303D\p{Emoji_Modifier}]]",
+        "[" + _ranges(_UNICODE9_OTHER) + "]",
+    )
+    + _ranges(_EMOJI11_EXTRA)
+    + "]"
+)
 _EMOJI_START = f"{_ZWJ}*(?:{_EMOJI_CHAR}" + r"|\p{Emoji_Modifier_Base}|\p{Emoji_Modifier})"
 # extenders of an emoji, except a ZWJ that joins the next emoji of the sequence (longest match)
 _XE = f"(?:(?!{_ZWJ}{_EMOJI_START}){_XSC})*"
-_EMOJI_ELEM = (f"(?:{_ZWJ}*{_EMOJI_CHAR}{_XE}" + r"\uFE0F?"
-               + f"|(?:{_ZWJ}*" + r"\p{Emoji_Modifier_Base}" + f"{_XE})?" + r"\p{Emoji_Modifier}" + f"{_XE})")
-_EMOJI = (f"(?:{_EMOJI_ELEM}(?:(?:{_ZWJ}{_EMOJI_ELEM})*" + r"|[\U000E0020-\U000E007E]+\U000E007F)"
-          + r"|[0-9#*]" + _XS + r"\uFE0F?\u20E3" + _XS
-          + r"|(?:\p{WB=Regional_Indicator}" + _X + "){2})")
+_EMOJI_ELEM = (
+    f"(?:{_ZWJ}*{_EMOJI_CHAR}{_XE}"
+    + r"\uFE0F?"
+    + f"|(?:{_ZWJ}*"
+    + r"\p{Emoji_Modifier_Base}"
+    + f"{_XE})?"
+    + r"\p{Emoji_Modifier}"
+    + f"{_XE})"
+)
+_EMOJI = (
+    f"(?:{_EMOJI_ELEM}(?:(?:{_ZWJ}{_EMOJI_ELEM})*"
+    + r"|[\U000E0020-\U000E007E]+\U000E007F)"
+    + r"|[0-9#*]"
+    + _XS
+    + r"\uFE0F?\u20E3"
+    + _XS
+    + r"|(?:\p{WB=Regional_Indicator}"
+    + _X
+    + "){2})"
+)
 _SEA = "(?:[" + _cls(r"\p{LB=Complex_Context}") + _ranges(_SEA9) + "]" + _X + ")+"
 _HAN = _cls(r"\p{Script=Han}") + _X
 _HIRA = _cls(r"\p{Script=Hiragana}") + _X
@@ -149,11 +173,22 @@ _FLAGS = regex.V1
 def _grammar() -> tuple[Any, Any, Any]:
     """(token start characters, first-match pattern of all rules, run of ExtendNumLet), compiled
     on first use with non-ASCII text."""
-    starts = (_cls(r"\p{WB=ALetter}\p{WB=Hebrew_Letter}\p{WB=Numeric}\uFF10-\uFF19\p{WB=Katakana}\p{WB=ExtendNumLet}")
-              + _EMOJI_CHAR + r"\p{Emoji_Modifier_Base}\p{Emoji_Modifier}" + _ZWJ + r"0-9#*\p{WB=Regional_Indicator}"
-              + _cls(r"\p{LB=Complex_Context}") + _ranges(_SEA9) + _cls(r"\p{Script=Han}") + _cls(r"\p{Script=Hiragana}"))
-    return (regex.compile(f"[{starts}]", _FLAGS), regex.compile(f"{_WORD}|{_EMOJI}|{_SEA}|{_HAN}|{_HIRA}", _FLAGS),
-            regex.compile(f"(?:{_ENL})+", _FLAGS))
+    starts = (
+        _cls(r"\p{WB=ALetter}\p{WB=Hebrew_Letter}\p{WB=Numeric}\uFF10-\uFF19\p{WB=Katakana}\p{WB=ExtendNumLet}")
+        + _EMOJI_CHAR
+        + r"\p{Emoji_Modifier_Base}\p{Emoji_Modifier}"
+        + _ZWJ
+        + r"0-9#*\p{WB=Regional_Indicator}"
+        + _cls(r"\p{LB=Complex_Context}")
+        + _ranges(_SEA9)
+        + _cls(r"\p{Script=Han}")
+        + _cls(r"\p{Script=Hiragana}")
+    )
+    return (
+        regex.compile(f"[{starts}]", _FLAGS),
+        regex.compile(f"{_WORD}|{_EMOJI}|{_SEA}|{_HAN}|{_HIRA}", _FLAGS),
+        regex.compile(f"(?:{_ENL})+", _FLAGS),
+    )
 
 
 @functools.cache
@@ -161,13 +196,14 @@ def _rules() -> list[Any]:
     """One pattern per rule of Lucene's grammar, for the rare tokens needing the longest match."""
     return [regex.compile(p, _FLAGS) for p in (_EMOJI, _WORD, _SEA, _HAN, _HIRA)]
 
+
 # The same word rule restricted to ASCII text: letters, digits and '_' join; ':' '.' "'" join two
 # letters, ',' ';' '.' "'" join two digits; a token holds at least one letter or digit.
 _ASCII_WORD = re.compile(r"_*[A-Za-z0-9](?:[A-Za-z0-9_]+|(?<=[A-Za-z])[:.'](?=[A-Za-z])|(?<=[0-9])[,;.'](?=[0-9]))*")
 # A whitespace-delimited run holding a non-ASCII character (anchored at the run start: linear time).
 _NON_ASCII_RUN = re.compile(r"(?<![^ \t\n\r\f\v])[\x00-\x08\x0e-\x1f\x21-\x7f]*+[^\x00-\x7f][^ \t\n\r\f\v]*+")
 _NEEDS_LONGEST = re.compile("\u200d")
-_POSSESSIVE_APOSTROPHES = "'\u2019\uFF07"
+_POSSESSIVE_APOSTROPHES = "'\u2019\uff07"
 
 
 def _utf16_len(s: str) -> int:
@@ -268,6 +304,7 @@ def tokenize(text: str) -> list[str]:
 # ---- Lucene's PorterStemmer (org.apache.lucene.analysis.en.PorterStemmer), operating on UTF-16
 # code units like the Java original. Words of 1-2 units are left unchanged.
 
+
 class _Porter:
     __slots__ = ("b", "j", "k")
 
@@ -326,7 +363,7 @@ class _Porter:
         o = self.k - ln + 1
         if o < 0:
             return False
-        if "".join(self.b[o:self.k + 1]) != s:
+        if "".join(self.b[o : self.k + 1]) != s:
             return False
         self.j = self.k - ln
         return True
@@ -390,9 +427,17 @@ class _Porter:
         "s": (("ness", ""),),
     }
     _STEP5 = {
-        "a": ("al",), "c": ("ance", "ence"), "e": ("er",), "i": ("ic",), "l": ("able", "ible"),
-        "n": ("ant", "ement", "ment", "ent"), "s": ("ism",), "t": ("ate", "iti"), "u": ("ous",),
-        "v": ("ive",), "z": ("ize",),
+        "a": ("al",),
+        "c": ("ance", "ence"),
+        "e": ("er",),
+        "i": ("ic",),
+        "l": ("able", "ible"),
+        "n": ("ant", "ement", "ment", "ent"),
+        "s": ("ism",),
+        "t": ("ate", "iti"),
+        "u": ("ous",),
+        "v": ("ive",),
+        "z": ("ize",),
     }
 
     def step3(self) -> None:
@@ -448,7 +493,7 @@ def porter_stem(word: str) -> str:
     units = word.encode("utf-16-le", "surrogatepass")
     if len(units) == 2 * len(word):
         return _Porter(word).stem()
-    as_units = "".join(chr(int.from_bytes(units[i:i + 2], "little")) for i in range(0, len(units), 2))
+    as_units = "".join(chr(int.from_bytes(units[i : i + 2], "little")) for i in range(0, len(units), 2))
     return _Porter(as_units).stem().encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
@@ -494,6 +539,7 @@ def analyze(text: str) -> list[str]:
 # Variants of the analysis (seed 004's tokenization advice), for the in-memory BM25 only
 # ---------------------------------------------------------------------------------------------
 
+
 def _unpossessive_lower(tok: str) -> str:
     if len(tok) >= 2 and tok[-1] in "sS" and tok[-2] in _POSSESSIVE_APOSTROPHES:
         tok = tok[:-2]
@@ -535,8 +581,13 @@ def analyze_whitespace(text: str) -> list[str]:
 
 
 #: name -> analysis; ``english`` is Anserini's (Pyserini's BM25), the others drop one step or use a plain tokenizer.
-ANALYZERS = {"english": analyze, "no_stem": analyze_no_stem, "no_stopwords": analyze_no_stopwords,
-             "simple": analyze_simple, "whitespace": analyze_whitespace}
+ANALYZERS = {
+    "english": analyze,
+    "no_stem": analyze_no_stem,
+    "no_stopwords": analyze_no_stopwords,
+    "simple": analyze_simple,
+    "whitespace": analyze_whitespace,
+}
 
 
 def get_analyzer(name: str):

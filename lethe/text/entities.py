@@ -24,10 +24,23 @@ from functools import lru_cache
 
 # Order matters: earlier patterns claim their span first (a URL is not also a path or a file).
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("url_path", re.compile(r"\bhttps?://[^\s<>\"')\]]+|(?<![\w.])(?:/[A-Za-z0-9_.\-{}:]+){2,}/?|(?<![\w.])/[A-Za-z_][\w\-]*\b")),
+    (
+        "url_path",
+        re.compile(r"\bhttps?://[^\s<>\"')\]]+|(?<![\w.])(?:/[A-Za-z0-9_.\-{}:]+){2,}/?|(?<![\w.])/[A-Za-z_][\w\-]*\b"),
+    ),
     ("version", re.compile(r"\b[A-Za-z][\w\-]*@\d+(?:\.\d+)*\b|\bv\d+(?:\.\d+)+\b|\b\d+\.\d+\.\d+(?:\.\d+)*\b")),
-    ("file", re.compile(r"(?<![\w/])\.[A-Za-z][\w\-]*\b|\b[\w\-]+\.(?:ya?ml|json|toml|ini|cfg|conf|env|py|js|ts|tsx|jsx|go|rs|java|kt|c|cc|cpp|h|hpp|rb|php|sh|sql|md|txt|log|xml|html|css|csv|lock|properties|gradle|jar|war|dll|so|exe)\b")),
-    ("code_number", re.compile(r"\b[A-Za-z]{1,10}[-_ ]?\d{2,}\b(?!\.[A-Za-z])|\b(?:HTTP|http|error|Error|ERROR|code|Code)\s+\d{3,}\b")),
+    (
+        "file",
+        re.compile(
+            r"(?<![\w/])\.[A-Za-z][\w\-]*\b|\b[\w\-]+\.(?:ya?ml|json|toml|ini|cfg|conf|env|py|js|ts|tsx|jsx|go|rs|java|kt|c|cc|cpp|h|hpp|rb|php|sh|sql|md|txt|log|xml|html|css|csv|lock|properties|gradle|jar|war|dll|so|exe)\b"
+        ),
+    ),
+    (
+        "code_number",
+        re.compile(
+            r"\b[A-Za-z]{1,10}[-_ ]?\d{2,}\b(?!\.[A-Za-z])|\b(?:HTTP|http|error|Error|ERROR|code|Code)\s+\d{3,}\b"
+        ),
+    ),
     ("screaming_case", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{4,}[0-9]*\b")),
     ("snake_case", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
     ("camel_case", re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]*)+[A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")),
@@ -36,7 +49,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 EXACT_KINDS: tuple[str, ...] = tuple(k for k, _ in _PATTERNS)
 
 # Capitalized words that do not name anything by themselves (sentence starts, pronouns, months are kept).
-_FUNCTION_WORDS = frozenset("""
+_FUNCTION_WORDS = frozenset(
+    """
 a an the and or but if then so yet nor for of in on at by to from with without within into onto over under
 about above after again against all am any are as be because been before being below between both can could
 did do does doing down during each few further had has have having he her here hers herself him himself his
@@ -47,7 +61,8 @@ your yours yourself yourselves yes ok okay hi hey hello thanks thank sure well a
 wow oh yeah cool nice sounds what's where's who's how's there's here's let's don't can't won't isn't didn't
 tell give show list describe explain summarize compare find is are which whose ask see go get call check try look
 make take use run set add remove update note keep send
-""".split())
+""".split()
+)
 _CAP_WORD = r"[A-Z][\w'’\-]*"
 _CAP_RUN = re.compile(rf"(?<![\w'’\-]){_CAP_WORD}(?:\s+(?:of\s+|the\s+|de\s+)?{_CAP_WORD})*")
 _SENT_START = re.compile(r"(?:^|[.!?:;\n\"“]\s*|\s-\s)$")
@@ -83,8 +98,8 @@ def _proper_nouns(text: str) -> list[str]:
         while words and words[-1].lower() in ("of", "the", "de"):
             words = words[:-1]
         if words:
-            at_start = bool(_SENT_START.search(text[:m.start()])) and words[0] == m.group(0).split()[0]
-            runs.append((" ".join(words).strip("'’-"), at_start, text[m.end():m.end() + 1] == ":"))
+            at_start = bool(_SENT_START.search(text[: m.start()])) and words[0] == m.group(0).split()[0]
+            runs.append((" ".join(words).strip("'’-"), at_start, text[m.end() : m.end() + 1] == ":"))
     mid = {r for r, s, _ in runs if not s}
     return [r for r, s, colon in runs if r and (not s or " " in r or colon or r in mid)]
 

@@ -9,9 +9,16 @@ import pytest
 from analysis import views as V
 from analysis import tables as T
 
-CFG = {"baselines": ["bm25", "hybrid"], "lethe": ["lethe_iter1", "lethe_iter2", "lethe_iter3"],
-       "family_metrics": ["ndcg@10"], "best_baseline_metric": "ndcg@10", "permutation_resamples": 2000,
-       "seed": 0, "confidence": 0.95, "primary_test": {"table2": "randomization", "ablations": "randomization"}}
+CFG = {
+    "baselines": ["bm25", "hybrid"],
+    "lethe": ["lethe_iter1", "lethe_iter2", "lethe_iter3"],
+    "family_metrics": ["ndcg@10"],
+    "best_baseline_metric": "ndcg@10",
+    "permutation_resamples": 2000,
+    "seed": 0,
+    "confidence": 0.95,
+    "primary_test": {"table2": "randomization", "ablations": "randomization"},
+}
 
 
 def _pq(x: np.ndarray) -> pd.DataFrame:
@@ -26,14 +33,21 @@ def test_pairs_are_steps_and_variants_against_their_parent():
 def test_variants_leave_the_main_family_and_form_their_own():
     rng = np.random.default_rng(0)
     base = rng.uniform(0, 1, 60)
-    per_query = {"bm25": _pq(base), "hybrid": _pq(base * 0.9), "lethe_iter1": _pq(np.clip(base + 0.1, 0, 1)),
-                 "lethe_iter1+no_plan": _pq(base), "lethe_iter2": _pq(np.clip(base + 0.1, 0, 1))}
+    per_query = {
+        "bm25": _pq(base),
+        "hybrid": _pq(base * 0.9),
+        "lethe_iter1": _pq(np.clip(base + 0.1, 0, 1)),
+        "lethe_iter1+no_plan": _pq(base),
+        "lethe_iter2": _pq(np.clip(base + 0.1, 0, 1)),
+    }
     views = {"d": V.DatasetView("d", pd.DataFrame(), {}, per_query)}
     main = T.table2(views, CFG)
     assert set(main["method"]) == {"hybrid", "lethe_iter1", "lethe_iter2"}  # no variant in the main family
     abl = T.table_ablations(views, CFG)
-    assert list(zip(abl["method"], abl["reference"])) == [("lethe_iter2", "lethe_iter1"),
-                                                          ("lethe_iter1+no_plan", "lethe_iter1")]
+    assert list(zip(abl["method"], abl["reference"])) == [
+        ("lethe_iter2", "lethe_iter1"),
+        ("lethe_iter1+no_plan", "lethe_iter1"),
+    ]
     row = abl.set_index("method").loc["lethe_iter1+no_plan"]
     assert row["mean_diff"] < 0 and row["losses"] > 0 and row["p_bonferroni"] <= 1.0
     assert abl.set_index("method").loc["lethe_iter2", "ties"] == 60  # identical scores: all ties
@@ -44,8 +58,11 @@ def test_a_sampled_method_is_paired_on_its_own_queries():
     base = rng.uniform(0, 1, 80)
     cfg = {**CFG, "reference_pairs": {"lethe_iter2_llm": "lethe_iter2"}}
     sample = _pq(np.clip(base[:30] + 0.05, 0, 1)).iloc[::-1]  # 30 of the 80 queries, any order
-    views = {"d": V.DatasetView("d", pd.DataFrame(), {}, {"bm25": _pq(base), "lethe_iter2": _pq(base),
-                                                          "lethe_iter2_llm": sample})}
+    views = {
+        "d": V.DatasetView(
+            "d", pd.DataFrame(), {}, {"bm25": _pq(base), "lethe_iter2": _pq(base), "lethe_iter2_llm": sample}
+        )
+    }
     assert "lethe_iter2_llm" not in set(T.table2(views, cfg)["method"])  # undeclared: not in the main family
     row = T.table_ablations(views, cfg).set_index("method").loc["lethe_iter2_llm"]
     assert row["reference"] == "lethe_iter2" and row["n"] == 30

@@ -32,20 +32,25 @@ def test_category_names_match_loader_map():
 
 # --- normalization -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, expected", [
-    # ',' dropped, lowercased, '!' dropped, "the"/"and"/"a" dropped, spaces collapsed
-    ("The Cat, and a Hat!", "cat hat"),
-    ("1,000 dollars", "1000 dollars"),           # ',' removed before anything else
-    ("An apple.", "apple"),
-    ("Band Theatre", "band theatre"),           # only whole words: "and" in "band", "the" in "theatre" stay
-    ("Don't   stop", "dont stop"),              # apostrophe removed, whitespace collapsed
-    ("  the  ", ""),
-])
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        # ',' dropped, lowercased, '!' dropped, "the"/"and"/"a" dropped, spaces collapsed
+        ("The Cat, and a Hat!", "cat hat"),
+        ("1,000 dollars", "1000 dollars"),  # ',' removed before anything else
+        ("An apple.", "apple"),
+        ("Band Theatre", "band theatre"),  # only whole words: "and" in "band", "the" in "theatre" stay
+        ("Don't   stop", "dont stop"),  # apostrophe removed, whitespace collapsed
+        ("  the  ", ""),
+    ],
+)
 def test_normalize_answer(raw, expected):
     assert normalize_answer(raw) == expected
 
 
 # --- token F1 ------------------------------------------------------------------------------------
+
 
 def test_token_f1_partial_overlap_brief_example():
     # pred -> "cat sat on mat" -> [cat, sat, on, mat]          (4 tokens)
@@ -75,26 +80,29 @@ def test_token_f1_stemming():
     assert token_f1("He runs daily", "running daily") == pytest.approx(0.8)
 
 
-@pytest.mark.parametrize("pred, gold, f1, original_porter_f1", [
-    # NLTK: dying -> die, die -> die: [die] vs [die] -> 1.0.  Original Porter: [dy] vs [die] -> 0.0
-    ("dying", "die", 1.0, 0.0),
-    # NLTK: [clear, sky] vs [sky]: common 1, P = 1/2, R = 1 -> 2/3.  Original: [clear, ski] vs [sky] -> 0.0
-    ("clear skies", "sky", 2 / 3, 0.0),
-    # NLTK strips "fully": [hope] vs [hope] -> 1.0.  Original: [hopefulli] vs [hope] -> 0.0
-    ("hopefully", "hope", 1.0, 0.0),
-    # NLTK: [turtl, is, lie, down] (4) vs [lie, down] (2): common 2, P = 1/2, R = 1 -> 2/3.
-    # Original: [turtl, is, ly, down] vs [lie, down]: common 1, P = 1/4, R = 1/2 -> 1/3
-    ("The turtle is lying down", "lie down", 2 / 3, 1 / 3),
-    # NLTK keeps "one" (a LoCoMo gold word) apart from "on": 0.0.  Original: one -> on: [on] vs [on] -> 1.0
-    ("one", "on", 0.0, 1.0),
-    # NLTK keeps "news": [news] vs [new] -> 0.0.  Original: news -> new -> 1.0
-    ("news", "new", 0.0, 1.0),
-])
+@pytest.mark.parametrize(
+    "pred, gold, f1, original_porter_f1",
+    [
+        # NLTK: dying -> die, die -> die: [die] vs [die] -> 1.0.  Original Porter: [dy] vs [die] -> 0.0
+        ("dying", "die", 1.0, 0.0),
+        # NLTK: [clear, sky] vs [sky]: common 1, P = 1/2, R = 1 -> 2/3.  Original: [clear, ski] vs [sky] -> 0.0
+        ("clear skies", "sky", 2 / 3, 0.0),
+        # NLTK strips "fully": [hope] vs [hope] -> 1.0.  Original: [hopefulli] vs [hope] -> 0.0
+        ("hopefully", "hope", 1.0, 0.0),
+        # NLTK: [turtl, is, lie, down] (4) vs [lie, down] (2): common 2, P = 1/2, R = 1 -> 2/3.
+        # Original: [turtl, is, ly, down] vs [lie, down]: common 1, P = 1/4, R = 1/2 -> 1/3
+        ("The turtle is lying down", "lie down", 2 / 3, 1 / 3),
+        # NLTK keeps "one" (a LoCoMo gold word) apart from "on": 0.0.  Original: one -> on: [on] vs [on] -> 1.0
+        ("one", "on", 0.0, 1.0),
+        # NLTK keeps "news": [news] vs [new] -> 0.0.  Original: news -> new -> 1.0
+        ("news", "new", 0.0, 1.0),
+    ],
+)
 def test_token_f1_stems_as_nltk_not_original_porter(pred, gold, f1, original_porter_f1):
     """LoCoMo's f1_score stems with nltk's PorterStemmer() (mode NLTK_EXTENSIONS); on these words it departs
     from the original algorithm (lethe.text.analyzer.porter_stem, which this module used before)."""
     assert token_f1(pred, gold) == pytest.approx(f1)
-    assert rouge_l(pred, gold) == pytest.approx(f1)   # the shared tokens are in the same order: LCS = common
+    assert rouge_l(pred, gold) == pytest.approx(f1)  # the shared tokens are in the same order: LCS = common
     # the hand-computed columns, recomputed with each stemmer (F1 = 2 common / (|pred| + |gold|))
     assert _f1_stemmed_with(PorterStemmer().stem, pred, gold) == pytest.approx(f1)
     assert _f1_stemmed_with(porter_stem, pred, gold) == pytest.approx(original_porter_f1)
@@ -111,18 +119,22 @@ def test_token_f1_punctuation_and_articles_ignored():
     assert token_f1("cats and dogs", "cats, dogs.") == 1.0
 
 
-@pytest.mark.parametrize("pred, gold", [
-    ("", ""),            # both empty: defined as 0.0 (LoCoMo returns 0 when nothing is shared)
-    ("the", "a"),        # both empty after normalization
-    ("", "cat"),
-    ("cat", ""),
-    ("dog", "cat"),      # no overlap
-])
+@pytest.mark.parametrize(
+    "pred, gold",
+    [
+        ("", ""),  # both empty: defined as 0.0 (LoCoMo returns 0 when nothing is shared)
+        ("the", "a"),  # both empty after normalization
+        ("", "cat"),
+        ("cat", ""),
+        ("dog", "cat"),  # no overlap
+    ],
+)
 def test_token_f1_empty_and_disjoint_are_zero(pred, gold):
     assert token_f1(pred, gold) == 0.0
 
 
 # --- multi-answer F1 -----------------------------------------------------------------------------
+
 
 def test_multi_answer_f1_two_part_gold():
     # gold parts ["Paris", "London"]; pred parts ["London"]
@@ -141,6 +153,7 @@ def test_multi_answer_f1_best_prediction_part():
 
 
 # --- ROUGE-L -------------------------------------------------------------------------------------
+
 
 def test_rouge_l_order_matters_unlike_bag_of_words():
     # pred [mat, on, cat], gold [cat, on, mat]: bag overlap is complete -> token F1 = 1.0
@@ -166,16 +179,18 @@ def test_rouge_l_empty_and_disjoint_are_zero(pred, gold):
 
 # --- exact match ---------------------------------------------------------------------------------
 
+
 def test_exact_match():
     assert exact_match("The Eiffel Tower.", "eiffel tower") == 1.0
-    assert exact_match("tower eiffel", "eiffel tower") == 0.0   # order matters (LoCoMo's set-EM would say 1)
-    assert exact_match("running", "runs") == 0.0                # no stemming in EM
-    assert exact_match("", "") == 1.0                           # both empty: equal strings
-    assert exact_match("The", "") == 1.0                        # "the" normalizes to ""
+    assert exact_match("tower eiffel", "eiffel tower") == 0.0  # order matters (LoCoMo's set-EM would say 1)
+    assert exact_match("running", "runs") == 0.0  # no stemming in EM
+    assert exact_match("", "") == 1.0  # both empty: equal strings
+    assert exact_match("The", "") == 1.0  # "the" normalizes to ""
     assert exact_match("cat", "") == 0.0
 
 
 # --- per-category scoring ------------------------------------------------------------------------
+
 
 def test_score_answer_multi_hop_uses_multi_answer_f1():
     s = score_answer("London", "Paris, London", "multi-hop")
@@ -196,15 +211,18 @@ def test_score_answer_open_domain_uses_first_semicolon_part():
     assert s["em"] == 0.0
 
 
-@pytest.mark.parametrize("pred, expected", [
-    ("That is not mentioned in the conversation.", 1.0),
-    ("No information available.", 1.0),
-    ("NOT MENTIONED", 1.0),                          # case-insensitive
-    ("I don't know.", 0.0),                          # not one of the two phrases
-    ("There is no information about that.", 0.0),    # "no information" alone is not enough
-    ("not  mentioned", 0.0),                         # raw substring: two spaces do not match
-    ("Sweden", 0.0),                                 # answering the adversarial question fails
-])
+@pytest.mark.parametrize(
+    "pred, expected",
+    [
+        ("That is not mentioned in the conversation.", 1.0),
+        ("No information available.", 1.0),
+        ("NOT MENTIONED", 1.0),  # case-insensitive
+        ("I don't know.", 0.0),  # not one of the two phrases
+        ("There is no information about that.", 0.0),  # "no information" alone is not enough
+        ("not  mentioned", 0.0),  # raw substring: two spaces do not match
+        ("Sweden", 0.0),  # answering the adversarial question fails
+    ],
+)
 def test_score_answer_adversarial_abstention(pred, expected):
     assert score_answer(pred, "Sweden", "adversarial") == {"f1": expected, "rouge_l": expected, "em": expected}
 
@@ -222,6 +240,7 @@ def test_score_answer_unknown_category(bad):
 
 
 # --- ROUGE-L against rouge-score on real LoCoMo answers -------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def locomo_pairs(locomo_path) -> list[tuple[str, str]]:
@@ -250,9 +269,9 @@ def test_rouge_l_lcs_and_f_equal_rouge_score_on_the_same_tokens(locomo_pairs):
     """Given identical tokens, rouge_l's LCS and F (beta = 1) are rouge-score's, on every real pair."""
     scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_AnswerTokens())
     ours = [rouge_l(p, g) for p, g in locomo_pairs]
-    theirs = [scorer.score(g, p)["rougeL"].fmeasure for p, g in locomo_pairs]   # score(target, prediction)
+    theirs = [scorer.score(g, p)["rougeL"].fmeasure for p, g in locomo_pairs]  # score(target, prediction)
     assert ours == pytest.approx(theirs, abs=1e-12)
-    assert sum(x > 0 for x in ours) > 1000   # mostly partial overlaps, not a comparison of zeros
+    assert sum(x > 0 for x in ours) > 1000  # mostly partial overlaps, not a comparison of zeros
 
 
 def test_rouge_l_equals_rouge_score_with_its_stemmer_where_the_tokenizations_agree(locomo_pairs):
@@ -267,20 +286,24 @@ def test_rouge_l_equals_rouge_score_with_its_stemmer_where_the_tokenizations_agr
     agree = 0
     for p, g in locomo_pairs:
         np_, ng = normalize_answer(p), normalize_answer(g)
-        if A._tokens(p) != rouge_tokenize.tokenize(np_, stemmer) or A._tokens(g) != rouge_tokenize.tokenize(ng, stemmer):
+        if A._tokens(p) != rouge_tokenize.tokenize(np_, stemmer) or A._tokens(g) != rouge_tokenize.tokenize(
+            ng, stemmer
+        ):
             continue
         agree += 1
         assert rouge_l(p, g) == pytest.approx(scorer.score(ng, np_)["rougeL"].fmeasure, abs=1e-12), (p, g)
-    assert agree > 600, agree   # 725 of 1,977 pairs at the time of writing
+    assert agree > 600, agree  # 725 of 1,977 pairs at the time of writing
 
 
 def test_embedding_similarity_is_the_cosine_of_each_pair_by_hand():
     from analysis.answers import embedding_similarity
 
     vectors = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0], "d": [-1.0, 0.0]}
-    encode = lambda texts: np.array([vectors[t] for t in texts])   # noqa: E731 - a fixed, normalized "embedder"
+    encode = lambda texts: np.array([vectors[t] for t in texts])  # noqa: E731 - a fixed, normalized "embedder"
     # cos(a, b) = 0.6, cos(b, c) = 0.8, cos(a, d) = -1, cos(c, c) = 1
-    assert embedding_similarity(["a", "b", "a", "c"], ["b", "c", "d", "c"], encode) == pytest.approx([0.6, 0.8, -1.0, 1.0])
+    assert embedding_similarity(["a", "b", "a", "c"], ["b", "c", "d", "c"], encode) == pytest.approx(
+        [0.6, 0.8, -1.0, 1.0]
+    )
     assert embedding_similarity([], [], encode) == []
     with pytest.raises(ValueError, match="gold"):
         embedding_similarity(["a"], [], encode)
@@ -289,7 +312,8 @@ def test_embedding_similarity_is_the_cosine_of_each_pair_by_hand():
 def test_embedding_similarity_with_minilm_ranks_a_paraphrase_above_an_unrelated_answer(embedder):
     from analysis.answers import embedding_similarity
 
-    encode = lambda texts: embedder.encode(texts, role="query")   # noqa: E731
-    para, unrelated = embedding_similarity(["She moved to Lisbon in May.", "The printer is out of toner."],
-                                           ["In May she relocated to Lisbon."] * 2, encode)
+    encode = lambda texts: embedder.encode(texts, role="query")  # noqa: E731
+    para, unrelated = embedding_similarity(
+        ["She moved to Lisbon in May.", "The printer is out of toner."], ["In May she relocated to Lisbon."] * 2, encode
+    )
     assert para > 0.7 > unrelated and unrelated < 0.3

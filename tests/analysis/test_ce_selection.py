@@ -22,7 +22,9 @@ def test_selection_row_is_the_cards_dev_numbers_and_the_runs_mean(cfg_for, tmp_p
 
     folder_set = train_model_set(cfg_for("method=cross_encoder", *TINY))
     card = json.loads((folder_set / "fold0" / "model_card.json").read_text())
-    run = run_experiment(cfg_for("method=cross_encoder", *TINY, f"method.interpolation={mode}", f"results_dir={tmp_path}"))
+    run = run_experiment(
+        cfg_for("method=cross_encoder", *TINY, f"method.interpolation={mode}", f"results_dir={tmp_path}")
+    )
     ref = RunRef("lethebench", "cross_encoder", "test", run, RunFolder(run).dataset_folder, "tiny")
     views = V.collect(load_cfg([f"out_dir={tmp_path / 'report'}"]), [ref])
     table = selection_table(views)

@@ -10,8 +10,21 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.expected import (Tolerance, compare, expected_record, format_verification, measure, measure_study,
-                               passed, provenance, read_expected, summary_line, tolerance_for, verify, write_expected)
+from analysis.expected import (
+    Tolerance,
+    compare,
+    expected_record,
+    format_verification,
+    measure,
+    measure_study,
+    passed,
+    provenance,
+    read_expected,
+    summary_line,
+    tolerance_for,
+    verify,
+    write_expected,
+)
 from analysis import expected as E
 from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import RunFolder
@@ -22,10 +35,12 @@ DENSE = Tolerance("dense", 0.0005, "MiniLM last bits")
 ANSWERS = Tolerance("answers", 0.1, "generated text")
 CLASSES = {t.klass: t for t in (DENSE, ANSWERS)}
 RULES = {
-    "classes": {"dense": {"tolerance": 0.0005, "why": "MiniLM\n  last   bits"},
-                "trained": {"tolerance": 0.01, "why": "fitted"},
-                "budget": {"tolerance": 0.03, "why": "wall clock"},
-                "answers": {"tolerance": 0.1, "why": "generated text"}},
+    "classes": {
+        "dense": {"tolerance": 0.0005, "why": "MiniLM\n  last   bits"},
+        "trained": {"tolerance": 0.01, "why": "fitted"},
+        "budget": {"tolerance": 0.03, "why": "wall clock"},
+        "answers": {"tolerance": 0.1, "why": "generated text"},
+    },
     "methods": {"vector": "dense", "lethe_iter4": "trained", "lethe_iter4+budget300ms": "budget"},
     "answer_metrics": "answers",
 }
@@ -36,32 +51,49 @@ def summaries_stand_in_for_run_files(monkeypatch):
     """These tests are about comparing, and their runs are folders without rankings: their "run files" give the
     values their metrics.json holds. test_verification_computes_from_the_run_files (and the smoke tier's tests)
     check that verification computes them from run.trec and qrels.trec."""
+
     def from_summary(run, metrics):
         m = run.metrics
-        return {"evaluated": int(m["queries"]["evaluated"]), **{k: float(m["means"][k]) for k in metrics if k in m["means"]}}
+        return {
+            "evaluated": int(m["queries"]["evaluated"]),
+            **{k: float(m["means"][k]) for k in metrics if k in m["means"]},
+        }
 
     monkeypatch.setattr(E, "retrieval_values", from_summary)
 
 
-def make_run(folder: Path, evaluated: int = 100, means: dict | None = None, answers: dict | None = None,
-             config_hash: str = "abc123def456", dirty: bool = False, seconds: float = 12.5,
-             timing_valid: bool | None = None) -> Path:
+def make_run(
+    folder: Path,
+    evaluated: int = 100,
+    means: dict | None = None,
+    answers: dict | None = None,
+    config_hash: str = "abc123def456",
+    dirty: bool = False,
+    seconds: float = 12.5,
+    timing_valid: bool | None = None,
+) -> Path:
     """A finished results folder as the runner writes it (empty rankings: verification reads the metrics
     and the manifest only)."""
     if means is None:
         means = {"ndcg@10": 0.1 + 0.2, "recall@50": 1 / 3, "mrr@10": 2 / 3, "latency_ms_p50": 4.2}
     metrics = {"queries": {"total": evaluated + 2, "evaluated": evaluated}, "means": means, "answers": answers or {}}
-    manifest = {"config_hash": config_hash, "git": {"commit": "0123456789abcdef", "dirty": dirty},
-                "wall_seconds": seconds}
+    manifest = {
+        "config_hash": config_hash,
+        "git": {"commit": "0123456789abcdef", "dirty": dirty},
+        "wall_seconds": seconds,
+    }
     if timing_valid is not None:
         manifest["timing_valid"] = timing_valid
     return RunFolder(folder).write({}, {}, pd.DataFrame({"query_id": []}), metrics, manifest, tag="t").path
 
 
 def expected_file(tmp_path: Path, entries: dict[str, Path], tol: Tolerance = DENSE) -> dict:
-    path = write_expected(tmp_path / "expected" / "t.yaml", "t",
-                          {k: expected_record(f, tol, ANSWERS, METRICS, ANSWER_METRICS) for k, f in entries.items()},
-                          {**CLASSES, tol.klass: tol})
+    path = write_expected(
+        tmp_path / "expected" / "t.yaml",
+        "t",
+        {k: expected_record(f, tol, ANSWERS, METRICS, ANSWER_METRICS) for k, f in entries.items()},
+        {**CLASSES, tol.klass: tol},
+    )
     return read_expected(path)
 
 
@@ -72,11 +104,21 @@ def rows(df, key: str) -> dict[str, dict]:
 def test_measure_and_provenance(tmp_path):
     answers = {"generated": 30, "f1": 0.25, "rouge_l": None, "exact_match": 0.5}
     run = make_run(tmp_path / "r", evaluated=57, answers=answers, dirty=True, seconds=3.25)
-    assert measure(run, METRICS, ANSWER_METRICS) == {"evaluated": 57, "ndcg@10": 0.1 + 0.2, "recall@50": 1 / 3,
-                                                     "mrr@10": 2 / 3, "answer_f1": 0.25,
-                                                     "answer_exact_match": 0.5}
-    assert provenance(run) == {"config_hash": "abc123def456", "commit": "0123456789abcdef", "dirty": True,
-                               "seconds": 3.25, "timing_valid": None}
+    assert measure(run, METRICS, ANSWER_METRICS) == {
+        "evaluated": 57,
+        "ndcg@10": 0.1 + 0.2,
+        "recall@50": 1 / 3,
+        "mrr@10": 2 / 3,
+        "answer_f1": 0.25,
+        "answer_exact_match": 0.5,
+    }
+    assert provenance(run) == {
+        "config_hash": "abc123def456",
+        "commit": "0123456789abcdef",
+        "dirty": True,
+        "seconds": 3.25,
+        "timing_valid": None,
+    }
 
 
 def test_a_rewritten_entry_keeps_its_time_when_the_new_run_was_not_timed_alone(tmp_path):
@@ -87,8 +129,12 @@ def test_a_rewritten_entry_keeps_its_time_when_the_new_run_was_not_timed_alone(t
     assert expected_record(alone, DENSE, ANSWERS, METRICS, ANSWER_METRICS, previous)["seconds"] == 38.0
     # nothing to keep (a new entry), or a manifest older than timing_valid: the run's own time
     assert expected_record(loaded, DENSE, ANSWERS, METRICS, ANSWER_METRICS)["seconds"] == 95.5
-    assert expected_record(make_run(tmp_path / "old", seconds=7.0), DENSE, ANSWERS, METRICS, ANSWER_METRICS,
-                           previous)["seconds"] == 7.0
+    assert (
+        expected_record(make_run(tmp_path / "old", seconds=7.0), DENSE, ANSWERS, METRICS, ANSWER_METRICS, previous)[
+            "seconds"
+        ]
+        == 7.0
+    )
 
 
 def test_write_then_read_round_trips_floats_bit_for_bit(tmp_path):
@@ -96,15 +142,22 @@ def test_write_then_read_round_trips_floats_bit_for_bit(tmp_path):
     means = {"ndcg@10": tricky["ndcg@10"], "recall@50": tricky["recall@50"], "mrr@10": tricky["mrr@10"]}
     run = make_run(tmp_path / "r", evaluated=123, means=means, answers={"f1": 2 / 3, "rouge_l": 0.123456789012345678})
     rec = expected_record(run, DENSE, ANSWERS, METRICS, ANSWER_METRICS)
-    path = write_expected(tmp_path / "out" / "core.yaml", "core", {"locomo/vector": rec},
-                          {**CLASSES, "unused": Tolerance("unused", 1.0, "-")}, {"datasets": 12.345})
+    path = write_expected(
+        tmp_path / "out" / "core.yaml",
+        "core",
+        {"locomo/vector": rec},
+        {**CLASSES, "unused": Tolerance("unused", 1.0, "-")},
+        {"datasets": 12.345},
+    )
     text = path.read_text()
     assert text.startswith("# Expected scores of tier `core`")
     doc = read_expected(path)
     assert doc["tier"] == "core" and doc["prepare_seconds"] == {"datasets": 12.3}
     # the classes the runs name, once, with their reason (and only those)
-    assert doc["tolerance_classes"] == {"answers": {"tolerance": 0.1, "why": "generated text"},
-                                        "dense": {"tolerance": 0.0005, "why": "MiniLM last bits"}}
+    assert doc["tolerance_classes"] == {
+        "answers": {"tolerance": 0.1, "why": "generated text"},
+        "dense": {"tolerance": 0.0005, "why": "MiniLM last bits"},
+    }
     got = doc["runs"]["locomo/vector"]
     assert got == rec
     floats = {k: v for k, v in rec["metrics"].items() if isinstance(v, float)}
@@ -173,8 +226,10 @@ def test_answer_metrics_use_the_answer_tolerance(tmp_path):
     assert r["answer_f1"]["status"] == "OKish" and r["answer_f1"]["tolerance"] == 0.1
     assert r["answer_rouge_l"]["status"] == "FAIL"
     # a run that no longer generates answers fails on the expected answer metrics
-    r = rows(verify([("lethebench/lethe_iter4", make_run(tmp_path / "c"))], exp, METRICS, ANSWER_METRICS),
-             "lethebench/lethe_iter4")
+    r = rows(
+        verify([("lethebench/lethe_iter4", make_run(tmp_path / "c"))], exp, METRICS, ANSWER_METRICS),
+        "lethebench/lethe_iter4",
+    )
     assert r["answer_f1"]["status"] == "FAIL" and r["answer_f1"]["note"] == "not measured by this run"
 
 
@@ -234,9 +289,18 @@ def test_format_verification(tmp_path):
 
 def test_a_studys_counts_print_as_counts(tmp_path):
     """A study's counts (judged pairs, ties) were printed as 20.000000 beside its accuracy."""
-    df = compare([("study/x", {"judge | date: judged": 20, "judge | date: accuracy": 0.15}, None)],
-                 {"runs": {"study/x": {"class": "llm", "tolerance": 0.05,
-                                       "metrics": {"judge | date: judged": 20, "judge | date: accuracy": 0.15}}}})
+    df = compare(
+        [("study/x", {"judge | date: judged": 20, "judge | date: accuracy": 0.15}, None)],
+        {
+            "runs": {
+                "study/x": {
+                    "class": "llm",
+                    "tolerance": 0.05,
+                    "metrics": {"judge | date: judged": 20, "judge | date: accuracy": 0.15},
+                }
+            }
+        },
+    )
     text = format_verification(df, "t")
     assert "| study/x | judge \\| date: judged | 20 | 20 | 0 | 0.05 | OK |  |" in text, text
     assert "| study/x | judge \\| date: accuracy | 0.150000 | 0.150000 | 0 | 0.05 | OK |  |" in text
@@ -267,7 +331,7 @@ def test_real_tolerances_define_every_class_they_use():
     for method, klass in rules["methods"].items():
         t = tolerance_for(method, rules)
         assert (t.klass, t.value) == (klass, float(classes[klass]["tolerance"]))
-    assert tolerance_for("lethe_iter4+budget300ms", rules).klass == "llm"   # verified by replay: no wall-clock class
+    assert tolerance_for("lethe_iter4+budget300ms", rules).klass == "llm"  # verified by replay: no wall-clock class
     assert tolerance_for("lethe_iter1+no_plan", rules).klass == "dense"
     assert tolerance_for("bm25", rules).value == 0.0
     assert tolerance_for("bm25", rules, answers=True).klass == "answers"
@@ -277,13 +341,22 @@ def test_a_study_is_measured_and_compared_row_by_row(tmp_path):
     """A study's JSON rows give one value per (row key, metric); comparing works as for runs."""
     folder = tmp_path / "study"
     folder.mkdir()
-    rows = [{"backend": "rules", "model": "-", "precision": 1.0, "recall": 0.5, "tp": 4, "wall_s": 2.3},
-            {"backend": "llm", "model": "m", "precision": 0.25, "recall": None, "tp": 1, "wall_s": 900.0}]
+    rows = [
+        {"backend": "rules", "model": "-", "precision": 1.0, "recall": 0.5, "tp": 4, "wall_s": 2.3},
+        {"backend": "llm", "model": "m", "precision": 0.25, "recall": None, "tp": 1, "wall_s": 900.0},
+    ]
     (folder / "out.json").write_text(json.dumps({"meta": {}, "rows": rows}))
-    (folder / "manifest.json").write_text(json.dumps({"config": {}, "rows": [{"backend": "x", "tp": 9}]}))   # not an output
+    (folder / "manifest.json").write_text(
+        json.dumps({"config": {}, "rows": [{"backend": "x", "tp": 9}]})
+    )  # not an output
     got = measure_study(folder, ["backend", "model"], ["precision", "recall", "tp"])
-    assert got == {"rules | -: precision": 1.0, "rules | -: recall": 0.5, "rules | -: tp": 4,
-                   "llm | m: precision": 0.25, "llm | m: tp": 1}  # no timing, no missing value
+    assert got == {
+        "rules | -: precision": 1.0,
+        "rules | -: recall": 0.5,
+        "rules | -: tp": 4,
+        "llm | m: precision": 0.25,
+        "llm | m: tp": 1,
+    }  # no timing, no missing value
     expected = {"runs": {"study/x": {"tolerance": 0.02, "metrics": {**got, "llm | m: precision": 0.26}}}}
     df = compare([("study/x", got, None), ("study/y", None, None)], expected)
     status = dict(zip(df["run"] + " " + df["metric"], df["status"]))
@@ -301,16 +374,30 @@ def test_verification_computes_from_the_run_files(tmp_path, monkeypatch):
     run = {"q1": [("a", 2.0), ("b", 1.0)], "q2": [("c", 2.0), ("x", 1.0)], "q3": []}
     qrels = {"q1": {"a": 1}, "q2": {"x": 1}, "q3": {"y": 1}}
     metrics = {"queries": {"evaluated": 3}, "means": {"ndcg@10": 0.9, "recall@50": 2 / 3, "mrr@10": 0.5}}
-    folder = RunFolder(tmp_path / "r").write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2", "q3"]}), metrics,
-                                             {"config_hash": "abc"}, tag="t").path
+    folder = (
+        RunFolder(tmp_path / "r")
+        .write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2", "q3"]}), metrics, {"config_hash": "abc"}, tag="t")
+        .path
+    )
     got = measure(folder, METRICS, ANSWER_METRICS)
-    assert got == {"evaluated": 3, "ndcg@10": pytest.approx((1 + 1 / math.log2(3)) / 3), "recall@50": 2 / 3,
-                   "mrr@10": 0.5}
+    assert got == {
+        "evaluated": 3,
+        "ndcg@10": pytest.approx((1 + 1 / math.log2(3)) / 3),
+        "recall@50": 2 / 3,
+        "mrr@10": 0.5,
+    }
     expected = {"runs": {"k": {"config_hash": "abc", "tolerance": 0.0, "metrics": got}}}
     r = rows(verify([("k", folder)], expected, METRICS, ANSWER_METRICS), "k")
-    assert {m: v["status"] for m, v in r.items()} == {"evaluated": "OK", "ndcg@10": "OK", "recall@50": "OK", "mrr@10": "OK"}
-    assert r["ndcg@10"]["note"] == ("metrics.json differs from the run files on ndcg@10 "
-                                    "(the measured value is computed from run.trec and qrels.trec)")
+    assert {m: v["status"] for m, v in r.items()} == {
+        "evaluated": "OK",
+        "ndcg@10": "OK",
+        "recall@50": "OK",
+        "mrr@10": "OK",
+    }
+    assert r["ndcg@10"]["note"] == (
+        "metrics.json differs from the run files on ndcg@10 "
+        "(the measured value is computed from run.trec and qrels.trec)"
+    )
 
 
 def test_a_per_query_difference_fails_where_the_means_agree(tmp_path, monkeypatch):
@@ -320,20 +407,36 @@ def test_a_per_query_difference_fails_where_the_means_agree(tmp_path, monkeypatc
     run = {"q1": [("a", 2.0), ("z", 1.0)], "q2": [("z", 2.0), ("y", 1.0)]}
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     metrics = {"queries": {"evaluated": 2}, "means": {"ndcg@10": 0.5, "recall@50": 0.5, "mrr@10": 0.5}}
-    folder = RunFolder(tmp_path / "run").write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2"]}), metrics,
-                                               {"config_hash": "abc"}, tag="t").path
-    stored = pd.DataFrame({"query_id": ["q1", "q2"], "ndcg@10": [0.0, 1.0], "recall@50": [0.0, 1.0], "mrr@10": [0.0, 1.0]})
+    folder = (
+        RunFolder(tmp_path / "run")
+        .write(run, qrels, pd.DataFrame({"query_id": ["q1", "q2"]}), metrics, {"config_hash": "abc"}, tag="t")
+        .path
+    )
+    stored = pd.DataFrame(
+        {"query_id": ["q1", "q2"], "ndcg@10": [0.0, 1.0], "recall@50": [0.0, 1.0], "mrr@10": [0.0, 1.0]}
+    )
     store = RunFolder(tmp_path / "store").write({}, {}, stored, metrics, {"config_hash": "abc"}, tag="t").path
-    expected = {"runs": {"k": {"config_hash": "abc", "tolerance": 0.0,
-                               "metrics": {"evaluated": 2, "ndcg@10": 0.5, "recall@50": 0.5, "mrr@10": 0.5}}}}
+    expected = {
+        "runs": {
+            "k": {
+                "config_hash": "abc",
+                "tolerance": 0.0,
+                "metrics": {"evaluated": 2, "ndcg@10": 0.5, "recall@50": 0.5, "mrr@10": 0.5},
+            }
+        }
+    }
     df = verify([("k", folder)], expected, METRICS, ANSWER_METRICS, stored={"k": store})
     r = rows(df, "k")
     assert [r[m]["status"] for m in ["evaluated", *METRICS]] == ["OK"] * 4
     assert [r[f"per-query {m}"]["status"] for m in METRICS] == ["FAIL"] * 3
     assert r["per-query ndcg@10"]["measured"] == 0 and r["per-query ndcg@10"]["expected"] == 2
     assert r["per-query ndcg@10"]["note"] == "2 queries differ; largest on q1"
-    assert "| k | per-query ndcg@10 | 2 | 0 | +1.00e+00 | 0 | FAIL |" in format_verification(df, "t")   # counts
+    assert "| k | per-query ndcg@10 | 2 | 0 | +1.00e+00 | 0 | FAIL |" in format_verification(df, "t")  # counts
     right = stored.assign(**{m: [1.0, 0.0] for m in METRICS})
     store = RunFolder(tmp_path / "right").write({}, {}, right, metrics, {"config_hash": "abc"}, tag="t").path
     same = verify([("k", folder)], expected, METRICS, ANSWER_METRICS, stored={"k": store})
-    assert set(same["status"]) == {"OK"} and len(same) == 7 and list(same["metric"])[4:] == [f"per-query {m}" for m in METRICS]
+    assert (
+        set(same["status"]) == {"OK"}
+        and len(same) == 7
+        and list(same["metric"])[4:] == [f"per-query {m}" for m in METRICS]
+    )

@@ -8,7 +8,12 @@ from analysis.formatting import markdown_table, to_markdown
 
 
 def test_markdown_table_lines():
-    assert markdown_table(["a", "b"], [[1, None], ["x", 0.5]]) == ["| a | b |", "|---|---|", "| 1 | None |", "| x | 0.5 |"]
+    assert markdown_table(["a", "b"], [[1, None], ["x", 0.5]]) == [
+        "| a | b |",
+        "|---|---|",
+        "| 1 | None |",
+        "| x | 0.5 |",
+    ]
     assert markdown_table(["only"], []) == ["| only |", "|---|"]
 
 

@@ -19,15 +19,23 @@ def run(budget: float | None, model: str = "m") -> SimpleNamespace:
     return SimpleNamespace(manifest={"config": {"method": {"llm_rerank": rr}}})
 
 
-def pq(ndcg: list[float], stage_ms: list[float] | None = None, share: list[float] | None = None,
-       supported: list | None = None) -> pd.DataFrame:
+def pq(
+    ndcg: list[float],
+    stage_ms: list[float] | None = None,
+    share: list[float] | None = None,
+    supported: list | None = None,
+) -> pd.DataFrame:
     n = len(ndcg)
     df = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "ndcg@10": ndcg})
     df["timings_ms"] = [json.dumps({"llm_rerank": s}) if stage_ms else "{}" for s in (stage_ms or [0] * n)]
-    df["flags"] = [json.dumps({"rerank": {"share_judged": s, "judged": s * 10}}) if share else "{}" for s in (share or [0] * n)]
+    df["flags"] = [
+        json.dumps({"rerank": {"share_judged": s, "judged": s * 10}}) if share else "{}" for s in (share or [0] * n)
+    ]
     if supported is not None:
-        df["flags"] = [json.dumps({**json.loads(f), "generation": {"judge_status": "ok" if x is not None else "timeout"}})
-                       for f, x in zip(df["flags"], supported)]
+        df["flags"] = [
+            json.dumps({**json.loads(f), "generation": {"judge_status": "ok" if x is not None else "timeout"}})
+            for f, x in zip(df["flags"], supported)
+        ]
         df["answer_supported"] = supported
         df["answer_status"] = ["ok" if s is not None else None for s in supported]
         df["answer_f1"] = [0.5 if s is not None else None for s in supported]
@@ -50,9 +58,12 @@ def test_table_compares_with_iter3_on_the_same_queries_and_checks_the_budget():
     it3 = pq([0.2, 0.4, 0.6, 0.8])
     ok = pq([0.3, 0.5], stage_ms=[1000, 1300], share=[0.1, 0.2], supported=[True, False])
     late = pq([0.3, 0.5], stage_ms=[1000, 1400], share=[0.1, 0.1])
-    v = DatasetView("lb", pd.DataFrame(), {"lethe_iter3": run(None), "lethe_iter4": run(1200),
-                                           "lethe_iter4+late": run(1200)},
-                    {"lethe_iter3": it3, "lethe_iter4": ok, "lethe_iter4+late": late})
+    v = DatasetView(
+        "lb",
+        pd.DataFrame(),
+        {"lethe_iter3": run(None), "lethe_iter4": run(1200), "lethe_iter4+late": run(1200)},
+        {"lethe_iter3": it3, "lethe_iter4": ok, "lethe_iter4+late": late},
+    )
     t = iteration4_table({"lb": v}, CFG).set_index("method")
     assert t.loc["lethe_iter4", "iter3 nDCG@10 (same queries)"] == "0.3000"  # q0, q1 only
     assert t.loc["lethe_iter4", "nDCG@10"] == "0.4000"
@@ -64,15 +75,22 @@ def test_table_compares_with_iter3_on_the_same_queries_and_checks_the_budget():
 
 
 def test_budget_points_read_model_and_budget_from_manifests():
-    v = DatasetView("lb", pd.DataFrame(), {"lethe_iter4+a": run(300, "small"), "lethe_iter4+b": run(4800, "big"),
-                                           "lethe_iter4+none": run(None)},
-                    {"lethe_iter4+a": pq([0.1, 0.3], [200, 250], [0.0, 0.1]),
-                     "lethe_iter4+b": pq([0.5, 0.7], [4000, 4500], [0.5, 0.7]),
-                     "lethe_iter4+none": pq([0.2, 0.2])})
+    v = DatasetView(
+        "lb",
+        pd.DataFrame(),
+        {"lethe_iter4+a": run(300, "small"), "lethe_iter4+b": run(4800, "big"), "lethe_iter4+none": run(None)},
+        {
+            "lethe_iter4+a": pq([0.1, 0.3], [200, 250], [0.0, 0.1]),
+            "lethe_iter4+b": pq([0.5, 0.7], [4000, 4500], [0.5, 0.7]),
+            "lethe_iter4+none": pq([0.2, 0.2]),
+        },
+    )
     p = budget_points(v, CFG).set_index("method")
     assert list(p.index) == ["lethe_iter4+a", "lethe_iter4+b"]  # the run without reranking is no point
     assert p.loc["lethe_iter4+b", "model"] == "big" and p.loc["lethe_iter4+b", "budget_ms"] == 4800
-    assert abs(p.loc["lethe_iter4+a", "ndcg"] - 0.2) < 1e-12 and abs(p.loc["lethe_iter4+b", "share_judged"] - 0.6) < 1e-12
+    assert (
+        abs(p.loc["lethe_iter4+a", "ndcg"] - 0.2) < 1e-12 and abs(p.loc["lethe_iter4+b", "share_judged"] - 0.6) < 1e-12
+    )
     assert p.loc["lethe_iter4+a", "ci_low"] <= 0.2 <= p.loc["lethe_iter4+a", "ci_high"]
 
 

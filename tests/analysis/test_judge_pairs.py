@@ -16,8 +16,8 @@ from lethebench.runs import RunFolder
 def test_each_change_on_constructed_answers():
     rng = random.Random(0)
     assert J.change_number("7 May 2023", rng) not in (None, "7 May 2023")
-    assert J.change_number("7 May 2023", rng).endswith(" May 2023")   # a year is never the number changed
-    assert J.change_number("version 9.0.1 of PI04872", rng) is None    # nor a version or an identifier
+    assert J.change_number("7 May 2023", rng).endswith(" May 2023")  # a year is never the number changed
+    assert J.change_number("version 9.0.1 of PI04872", rng) is None  # nor a version or an identifier
     assert J.change_number("wait 2.5 s", random.Random(1)) in {f"wait {k}.5 s" for k in range(0, 12) if k != 2}
     new = J.change_date("7 May 2023", random.Random(3))
     assert new != "7 May 2023" and new.split()[0] == "7"
@@ -25,7 +25,7 @@ def test_each_change_on_constructed_answers():
     assert J.names("Melanie went to Paris with Caroline on Friday in May") == ["Paris", "Caroline"]
     assert J.names("a map of Middle-earth from LOTR") == []
     got = J.change_entity("Melanie went to Paris", ["Paris", "Tokyo"], rng)
-    assert got == "Melanie went to Tokyo"   # the first word is never changed, nor a name into one it holds
+    assert got == "Melanie went to Tokyo"  # the first word is never changed, nor a name into one it holds
     assert J.change_entity("Melanie went home", ["Tokyo"], rng) is None
     assert J.truncate("one two three four five six seven eight nine") == "one two three"
     assert J.truncate("too short to cut") is None
@@ -50,8 +50,8 @@ def test_pairs_of_real_gold_answers(queries):
     by_answer = {}
     for q, a in gold.items():
         by_answer.setdefault(str(a).strip(), set()).add(scope[q])
-    assert all(by_answer[r.other] - {r.group} for r in other.itertuples())   # from another conversation
-    for kind in ("number", "date", "entity"):   # one token changed, the rest as it was
+    assert all(by_answer[r.other] - {r.group} for r in other.itertuples())  # from another conversation
+    for kind in ("number", "date", "entity"):  # one token changed, the rest as it was
         for r in pairs[pairs["perturbation"] == kind].itertuples():
             a, b = r.gold.split(), r.other.split()
             assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1, (kind, r.gold, r.other)
@@ -71,7 +71,7 @@ def test_pairs_of_real_gold_answers(queries):
 def test_groups_decide_the_split_and_the_other_answer(queries):
     """One scope for the whole collection (as TechQA): every question its own group, as a gold document would be."""
     one = queries.assign(scope_id="all")
-    assert "other_answer" not in set(J.build_pairs(one, "x")["perturbation"])   # no other scope to draw from
+    assert "other_answer" not in set(J.build_pairs(one, "x")["perturbation"])  # no other scope to draw from
     assert set(J.build_pairs(one, "x")["split"]) == {J.build_pairs(one, "x")["split"].iloc[0]}
     own = J.build_pairs(one, "x", groups=dict(zip(one["query_id"], one["query_id"])))
     assert "other_answer" in set(own["perturbation"]) and set(own["split"]) == {"dev", "test"}

@@ -12,10 +12,12 @@ from analysis.declared_runs import RunRef
 from analysis.labels import answer_recall_at_chars
 from lethebench.runs import RunFolder
 
-CORPUS = pd.DataFrame({"doc_id": ["d1", "d2", "d3"],
-                       "text": ["We met in Paris.", "It was the month of May, 2023.", "Nothing here."]})
-QUERIES = pd.DataFrame({"query_id": ["q1", "q2", "q3", "q4"],
-                        "answer": ["Paris in May", "the May of 2023", None, "Paris"]})
+CORPUS = pd.DataFrame(
+    {"doc_id": ["d1", "d2", "d3"], "text": ["We met in Paris.", "It was the month of May, 2023.", "Nothing here."]}
+)
+QUERIES = pd.DataFrame(
+    {"query_id": ["q1", "q2", "q3", "q4"], "answer": ["Paris in May", "the May of 2023", None, "Paris"]}
+)
 
 
 def test_constructed_values():
@@ -25,11 +27,15 @@ def test_constructed_values():
     # defined); q4 has no ranking (0)
     assert whole.to_dict() == {"q1": 1.0, "q2": 1.0, "q4": 0.0} and whole.name == "answer_recall@1000c"
     cut = answer_recall_at_chars(run, QUERIES, CORPUS, len("We met in Paris.") + 2 + len("It was"))
-    assert cut["q1"] == pytest.approx(2 / 3)   # "May" lies past the budget
-    assert answer_recall_at_chars(run, QUERIES, CORPUS, 3)["q1"] == 0.0   # "We " holds no answer word
-    split = answer_recall_at_chars({"q": [("d", 1.0)]}, pd.DataFrame({"query_id": ["q"], "answer": ["in"]}),
-                                   pd.DataFrame({"doc_id": ["d"], "text": ["inside"]}), 2)
-    assert split["q"] == 0.0   # "in" is the start of a word the budget splits, not a word of the text
+    assert cut["q1"] == pytest.approx(2 / 3)  # "May" lies past the budget
+    assert answer_recall_at_chars(run, QUERIES, CORPUS, 3)["q1"] == 0.0  # "We " holds no answer word
+    split = answer_recall_at_chars(
+        {"q": [("d", 1.0)]},
+        pd.DataFrame({"query_id": ["q"], "answer": ["in"]}),
+        pd.DataFrame({"doc_id": ["d"], "text": ["inside"]}),
+        2,
+    )
+    assert split["q"] == 0.0  # "in" is the start of a word the budget splits, not a word of the text
     with pytest.raises(ValueError, match="at least one character"):
         answer_recall_at_chars(run, QUERIES, CORPUS, 0)
 
@@ -41,13 +47,13 @@ def test_on_real_runs(e2e_runs):
     corpus = pd.read_parquet(ds / "corpus.parquet", columns=["doc_id", "text"])
     run = folder.run
     evaluated = queries[queries["query_id"].isin(run)]
-    small, mid, big = (answer_recall_at_chars(run, evaluated, corpus, c) for c in (200, 3000, 10 ** 9))
+    small, mid, big = (answer_recall_at_chars(run, evaluated, corpus, c) for c in (200, 3000, 10**9))
     answered = evaluated["answer"].notna() & evaluated["answer"].astype(str).str.strip().ne("")
     assert 0 < len(mid) <= int(answered.sum())
     assert ((small <= mid + 1e-12) & (mid <= big + 1e-12)).all() and mid.between(0, 1).all()
     assert (big > small).any()
     text = dict(zip(corpus["doc_id"], corpus["text"].str.lower()))
-    for qid in list(big.index)[:20]:   # past the ranking's text: every gold word anywhere in the ranked docs
+    for qid in list(big.index)[:20]:  # past the ranking's text: every gold word anywhere in the ranked docs
         gold = set(pd.Series(str(queries.set_index("query_id").loc[qid, "answer"]).lower()).str.findall(r"\w+")[0])
         gold -= {"a", "an", "the", "and"}
         ranked = set(pd.Series(" ".join(text[d] for d, _ in run[qid])).str.findall(r"\w+")[0])
@@ -55,6 +61,9 @@ def test_on_real_runs(e2e_runs):
     refs = [RunRef("locomo", "bm25", "test", e2e_runs["bm25"], ds, "2 conversations")]
     v = V.collect({"coverage_n": 10, "contradiction_k": 10, "answer_recall_chars": 3000}, refs)["locomo"]
     assert "answer_recall@3000c" in v.label_metrics
-    pd.testing.assert_series_equal(v.per_query["bm25"]["answer_recall@3000c"].dropna().sort_index(),
-                                   mid.sort_index(), check_names=False)
-    assert "answer_recall@3000c" not in V.collect({"coverage_n": 10, "contradiction_k": 10}, refs)["locomo"].label_metrics
+    pd.testing.assert_series_equal(
+        v.per_query["bm25"]["answer_recall@3000c"].dropna().sort_index(), mid.sort_index(), check_names=False
+    )
+    assert (
+        "answer_recall@3000c" not in V.collect({"coverage_n": 10, "contradiction_k": 10}, refs)["locomo"].label_metrics
+    )

@@ -6,8 +6,8 @@ from analysis.formatting import llm_failure_cell
 
 
 def test_cells():
-    assert llm_failure_cell({"llm": {"queries": 0}}) == "-"           # no LLM call: nothing to fail
-    assert llm_failure_cell({}) == NM                                  # a run made before LLM failures were counted
+    assert llm_failure_cell({"llm": {"queries": 0}}) == "-"  # no LLM call: nothing to fail
+    assert llm_failure_cell({}) == NM  # a run made before LLM failures were counted
     m = {"llm": {"queries": 120, "infra_failure_share": 0.025, "parse_fallback_share": 0.15, "degraded": True}}
     assert llm_failure_cell(m) == "2.5% / 15.0% (degraded)"
     m["llm"].update(parse_fallback_share=0.05, degraded=False)

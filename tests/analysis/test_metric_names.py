@@ -17,10 +17,24 @@ from analysis.metric_names import (
 )
 
 # (ranx, ir_measures): every family, two cutoffs each, and the ones without a cutoff
-PAIRS = [("ndcg@10", "nDCG@10"), ("recall@50", "R@50"), ("mrr@10", "RR@10"), ("precision@10", "P@10"),
-         ("ndcg@3", "nDCG@3"), ("recall@100", "R@100"), ("mrr@1", "RR@1"), ("precision@5", "P@5"),
-         ("map@100", "AP@100"), ("map@10", "AP@10"), ("hit_rate@5", "Success@5"), ("hit_rate@1", "Success@1"),
-         ("ndcg", "nDCG"), ("map", "AP"), ("mrr", "RR"), ("r-precision", "Rprec")]
+PAIRS = [
+    ("ndcg@10", "nDCG@10"),
+    ("recall@50", "R@50"),
+    ("mrr@10", "RR@10"),
+    ("precision@10", "P@10"),
+    ("ndcg@3", "nDCG@3"),
+    ("recall@100", "R@100"),
+    ("mrr@1", "RR@1"),
+    ("precision@5", "P@5"),
+    ("map@100", "AP@100"),
+    ("map@10", "AP@10"),
+    ("hit_rate@5", "Success@5"),
+    ("hit_rate@1", "Success@1"),
+    ("ndcg", "nDCG"),
+    ("map", "AP"),
+    ("mrr", "RR"),
+    ("r-precision", "Rprec"),
+]
 
 
 @pytest.mark.parametrize("ranx, irm", PAIRS)
@@ -29,15 +43,37 @@ def test_both_spellings_have_one_canonical_and_one_printed_name(ranx, irm):
     assert display_metric(ranx) == display_metric(irm) == irm
 
 
-@pytest.mark.parametrize("alias, canon", [("NDCG@10", "ndcg@10"), ("Recall@50", "recall@50"), ("MRR@10", "mrr@10"),
-                                          ("Precision@10", "precision@10")])
+@pytest.mark.parametrize(
+    "alias, canon",
+    [("NDCG@10", "ndcg@10"), ("Recall@50", "recall@50"), ("MRR@10", "mrr@10"), ("Precision@10", "precision@10")],
+)
 def test_ir_measures_aliases_are_read_by_ir_measures(alias, canon):
     assert canonical_metric(alias) == canon
 
 
-@pytest.mark.parametrize("bad", ["Judged@10", "ndcg_burges@10", "P(rel=2)@10", "nDCG(judged_only=True)@10", "ndcg@0",
-                                 "nDCG@0", "nDCG@2.5", "P@True", "recall", "R", "precision", "Success", "hit_rate",
-                                 "r-precision@10", "Ndcg@10", "ndcg@10 ", "", "foo"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "Judged@10",
+        "ndcg_burges@10",
+        "P(rel=2)@10",
+        "nDCG(judged_only=True)@10",
+        "ndcg@0",
+        "nDCG@0",
+        "nDCG@2.5",
+        "P@True",
+        "recall",
+        "R",
+        "precision",
+        "Success",
+        "hit_rate",
+        "r-precision@10",
+        "Ndcg@10",
+        "ndcg@10 ",
+        "",
+        "foo",
+    ],
+)
 def test_other_names_are_refused_with_the_key_and_the_accepted_forms(bad):
     with pytest.raises(UnknownMetric) as err:
         canonical_metric(bad, "run.metrics")
@@ -60,16 +96,26 @@ def test_other_metrics_pass_through_display_and_lenient_canonicalisation():
         assert display_metric(name) == canonical_or_other(name) == name
     assert canonical_or_other("R@50") == "recall@50"
     assert display_text("vs first stage (ndcg@10)") == "vs first stage (nDCG@10)"
-    assert display_text("reranker mrr@10, recall@50; coverage@10; xndcg@10") == \
-        "reranker RR@10, R@50; coverage@10; xndcg@10"
+    assert (
+        display_text("reranker mrr@10, recall@50; coverage@10; xndcg@10")
+        == "reranker RR@10, R@50; coverage@10; xndcg@10"
+    )
 
 
 def test_a_rendered_table_prints_ir_measures_names_and_keeps_the_frame():
-    df = pd.DataFrame([{"dataset": "locomo", "metric": "ndcg@10", "reranker ndcg@10": 0.5},
-                       {"dataset": "locomo", "metric": "recall@50", "reranker ndcg@10": 0.7},
-                       {"dataset": "locomo", "metric": "coverage@10", "reranker ndcg@10": 0.1}])
+    df = pd.DataFrame(
+        [
+            {"dataset": "locomo", "metric": "ndcg@10", "reranker ndcg@10": 0.5},
+            {"dataset": "locomo", "metric": "recall@50", "reranker ndcg@10": 0.7},
+            {"dataset": "locomo", "metric": "coverage@10", "reranker ndcg@10": 0.1},
+        ]
+    )
     md = to_markdown(df)
     assert md.splitlines()[0] == "| dataset | metric | reranker nDCG@10 |"
-    assert "| locomo | nDCG@10 | 0.5 |" in md and "| locomo | R@50 | 0.7 |" in md and "| locomo | coverage@10 | 0.1 |" in md
+    assert (
+        "| locomo | nDCG@10 | 0.5 |" in md
+        and "| locomo | R@50 | 0.7 |" in md
+        and "| locomo | coverage@10 | 0.1 |" in md
+    )
     assert list(printed(df)["metric"]) == ["nDCG@10", "R@50", "coverage@10"]
-    assert list(df["metric"]) == ["ndcg@10", "recall@50", "coverage@10"]   # the computed frame is not changed
+    assert list(df["metric"]) == ["ndcg@10", "recall@50", "coverage@10"]  # the computed frame is not changed

@@ -43,7 +43,7 @@ def test_ties_and_empty_rankings():
     assert isinstance(df, pd.DataFrame)
 
 
-IR_MEASURES_NAMES = ["nDCG@10", "R@10", "R@50", "RR@10", "P@10"]   # DEFAULT_METRICS, spelled as ir_measures
+IR_MEASURES_NAMES = ["nDCG@10", "R@10", "R@50", "RR@10", "P@10"]  # DEFAULT_METRICS, spelled as ir_measures
 
 
 @pytest.mark.parametrize("method", ["bm25", "vector"])
@@ -52,11 +52,11 @@ def test_ir_measures_names_give_the_runs_per_query_values(e2e_runs, method):
     qrels, run = folder.qrels, folder.run
     ranx = evaluate_run(qrels, run, list(DEFAULT_METRICS))
     irm = evaluate_run(qrels, run, IR_MEASURES_NAMES)
-    pd.testing.assert_frame_equal(irm, ranx, check_exact=True)   # columns keyed by the ranx (canonical) names
+    pd.testing.assert_frame_equal(irm, ranx, check_exact=True)  # columns keyed by the ranx (canonical) names
     assert list(irm.columns) == list(DEFAULT_METRICS)
     stored = folder.per_query.set_index("query_id").loc[ranx.index, list(DEFAULT_METRICS)]
-    pd.testing.assert_frame_equal(stored, ranx, check_exact=True, check_names=False)   # what the run wrote
-    assert (ranx["ndcg@10"] > 0).sum() > 50   # real scores, not a comparison of zeros
+    pd.testing.assert_frame_equal(stored, ranx, check_exact=True, check_names=False)  # what the run wrote
+    assert (ranx["ndcg@10"] > 0).sum() > 50  # real scores, not a comparison of zeros
 
     # the ir_measures names mean what ir_measures itself computes (pytrec_eval / its own providers) on the
     # same order (rank-derived scores, as evaluate_run); queries without results score 0
@@ -73,7 +73,7 @@ def test_an_unknown_metric_name_is_refused():
         evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "Judged@10"])
 
 
-MORE_FAMILIES = ["AP@100", "AP", "Success@5", "Rprec", "nDCG", "RR"]   # beyond the defaults, spelled as ir_measures
+MORE_FAMILIES = ["AP@100", "AP", "Success@5", "Rprec", "nDCG", "RR"]  # beyond the defaults, spelled as ir_measures
 
 
 @pytest.mark.parametrize("method", ["bm25", "vector"])
@@ -90,4 +90,4 @@ def test_every_family_means_what_ir_measures_computes(e2e_runs, method):
     for name, col in zip(MORE_FAMILIES, ours.columns):
         expected = [theirs.get((q, name), 0.0) for q in ours.index]
         assert ours[col].tolist() == pytest.approx(expected, abs=1e-6), name
-        assert ours[col].sum() > 0, name   # real scores
+        assert ours[col].sum() > 0, name  # real scores

@@ -28,8 +28,8 @@ CASES = {
     "q8": ("exploit", "verify", "B", "ok"),
     "q9": ("exploit", "exploit", "A", "ok"),
     "q10": ("exploit", "-", "A", "no_eligible_docs"),  # gold, flags "{}": missing plan
-    "q11": ("explore", None, "B", "ok"),                # gold, "plan": null: missing plan
-    "q12": (None, "explore", "A", "ok"),                # plan but no gold: not scored, not missing
+    "q11": ("explore", None, "B", "ok"),  # gold, "plan": null: missing plan
+    "q12": (None, "explore", "A", "ok"),  # plan but no gold: not scored, not missing
 }
 SCORED = [q for q, (g, p, _, _) in CASES.items() if g and p not in (None, "-")]
 
@@ -41,13 +41,28 @@ def _flags(plan: str | None) -> str:
 
 
 def make_per_query(cases=CASES) -> pd.DataFrame:
-    return pd.DataFrame([{"query_id": q, "scope_id": "s", "category": c, "status": s, "latency_ms": 1.0,
-                          "timings_ms": "{}", "flags": _flags(p), "ndcg@10": 0.5} for q, (_, p, c, s) in cases.items()])
+    return pd.DataFrame(
+        [
+            {
+                "query_id": q,
+                "scope_id": "s",
+                "category": c,
+                "status": s,
+                "latency_ms": 1.0,
+                "timings_ms": "{}",
+                "flags": _flags(p),
+                "ndcg@10": 0.5,
+            }
+            for q, (_, p, c, s) in cases.items()
+        ]
+    )
 
 
 def make_queries() -> pd.DataFrame:
-    rows = [{"query_id": q, "plan_label": g, "category": c, "complexity": "low" if c == "A" else "high"}
-            for q, (g, _, c, _) in CASES.items()]
+    rows = [
+        {"query_id": q, "plan_label": g, "category": c, "complexity": "low" if c == "A" else "high"}
+        for q, (g, _, c, _) in CASES.items()
+    ]
     rows.append({"query_id": "q13", "plan_label": "verify", "category": "A", "complexity": "low"})  # other split
     return pd.DataFrame(rows)
 
@@ -86,8 +101,9 @@ def test_macro_f1_matches_hand_and_sklearn():
     gold = [CASES[q][0] for q in SCORED]
     pred = [CASES[q][1] for q in SCORED]
     assert acc["macro_f1"] == pytest.approx(f1_score(gold, pred, labels=list(PLANS), average="macro"))
-    assert acc["per_plan"]["exploit"] == pytest.approx({"support": 4, "predicted": 4, "precision": 0.75,
-                                                        "recall": 0.75, "f1": 0.75})
+    assert acc["per_plan"]["exploit"] == pytest.approx(
+        {"support": 4, "predicted": 4, "precision": 0.75, "recall": 0.75, "f1": 0.75}
+    )
 
 
 def test_macro_f1_with_a_plan_absent_from_gold_and_predictions():
@@ -110,7 +126,12 @@ def test_per_category_accuracy():
 def test_indexed_per_query_gives_the_same_result():
     a = plan_accuracy(make_per_query(), make_queries())
     b = plan_accuracy(make_per_query().set_index("query_id"), make_queries())
-    assert (a["n"], a["accuracy"], a["macro_f1"], a["n_missing_plan"]) == (b["n"], b["accuracy"], b["macro_f1"], b["n_missing_plan"])
+    assert (a["n"], a["accuracy"], a["macro_f1"], a["n_missing_plan"]) == (
+        b["n"],
+        b["accuracy"],
+        b["macro_f1"],
+        b["n_missing_plan"],
+    )
     assert a["confusion"].equals(b["confusion"])
 
 
@@ -155,8 +176,12 @@ def test_unknown_plan_value_is_an_error():
 
 def _views() -> tuple[dict[str, DatasetView], dict]:
     pq = make_per_query().set_index("query_id")
-    bench = DatasetView("lethebench", make_queries(), {}, {"bm25": pq.assign(flags="{}"), "lethe_iter1": pq,
-                                                           "lethe_iter1+no_plan": pq.assign(flags="{}")})
+    bench = DatasetView(
+        "lethebench",
+        make_queries(),
+        {},
+        {"bm25": pq.assign(flags="{}"), "lethe_iter1": pq, "lethe_iter1+no_plan": pq.assign(flags="{}")},
+    )
     other = DatasetView("locomo", make_queries().assign(plan_label=None), {}, {"lethe_iter1": pq})
     cfg = {"baselines": ["bm25"], "lethe": ["lethe_iter1", "lethe_iter2"], "confidence": 0.95}
     return {"lethebench": bench, "locomo": other}, cfg
@@ -167,10 +192,20 @@ def test_plan_table_formats_rows():
     t = plan_table(views, cfg)
     assert list(zip(t["dataset"], t["method"])) == [("lethebench", "lethe_iter1"), ("locomo", "lethe_iter1")]
     row = t.iloc[0].to_dict()
-    assert row == {"dataset": "lethebench", "method": "lethe_iter1", "n": 9, "no plan": 2, "accuracy": "0.6667",
-                   "accuracy 95% CI (Wilson)": "[0.3542, 0.8794]", "macro-F1": f"{(4 / 6 + 1 / 2 + 6 / 8) / 3:.4f}",
-                   "majority baseline": "0.4444", "majority plan": "exploit",
-                   "verify %": "30.0", "explore %": "30.0", "exploit %": "40.0"}
+    assert row == {
+        "dataset": "lethebench",
+        "method": "lethe_iter1",
+        "n": 9,
+        "no plan": 2,
+        "accuracy": "0.6667",
+        "accuracy 95% CI (Wilson)": "[0.3542, 0.8794]",
+        "macro-F1": f"{(4 / 6 + 1 / 2 + 6 / 8) / 3:.4f}",
+        "majority baseline": "0.4444",
+        "majority plan": "exploit",
+        "verify %": "30.0",
+        "explore %": "30.0",
+        "exploit %": "40.0",
+    }
     no_gold = t.iloc[1]
     assert no_gold["accuracy"] == no_gold["n"] == no_gold["majority baseline"] == NM
     assert no_gold["exploit %"] == "40.0"
@@ -183,6 +218,9 @@ def test_report_section(tmp_path):
     assert "Confusion matrix, lethe_iter1 on lethebench" in md and "status no_eligible_docs: 1" in md
     assert "| exploit | 1 | 0 | 3 |" in md and "locomo" not in md.split("Confusion matrix")[1]
     assert "| A | 0.8000 (n=5) |" in md
-    empty = plan_section({"lethebench": DatasetView("lethebench", make_queries(), {}, {"bm25": make_per_query()})},
-                         cfg, tmp_path / "none")
+    empty = plan_section(
+        {"lethebench": DatasetView("lethebench", make_queries(), {}, {"bm25": make_per_query()})},
+        cfg,
+        tmp_path / "none",
+    )
     assert empty.startswith("No runs with recorded plans yet") and not (tmp_path / "none").exists()

@@ -37,13 +37,21 @@ def report_cfg(e2e_runs, tmp_path_factory):
 def test_tables_are_byte_identical_across_runs(report_cfg, refs, tmp_path):
     first = build_report(report_cfg, refs).parent
     snap = {p.name: p.read_bytes() for p in sorted((first / "tables").iterdir())}
-    assert {"overview_ndcg10.csv", "table1_locomo.md", "table1_locomo.tex", "table3_locomo.csv",
-            "table2_significance.csv"} <= set(snap)
+    assert {
+        "overview_ndcg10.csv",
+        "table1_locomo.md",
+        "table1_locomo.tex",
+        "table3_locomo.csv",
+        "table2_significance.csv",
+    } <= set(snap)
     build_report(report_cfg, refs)
     assert {p.name: p.read_bytes() for p in sorted((first / "tables").iterdir())} == snap
     assert sorted(p.name for p in (first / "figures").glob("*.png")) == [f"fig{i}.png" for i in range(1, 8)]
     report = (first / "report.md").read_text()
-    assert "not measurements" in report and "| paper Table 1 | bm25: nDCG@10 = 0.435 | 0.435 | - | - | not measured |" in report
+    assert (
+        "not measurements" in report
+        and "| paper Table 1 | bm25: nDCG@10 = 0.435 | 0.435 | - | - | not measured |" in report
+    )
 
 
 def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(report_cfg, refs, tmp_path):
@@ -59,29 +67,49 @@ def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(repo
     csv = pd.read_csv(first / "tables" / "table2_significance.csv")
     np.testing.assert_allclose(csv["p_holm"], adjust(csv["p_randomization"].to_numpy(), "holm"), rtol=1e-9)
     flags = csv["ci_vs_test"].fillna("")
-    assert flags.tolist() == [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in
-                              zip(csv["ci_low"], csv["ci_high"], csv["p_randomization"])]
-    assert ("Primary test: the paired randomization (sign-flip) test of the mean difference (`p_randomization`)" in report
-            and f"disagree at 0.05: {int((flags != '').sum())} of {len(csv)} rows." in report)
+    assert flags.tolist() == [
+        ci_test_disagreement(lo, hi, p, 0.05)
+        for lo, hi, p in zip(csv["ci_low"], csv["ci_high"], csv["p_randomization"])
+    ]
+    assert (
+        "Primary test: the paired randomization (sign-flip) test of the mean difference (`p_randomization`)" in report
+        and f"disagree at 0.05: {int((flags != '').sum())} of {len(csv)} rows." in report
+    )
     assert "| method | n | nDCG@10 | nDCG@10 95% CI | R@50 |" in report
-    spelled = load_cfg([f"out_dir={tmp_path}", "bootstrap_resamples=2000", "permutation_resamples=2000",
-                        "gate_metric=nDCG@10", "best_baseline_metric=NDCG@10", "family_metrics=[nDCG@10,R@50,coverage@10]"])
-    assert (spelled["gate_metric"], spelled["best_baseline_metric"], spelled["family_metrics"]) == \
-        ("ndcg@10", "ndcg@10", ["ndcg@10", "recall@50", "coverage@10"])
+    spelled = load_cfg(
+        [
+            f"out_dir={tmp_path}",
+            "bootstrap_resamples=2000",
+            "permutation_resamples=2000",
+            "gate_metric=nDCG@10",
+            "best_baseline_metric=NDCG@10",
+            "family_metrics=[nDCG@10,R@50,coverage@10]",
+        ]
+    )
+    assert (spelled["gate_metric"], spelled["best_baseline_metric"], spelled["family_metrics"]) == (
+        "ndcg@10",
+        "ndcg@10",
+        ["ndcg@10", "recall@50", "coverage@10"],
+    )
     second = build_report(spelled, refs).parent
-    assert {p.name: p.read_bytes() for p in (second / "tables").iterdir()} == \
-        {p.name: p.read_bytes() for p in (first / "tables").iterdir()}
+    assert {p.name: p.read_bytes() for p in (second / "tables").iterdir()} == {
+        p.name: p.read_bytes() for p in (first / "tables").iterdir()
+    }
 
 
 def test_table1_has_measured_and_unmeasured_cells(report_cfg, refs):
     out = build_report(report_cfg, refs).parent / "tables" / "table1_locomo.csv"
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,R@50,")   # ir_measures names in every table
+    assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,R@50,")  # ir_measures names in every table
     import csv
 
     rows = {r["method"]: r for r in csv.DictReader(lines)}
     bm25 = rows["bm25"]
-    assert bm25["n"] == "302" and float(bm25["nDCG@10"]) > 0.3 and float(bm25["P95 latency (ms, this machine)"].rstrip("‡")) > 0
+    assert (
+        bm25["n"] == "302"
+        and float(bm25["nDCG@10"]) > 0.3
+        and float(bm25["P95 latency (ms, this machine)"].rstrip("‡")) > 0
+    )
     # LoCoMo has no gold entities, contradiction labels or generated answers: not measured, never filled
     assert bm25["Coverage@10"] == bm25["Contradiction@10"] == bm25["Hallucination"] == "n/m"
     # the declared hybrid run was never made: a row of n/m†, and the overview says the same
@@ -96,26 +124,33 @@ def test_notebook_executes_headless(e2e_runs, work, tmp_path):
     from tests.conftest import DATA_ROOT
 
     nb = nbformat.read(PROJECT_ROOT / "notebooks" / "analysis.ipynb", as_version=4)
-    env = {"LETHE_REPORT": "smoke", "LETHE_ANALYSIS_OUT": str(tmp_path),
-           "LETHE_RUN_OVERRIDES": f"results_dir={work['results']} data.processed={work['processed']} data.root={DATA_ROOT}"}
+    env = {
+        "LETHE_REPORT": "smoke",
+        "LETHE_ANALYSIS_OUT": str(tmp_path),
+        "LETHE_RUN_OVERRIDES": f"results_dir={work['results']} data.processed={work['processed']} data.root={DATA_ROOT}",
+    }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(PROJECT_ROOT)}}).execute()
+        NotebookClient(
+            nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(PROJECT_ROOT)}}
+        ).execute()
     finally:
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k)
             else:
                 os.environ[k] = v
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors
     printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", []))
     assert "3 of 24 declared runs are finished" in printed
     assert (tmp_path / "figures" / "fig1.png").is_file()
     api = nb.cells[6].get("outputs", [])
     shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in api)
-    assert "nDCG@10" in shown and "vector" in shown and "window" in shown   # the API's table, against bm25
+    assert "nDCG@10" in shown and "vector" in shown and "window" in shown  # the API's table, against bm25
 
 
 def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_path):
@@ -131,25 +166,35 @@ def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_pa
     f = run_experiment(cfg_for("method=vector", "++method.variant=seed001", f"dataset.scopes={TWO_CONVS}"))
     seed_ref = RunRef("locomo", "vector+seed001", "test", f, RunFolder(f).dataset_folder, "seed")
     main_dir, seeds_dir = tmp_path / "main", tmp_path / "seeds"
-    report = build_report({**report_cfg, "out_dir": str(main_dir), "seeds_report": "seeds/report.md"},
-                          refs + [seed_ref]).read_text()
+    report = build_report(
+        {**report_cfg, "out_dir": str(main_dir), "seeds_report": "seeds/report.md"}, refs + [seed_ref]
+    ).read_text()
     assert "vector+seed001" not in (main_dir / "tables" / "overview_ndcg10.csv").read_text()
     assert "vector+seed001" not in (main_dir / "tables" / "table1_locomo.md").read_text()
-    assert "| locomo | vector+seed001 | test |" in report   # the setup table lists every declared run
+    assert "| locomo | vector+seed001 | test |" in report  # the setup table lists every declared run
     assert "## Seed 001" not in report and "`seeds/report.md`" in report
     # the claims table: the paper's claims and those of the seeds whose runs are declared (seeds 001 and 004 name locomo/vector+seed001)
     claims = pd.read_csv(main_dir / "tables" / "table_claims.csv", dtype=str).set_index("claim")
-    assert set(claims["source"].str.split(":").str[0]) == {"paper Table 1", "paper Table 2", "paper Table 3",
-                                                          "paper Table 4", "seed001", "seed004"}
-    hit = claims.loc["Baseline (semantic only): answer F1 = 0.3059"]   # its run is finished, without answers
-    assert (hit["verdict"], hit["reason"]) == ("not measured", "locomo/vector+seed001 records no answer_f1 (answers off?)")
+    assert set(claims["source"].str.split(":").str[0]) == {
+        "paper Table 1",
+        "paper Table 2",
+        "paper Table 3",
+        "paper Table 4",
+        "seed001",
+        "seed004",
+    }
+    hit = claims.loc["Baseline (semantic only): answer F1 = 0.3059"]  # its run is finished, without answers
+    assert (hit["verdict"], hit["reason"]) == (
+        "not measured",
+        "locomo/vector+seed001 records no answer_f1 (answers off?)",
+    )
     assert claims.loc["RRF Fusion: answer F1 = 0.2818", "reason"] == "no finished run of the declared method (n/m†)"
-    assert claims.loc["bm25: nDCG@10 = 0.435", "verdict"] == "not measured"   # no LetheBench run here
+    assert claims.loc["bm25: nDCG@10 = 0.435", "verdict"] == "not measured"  # no LetheBench run here
     section = report.split("## Claims: verdicts", 1)[1]
     assert "Verdict rule (analysis/verdicts.py" in section and f"{len(claims)} claims: " in section
     seeds = build_seed_report({**report_cfg, "out_dir": str(seeds_dir)}, refs + [seed_ref]).read_text()
     section = seeds.split("## Seed 001")[1].split("\n## ")[0]
-    assert "| Baseline (semantic only) | locomo/vector+seed001 |" in section and "0.3059" in section   # claimed beside
-    assert "## Seed 002" not in seeds   # no declared run of seed 002 here
-    assert "| locomo | vector+seed001 | test |" in seeds and "| locomo | window |" not in seeds   # named runs only
+    assert "| Baseline (semantic only) | locomo/vector+seed001 |" in section and "0.3059" in section  # claimed beside
+    assert "## Seed 002" not in seeds  # no declared run of seed 002 here
+    assert "| locomo | vector+seed001 | test |" in seeds and "| locomo | window |" not in seeds  # named runs only
     assert (seeds_dir / "tables" / "table_seed001_1.md").is_file()

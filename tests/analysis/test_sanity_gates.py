@@ -22,17 +22,25 @@ from analysis.report import build_report, load_cfg
 from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS
 
-SPEC = {"first_stage": "bm25", "random": None, "depth": "candidates",
-        "first_stage_keys": {"first_stage.k1": "k1", "first_stage.b": "b"},
-        "random_keys": {"first_stage": "first_stage", "candidates": "candidates"}}
+SPEC = {
+    "first_stage": "bm25",
+    "random": None,
+    "depth": "candidates",
+    "first_stage_keys": {"first_stage.k1": "k1", "first_stage.b": "b"},
+    "random_keys": {"first_stage": "first_stage", "candidates": "candidates"},
+}
 RUNS = {  # label -> overrides
     "window": ["method=window"],
     "bm25": ["method=bm25"],
     "random_rerank": ["method=random_rerank", "method.candidates=10"],
     "random_rerank+seed1": ["method=random_rerank", "method.candidates=10", "method.seed=1", "++method.variant=seed1"],
     "random_rerank+top1": ["method=random_rerank", "method.candidates=1", "++method.variant=top1"],
-    "random_rerank+k1": ["method=random_rerank", "method.candidates=10", "method.first_stage.k1=0.9",
-                         "++method.variant=k1"],
+    "random_rerank+k1": [
+        "method=random_rerank",
+        "method.candidates=10",
+        "method.first_stage.k1=0.9",
+        "++method.variant=k1",
+    ],
 }
 
 
@@ -47,8 +55,9 @@ def refs(cfg_for, locomo_path) -> dict[str, RunRef]:
 
 @pytest.fixture(scope="module")
 def base_cfg(tmp_path_factory) -> dict:
-    return load_cfg([f"out_dir={tmp_path_factory.mktemp('gates')}", "bootstrap_resamples=2000",
-                     "permutation_resamples=2000"])
+    return load_cfg(
+        [f"out_dir={tmp_path_factory.mktemp('gates')}", "bootstrap_resamples=2000", "permutation_resamples=2000"]
+    )
 
 
 def _cfg(base: dict, rerankers: dict, baselines: list[str] | None = None) -> dict:
@@ -81,11 +90,13 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
     t2 = list(csv.DictReader((out / "tables" / "table2_significance.csv").open()))
     assert t2 and {r["baseline"] for r in t2} == {"window"}
     assert {r["gate"] for r in t2 if r["method"] == "random_rerank"} == {"▼ below first stage bm25"}
-    note = ("locomo: window (random_rerank ▼ excluded: below its first stage bm25; without the gate it would have "
-            "been random_rerank)")
+    note = (
+        "locomo: window (random_rerank ▼ excluded: below its first stage bm25; without the gate it would have "
+        "been random_rerank)"
+    )
     assert note in (out / "tables" / "table2_significance.md").read_text() and note in report
     t1 = {r["method"]: r for r in csv.DictReader((out / "tables" / "table1_locomo.csv").open())}
-    col = "vs first stage (nDCG@10)"   # printed in ir_measures form (gate_metric: ndcg@10)
+    col = "vs first stage (nDCG@10)"  # printed in ir_measures form (gate_metric: ndcg@10)
     assert list(t1) == ["window", "random_rerank", "random_rerank+seed1", "bm25"]  # the control after its reranker
     cell = t1["random_rerank"][col]
     assert cell == f"{g.test['mean_diff']:+.4f} vs bm25 (depth 10) ▼"
@@ -94,8 +105,14 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
     sanity = list(csv.DictReader((out / "tables" / "table_sanity.csv").open()))
     assert len(sanity) == 1
     row = sanity[0]
-    assert (row["reranker"], row["depth"], row["first stage"], row["random control"], row["random depth"], row["n"]) == \
-        ("random_rerank", "10", "bm25", "random_rerank+seed1", "10", "302")
+    assert (
+        row["reranker"],
+        row["depth"],
+        row["first stage"],
+        row["random control"],
+        row["random depth"],
+        row["n"],
+    ) == ("random_rerank", "10", "bm25", "random_rerank+seed1", "10", "302")
     assert row["verdict"].startswith("▼ below first stage")
     assert "## Sanity gates" in report and "| locomo | random_rerank | 10 | bm25 |" in report
     claims = report.split("## Claims: verdicts", 1)[1]
@@ -104,8 +121,11 @@ def test_a_reranker_below_its_first_stage_is_marked_and_never_the_best_baseline(
 
 
 def test_no_mark_when_not_below_or_not_comparable(base_cfg, refs):
-    cfg = _cfg(base_cfg, {"random_rerank+top1": SPEC, "random_rerank+k1": SPEC},
-               baselines=["window", "random_rerank+top1", "random_rerank+k1"])
+    cfg = _cfg(
+        base_cfg,
+        {"random_rerank+top1": SPEC, "random_rerank+k1": SPEC},
+        baselines=["window", "random_rerank+top1", "random_rerank+k1"],
+    )
     v = _view(cfg, refs, ["window", "bm25", "random_rerank+top1", "random_rerank+k1"])
     top1 = G.gate(v, "random_rerank+top1", cfg)
     assert top1.verdict == G.V_OK and top1.depth == 1
@@ -130,7 +150,9 @@ def test_first_stage_not_run_and_own_keys(base_cfg, refs, tmp_path):
     v = _view(cfg, refs, ["random_rerank", "random_rerank+seed1"])
     ok = G.gate(v, "random_rerank+seed1", _cfg(base_cfg, {"random_rerank+seed1": {**own, "own_keys": ["seed"]}}))
     assert ok.verdict in (G.V_OK, G.V_BELOW) and ok.test["n"] == 302
-    bad = G.gate(v, "random_rerank+seed1", _cfg(base_cfg, {"random_rerank+seed1": {**own, "own_keys": ["first_stage"]}}))
+    bad = G.gate(
+        v, "random_rerank+seed1", _cfg(base_cfg, {"random_rerank+seed1": {**own, "own_keys": ["first_stage"]}})
+    )
     assert bad.verdict == G.V_NOT_COMPARABLE and bad.notes == ["first stage: method.seed differs"]
 
 
@@ -152,12 +174,18 @@ def test_the_regime_table_sets_each_variant_beside_the_first_stage_and_states_th
     cfg = _cfg(base_cfg, {"random_rerank": {**SPEC, "random": None}})
     views = V.collect(cfg, [refs[m] for m in ("bm25", "random_rerank", "random_rerank+seed1", "random_rerank+top1")])
     table = CS.regime_table(views, cfg, reranker="random_rerank")
-    assert list(table.columns) == ["dataset", "first stage (bm25)", "random (None)", "random_rerank (default)",
-                                   "seed1", "top1"]
+    assert list(table.columns) == [
+        "dataset",
+        "first stage (bm25)",
+        "random (None)",
+        "random_rerank (default)",
+        "seed1",
+        "top1",
+    ]
     row = table.iloc[0]
     bm25 = float(views["locomo"].per_query["bm25"]["ndcg@10"].mean())
     assert float(row["first stage (bm25)"]) == pytest.approx(bm25, abs=5e-5)
-    assert float(row["seed1"]) < bm25 and float(row["top1"]) == pytest.approx(bm25, abs=5e-5)   # depth 1: BM25's order
+    assert float(row["seed1"]) < bm25 and float(row["top1"]) == pytest.approx(bm25, abs=5e-5)  # depth 1: BM25's order
     # the default (shuffled top 10) is below BM25 while the top1 variant (BM25's own order) reaches it
     assert CS.regime_finding(table).startswith("On locomo (top1), the default is below its first stage")
     shuffled = V.collect(cfg, [refs[m] for m in ("bm25", "random_rerank", "random_rerank+seed1")])

@@ -12,8 +12,16 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
-from analysis.stats import (adjust, align, ci_test_disagreement, correct_family, mean_ci, paired_test, sign_test,
-                            with_primary_test)
+from analysis.stats import (
+    adjust,
+    align,
+    ci_test_disagreement,
+    correct_family,
+    mean_ci,
+    paired_test,
+    sign_test,
+    with_primary_test,
+)
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -27,7 +35,7 @@ def average_ranks(v: np.ndarray) -> np.ndarray:
         j = i
         while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
             j += 1
-        ranks[order[i:j + 1]] = (i + 1 + j + 1) / 2
+        ranks[order[i : j + 1]] = (i + 1 + j + 1) / 2
         i = j + 1
     return ranks
 
@@ -42,8 +50,9 @@ def signed_rank_p_by_enumeration(d: np.ndarray) -> float:
     """Two-sided p of the signed-rank test: all 2^k sign assignments of the non-zero ranks,
     p = min(1, 2 * min(P(W+ >= obs), P(W+ <= obs)))."""
     ranks, w_plus, _ = pratt_rank_sums(d)
-    sums = np.array([sum(r for r, s in zip(ranks, signs) if s)
-                     for signs in itertools.product((0, 1), repeat=len(ranks))])
+    sums = np.array(
+        [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product((0, 1), repeat=len(ranks))]
+    )
     ge, le = np.mean(sums >= w_plus), np.mean(sums <= w_plus)
     return min(1.0, 2 * min(ge, le))
 
@@ -55,7 +64,7 @@ def bca_direct(x: np.ndarray, idx: np.ndarray, confidence: float) -> tuple[float
     z0 = ndtri(np.mean(boot < theta))  # 14.14
     jack = np.array([np.delete(x, i).mean() for i in range(len(x))])
     u = jack.mean() - jack
-    acc = (u ** 3).sum() / (6 * ((u ** 2).sum()) ** 1.5)  # 14.15
+    acc = (u**3).sum() / (6 * ((u**2).sum()) ** 1.5)  # 14.15
     z = ndtri((1 - confidence) / 2)
     a1 = ndtr(z0 + (z0 + z) / (1 - acc * (z0 + z)))  # 14.10
     a2 = ndtr(z0 + (z0 - z) / (1 - acc * (z0 - z)))
@@ -105,7 +114,7 @@ def test_wilcoxon_pratt_asymptotic_matches_direct_normal_approximation():
     rng = np.random.default_rng(3)
     d = rng.integers(-4, 6, size=60) / 10  # many zeros and ties
     ranks, w_plus, w_minus = pratt_rank_sums(d)
-    z = (w_plus - ranks.sum() / 2) / math.sqrt((ranks ** 2).sum() / 4)
+    z = (w_plus - ranks.sum() / 2) / math.sqrt((ranks**2).sum() / 4)
     p = math.erfc(abs(z) / math.sqrt(2))
     r = paired_test(d, np.zeros_like(d), resamples=1000)
     assert r["wilcoxon_method"].startswith("asymptotic")
@@ -217,26 +226,35 @@ def test_correct_family_adds_columns_over_whole_frame():
         correct_family(df, p_col="p_rand")
 
 
-
-@pytest.mark.parametrize("lo, hi, p, expected", [
-    (0.01, 0.03, 0.001, ""),                               # CI above 0, significant: agree
-    (-0.03, -0.01, 0.02, ""),                              # CI below 0, significant: agree
-    (-0.01, 0.02, 0.40, ""),                               # CI spans 0, not significant: agree
-    (-0.002, 0.028, 0.0006, "CI includes 0, p < 0.05"),    # the issue's TechQA row under Wilcoxon
-    (0.001, 0.03, 0.069, "CI excludes 0, p >= 0.05"),
-    (0.0, 0.03, 0.01, "CI includes 0, p < 0.05"),          # a bound at exactly 0 includes 0
-    (float("nan"), 0.03, 0.01, ""),                        # undefined CI: nothing to compare
-])
+@pytest.mark.parametrize(
+    "lo, hi, p, expected",
+    [
+        (0.01, 0.03, 0.001, ""),  # CI above 0, significant: agree
+        (-0.03, -0.01, 0.02, ""),  # CI below 0, significant: agree
+        (-0.01, 0.02, 0.40, ""),  # CI spans 0, not significant: agree
+        (-0.002, 0.028, 0.0006, "CI includes 0, p < 0.05"),  # the issue's TechQA row under Wilcoxon
+        (0.001, 0.03, 0.069, "CI excludes 0, p >= 0.05"),
+        (0.0, 0.03, 0.01, "CI includes 0, p < 0.05"),  # a bound at exactly 0 includes 0
+        (float("nan"), 0.03, 0.01, ""),  # undefined CI: nothing to compare
+    ],
+)
 def test_ci_test_disagreement_on_constructed_rows(lo, hi, p, expected):
     assert ci_test_disagreement(lo, hi, p, 0.05) == expected
 
 
 def test_with_primary_test_corrects_only_the_primary_and_flags_rows():
-    df = pd.DataFrame({"method": list("abcde"), "p_randomization": P, "p_wilcoxon": P[::-1],
-                       "ci_low": [0.01, -0.02, 0.02, -0.01, 0.001], "ci_high": [0.05, 0.01, 0.04, 0.01, 0.01]})
+    df = pd.DataFrame(
+        {
+            "method": list("abcde"),
+            "p_randomization": P,
+            "p_wilcoxon": P[::-1],
+            "ci_low": [0.01, -0.02, 0.02, -0.01, 0.001],
+            "ci_high": [0.05, 0.01, 0.04, 0.01, 0.01],
+        }
+    )
     out = with_primary_test(df, "randomization", 0.05)
     np.testing.assert_allclose(out["p_holm"], adjust(P, "holm"))
-    assert out["p_wilcoxon"].tolist() == P[::-1]           # the secondary is left as it is
+    assert out["p_wilcoxon"].tolist() == P[::-1]  # the secondary is left as it is
     expected = [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in zip(df["ci_low"], df["ci_high"], P)]
     assert out["ci_vs_test"].tolist() == expected and out.attrs["primary_test"] == "randomization"
     np.testing.assert_allclose(with_primary_test(df, "wilcoxon", 0.05)["p_holm"], adjust(P[::-1], "holm"))
@@ -244,13 +262,12 @@ def test_with_primary_test_corrects_only_the_primary_and_flags_rows():
         with_primary_test(df, "ttest", 0.05)
 
 
-
 def test_sign_test_by_enumeration():
-    def two_sided(k: int, n: int) -> float:   # fair coin, symmetric: twice the tail beyond the larger count
+    def two_sided(k: int, n: int) -> float:  # fair coin, symmetric: twice the tail beyond the larger count
         hi = max(k, n - k)
-        return min(1.0, 2 * sum(math.comb(n, j) for j in range(hi, n + 1)) / 2 ** n)
+        return min(1.0, 2 * sum(math.comb(n, j) for j in range(hi, n + 1)) / 2**n)
 
-    assert sign_test(11, 6) == pytest.approx(two_sided(11, 17), rel=1e-12)   # the issue's cs_local 11 vs 6: p 0.33
+    assert sign_test(11, 6) == pytest.approx(two_sided(11, 17), rel=1e-12)  # the issue's cs_local 11 vs 6: p 0.33
     assert sign_test(11, 6) == pytest.approx(0.3323, abs=1e-4)
     assert sign_test(6, 11) == sign_test(11, 6)
     assert sign_test(20, 0) == pytest.approx(two_sided(20, 20), rel=1e-12) and sign_test(20, 0) < 1e-5
@@ -395,7 +412,7 @@ def test_proportion_ci_is_wilson_by_hand():
     half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     r = proportion_ci(k, n)
     assert r["share"] == 0.7 and r["ci_low"] == pytest.approx(centre - half, abs=1e-9)
-    assert r["ci_high"] == pytest.approx(centre + half, abs=1e-9)   # 0.3968 .. 0.8922
+    assert r["ci_high"] == pytest.approx(centre + half, abs=1e-9)  # 0.3968 .. 0.8922
     assert proportion_ci(0, 5)["ci_low"] == 0.0 and np.isnan(proportion_ci(0, 0)["share"])
     with pytest.raises(ValueError):
         proportion_ci(6, 5)

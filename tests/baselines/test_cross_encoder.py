@@ -19,11 +19,19 @@ from lethe.core.models import ModelNotFoundError, weights_sha256
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
 TINY_LB = ("dataset.params.splits={test:2,train:3,dev:2}",)
-TINY = ("dataset=lethebench", *TINY_LB, "method.model.train.regime=lethebench",
-        "method.model.train.source_overrides.lethebench=['dataset.params.splits={test:2,train:3,dev:2}']",
-        "method.model.train.max_train_queries=4", "method.model.train.max_dev_queries=3",
-        "method.model.train.negatives=3", "method.model.train.epochs=1", "method.model.train.batch_size=8",
-        "method.model.train.eval_every=0", "method.model.train.max_length=128")
+TINY = (
+    "dataset=lethebench",
+    *TINY_LB,
+    "method.model.train.regime=lethebench",
+    "method.model.train.source_overrides.lethebench=['dataset.params.splits={test:2,train:3,dev:2}']",
+    "method.model.train.max_train_queries=4",
+    "method.model.train.max_dev_queries=3",
+    "method.model.train.negatives=3",
+    "method.model.train.epochs=1",
+    "method.model.train.batch_size=8",
+    "method.model.train.eval_every=0",
+    "method.model.train.max_length=128",
+)
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +122,12 @@ def _bound(cfg_for, tiny_ds, *overrides: str) -> Iterator[tuple[Any, Any, Query]
     from baselines.bm25 import PyseriniBM25
 
     cfg = cfg_for("method=cross_encoder", *TINY, "method.candidates=20", *overrides)
-    ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
-                     progress=False, _convert_="all")
+    ce = instantiate(
+        {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+        cache_dir=cfg.cache_dir,
+        progress=False,
+        _convert_="all",
+    )
     bm25 = PyseriniBM25(cache_dir=cfg.cache_dir)
     docs, q = _session(tiny_ds, "test")
     try:
@@ -150,7 +162,9 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         assert desc["training_cards"][0]["name"] == "ce-minilm-lethebench" and desc["first_stage"]["k1"] == 1.2
         json.dumps(desc)
         # max_length null: pairs are scored at the set's training length, where dev chose its checkpoint
-        assert desc["max_length_config"] is None and desc["max_length"] == 128 == desc["training_cards"][0]["max_length"]
+        assert (
+            desc["max_length_config"] is None and desc["max_length"] == 128 == desc["training_cards"][0]["max_length"]
+        )
         assert desc["inference"]["max_length"] == 128
 
 
@@ -195,7 +209,9 @@ def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path)
     # the dev split selected the model: a run on it is refused before any search
     with pytest.raises(LeakageError):
         run_experiment(cfg_for("method=cross_encoder", *TINY, "dataset.split=dev", f"results_dir={tmp_path}"))
-    assert [p.name for p in (tmp_path / "lethebench" / "cross_encoder").iterdir() if not p.name.startswith(".")] == [folder.name]
+    assert [p.name for p in (tmp_path / "lethebench" / "cross_encoder").iterdir() if not p.name.startswith(".")] == [
+        folder.name
+    ]
     m = json.loads((folder / "metrics.json").read_text())
     assert m["queries"]["evaluated"] == 8 and set(m["stage_latency_ms"]) == {"bm25", "rerank"}
     man = json.loads((folder / "manifest.json").read_text())
@@ -205,8 +221,13 @@ def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path)
 def test_missing_model_says_make_models(cfg_for, tmp_path):
     from experiments.runner import run_experiment
 
-    cfg = cfg_for("method=cross_encoder", "dataset.scopes=[conv-26]", f"cache_dir={tmp_path}",
-                  f"results_dir={tmp_path / 'runs'}", "method.model.allow_hub=false")
+    cfg = cfg_for(
+        "method=cross_encoder",
+        "dataset.scopes=[conv-26]",
+        f"cache_dir={tmp_path}",
+        f"results_dir={tmp_path / 'runs'}",
+        "method.model.allow_hub=false",
+    )
     assert to_dict(cfg.method)["model"]["path"] == f"{tmp_path}/models/ce-minilm-in_domain"
     with pytest.raises(ModelNotFoundError) as e:  # when the runner binds the dataset, before any search
         run_experiment(cfg)
@@ -217,10 +238,20 @@ def test_missing_model_says_make_models(cfg_for, tmp_path):
 
 # -- regimes and the leakage guard ------------------------------------------------------------------
 
-TINY_KFOLD = ("dataset=locomo", "dataset.scopes=[conv-26,conv-30]", "method.model.train.regime=in_domain",
-              "method.model.train.folds=3", "method.model.train.max_train_queries=4", "method.model.train.max_dev_queries=2",
-              "method.model.train.negatives=2", "method.model.train.epochs=1", "method.model.train.batch_size=8",
-              "method.model.train.eval_every=0", "method.model.train.max_length=96", "method.model.train.candidates=10")
+TINY_KFOLD = (
+    "dataset=locomo",
+    "dataset.scopes=[conv-26,conv-30]",
+    "method.model.train.regime=in_domain",
+    "method.model.train.folds=3",
+    "method.model.train.max_train_queries=4",
+    "method.model.train.max_dev_queries=2",
+    "method.model.train.negatives=2",
+    "method.model.train.epochs=1",
+    "method.model.train.batch_size=8",
+    "method.model.train.eval_every=0",
+    "method.model.train.max_length=96",
+    "method.model.train.candidates=10",
+)
 
 
 @pytest.fixture(scope="module")
@@ -253,8 +284,12 @@ def test_the_leakage_guard_refuses_seen_queries_in_every_regime(cfg_for, tiny_se
 
     def bound(*overrides: str, dataset: str):
         cfg = cfg_for("method=cross_encoder", *overrides)
-        ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
-                         progress=False, _convert_="all")
+        ce = instantiate(
+            {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+            cache_dir=cfg.cache_dir,
+            progress=False,
+            _convert_="all",
+        )
         ce.bind_dataset({"name": dataset, "build_key": dataset_build_key(cfg)})
         return ce
 
@@ -283,12 +318,19 @@ def test_transfer_leaves_the_evaluated_dataset_out(cfg_for):
     from experiments import ce_regimes as CR
     from experiments.train_cross_encoder import load_sources
 
-    over = ("method.model.train.regime=transfer", "method.model.train.sources=[lethebench,locomo]",
-            "method.model.train.source_overrides={lethebench:['dataset.params.splits={test:2,train:3,dev:2}'],"
-            "locomo:['dataset.scopes=[conv-26,conv-30]']}")
+    over = (
+        "method.model.train.regime=transfer",
+        "method.model.train.sources=[lethebench,locomo]",
+        "method.model.train.source_overrides={lethebench:['dataset.params.splits={test:2,train:3,dev:2}'],"
+        "locomo:['dataset.scopes=[conv-26,conv-30]']}",
+    )
     for target, other in (("lethebench", "locomo"), ("locomo", "lethebench")):
-        cfg = cfg_for("method=cross_encoder", f"dataset={target}", *(TINY_LB if target == "lethebench" else
-                      ("dataset.scopes=[conv-26,conv-30]",)), *over)
+        cfg = cfg_for(
+            "method=cross_encoder",
+            f"dataset={target}",
+            *(TINY_LB if target == "lethebench" else ("dataset.scopes=[conv-26,conv-30]",)),
+            *over,
+        )
         sources = load_sources(cfg, "transfer")
         assert set(sources) == {other}
         target_lab = CR.load_labelled(cfg)
@@ -305,11 +347,21 @@ def test_transfer_leaves_the_evaluated_dataset_out(cfg_for):
         assert set(plan.train[other]) | set(plan.dev[other]) == set(src.queries["query_id"])
 
 
-TINY_LABEL_FREE = ("dataset=locomo", "dataset.scopes=[conv-26,conv-30]", "method.model.train.regime=label_free",
-                   "method.model.train.label_free.llm=smollm2", "method.model.train.label_free.docs=8",
-                   "method.model.train.label_free.dev_share=0.25", "method.model.train.label_free.failure_share=0.5",
-                   "method.model.train.negatives=2", "method.model.train.epochs=1", "method.model.train.batch_size=8",
-                   "method.model.train.eval_every=0", "method.model.train.max_length=96", "method.model.train.candidates=10")
+TINY_LABEL_FREE = (
+    "dataset=locomo",
+    "dataset.scopes=[conv-26,conv-30]",
+    "method.model.train.regime=label_free",
+    "method.model.train.label_free.llm=smollm2",
+    "method.model.train.label_free.docs=8",
+    "method.model.train.label_free.dev_share=0.25",
+    "method.model.train.label_free.failure_share=0.5",
+    "method.model.train.negatives=2",
+    "method.model.train.epochs=1",
+    "method.model.train.batch_size=8",
+    "method.model.train.eval_every=0",
+    "method.model.train.max_length=96",
+    "method.model.train.candidates=10",
+)
 
 
 def test_label_free_trains_on_generated_questions_and_may_score_every_evaluated_query(cfg_for):
@@ -332,8 +384,12 @@ def test_label_free_trains_on_generated_questions_and_may_score_every_evaluated_
     assert len(trained) == 8 - gen["failed"] and all(q.startswith("synthetic:") for q in trained)
     evaluated = CR.load_labelled(cfg_for("method=cross_encoder", "dataset=locomo", "dataset.scopes=[conv-26,conv-30]"))
     assert not trained & set(evaluated.queries["query_id"])
-    ce = instantiate({k: v for k, v in to_dict(cfg.method).items() if k != "name"}, cache_dir=cfg.cache_dir,
-                     progress=False, _convert_="all")
+    ce = instantiate(
+        {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+        cache_dir=cfg.cache_dir,
+        progress=False,
+        _convert_="all",
+    )
     ce.bind_dataset({"name": "locomo", "build_key": dataset_build_key(cfg)})
     ce.set_queries(evaluated.queries["query_id"].tolist())
     row = evaluated.queries.iloc[0]
@@ -357,8 +413,8 @@ def test_scores_are_cached_per_query_and_candidate_list(cfg_for, tiny_model, tin
     with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (again, _, query):
         assert _cached_in(again, tmp_path).search(query, 20).ranking == first
         assert {k: again.describe()["score_cache"][0][k] for k in ("hits", "misses")} == {"hits": 1, "misses": 0}
-        again.candidates = 3   # another candidate list: scored, not read
+        again.candidates = 3  # another candidate list: scored, not read
         again.search(query, 20)
         assert again.describe()["score_cache"][0]["misses"] == 1
     with _bound(cfg_for, tiny_ds, "method.interpolation=none") as (cold, _, query):
-        assert _cached_in(cold, tmp_path / "other").search(query, 20).ranking == first   # the floats computing gives
+        assert _cached_in(cold, tmp_path / "other").search(query, 20).ranking == first  # the floats computing gives

@@ -10,8 +10,12 @@ from baselines.mmr import MMRSearch
 from baselines.vector import VectorSearch
 from lethe.core.protocol import Query
 
-QUERIES = ["When did Caroline go to the LGBTQ support group?", "What did Melanie paint?",
-           "What is Caroline's identity?", "Where did Melanie go camping?"]
+QUERIES = [
+    "When did Caroline go to the LGBTQ support group?",
+    "What did Melanie paint?",
+    "What is Caroline's identity?",
+    "Where did Melanie go camping?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +64,9 @@ def test_hybrid_alpha_extremes(docs, embedder, vector):
     assert top[0][1] == pytest.approx(1.0)  # the best BM25 doc gets minmax 1
     h0 = HybridSearch(embedder, alpha=0.0)
     h0.index(docs)
-    assert [d for d, _ in h0.search(Query(QUERIES[1]), 10).ranking] == [d for d, _ in vector.search(Query(QUERIES[1]), 10).ranking]
+    assert [d for d, _ in h0.search(Query(QUERIES[1]), 10).ranking] == [
+        d for d, _ in vector.search(Query(QUERIES[1]), 10).ranking
+    ]
     rrf = HybridSearch(embedder, fusion="rrf")
     rrf.index(docs)
     assert len(rrf.search(Query(QUERIES[2]), 10).ranking) == 10

@@ -15,10 +15,12 @@ from lethe.core.protocol import Query
 from lethe.retrieval.ranking import canonical_order
 from tests.conftest import TWO_CONVS
 
-QUERIES = [Query("When did Caroline go to the LGBTQ support group?", query_id="q-a"),
-           Query("What did Melanie paint?", query_id="q-b"),
-           Query("Where did Melanie go camping?", query_id="q-c"),
-           Query("What is Caroline's identity?", query_id="q-d")]
+QUERIES = [
+    Query("When did Caroline go to the LGBTQ support group?", query_id="q-a"),
+    Query("What did Melanie paint?", query_id="q-b"),
+    Query("Where did Melanie go camping?", query_id="q-c"),
+    Query("What is Caroline's identity?", query_id="q-d"),
+]
 FIRST = {"k1": 1.2, "b": 0.75}
 
 

@@ -14,8 +14,15 @@ def smoke(tmp_path_factory) -> dict:
     ``base`` (processed data, cache, results), ``paths`` (the overrides that point there), ``code`` (the exit
     code) and ``out`` (the smoke report's folder)."""
     base = tmp_path_factory.mktemp("smoke")
-    paths = [f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
-             f"results_dir={base / 'results'}", "run.progress=false", f"out_dir.smoke={base / 'out'}",
-             "analysis.bootstrap_resamples=2000", "analysis.permutation_resamples=2000"]
+    paths = [
+        f"data.root={DATA_ROOT}",
+        f"data.processed={base / 'processed'}",
+        f"cache_dir={base / 'cache'}",
+        f"results_dir={base / 'results'}",
+        "run.progress=false",
+        f"out_dir.smoke={base / 'out'}",
+        "analysis.bootstrap_resamples=2000",
+        "analysis.permutation_resamples=2000",
+    ]
     code = R.reproduce(R.load(["tier=smoke", *paths]))
     return {"base": base, "paths": paths, "code": code, "out": base / "out"}

@@ -25,16 +25,17 @@ def test_bm25_answers_a_seeded_sample_scored_against_locomo_gold(cfg_for, embedd
     pq = pd.read_parquet(folder / "per_query.parquet")
     assert len(pq) == 5 and set(pq["status"]) == {"ok"}
     gen = pq[pq["answer_status"].notna()]
-    assert len(gen) == 3   # the seeded answer sample
-    queries = pd.read_parquet(json.loads((folder / "manifest.json").read_text())["dataset"]["folder"]
-                              + "/queries.parquet").set_index("query_id")
+    assert len(gen) == 3  # the seeded answer sample
+    queries = pd.read_parquet(
+        json.loads((folder / "manifest.json").read_text())["dataset"]["folder"] + "/queries.parquet"
+    ).set_index("query_id")
     timings = gen["timings_ms"].map(json.loads)
-    assert all("generation" in t and "judge" not in t for t in timings)   # judge off by default
+    assert all("generation" in t and "judge" not in t for t in timings)  # judge off by default
     for row in gen.itertuples():
         gold = queries.loc[row.query_id, "answer"]
         if row.answer_status != "ok" or not isinstance(gold, str) or not gold.strip():
             continue
-        s = score_answer(row.answer, gold, row.category)   # LoCoMo's per-category rules
+        s = score_answer(row.answer, gold, row.category)  # LoCoMo's per-category rules
         assert (row.answer_f1, row.answer_rouge_l, row.answer_em) == (s["f1"], s["rouge_l"], s["em"])
         a, b = embedder.encode([row.answer, gold], role="query")
         assert row.answer_similarity == pytest.approx(float(np.dot(a, b)), abs=1e-5)
@@ -67,7 +68,7 @@ def test_answer_record_scores_locomo_adversarial_questions_by_abstention():
     from experiments.runner import answer_record
 
     gen = {"answer": "Not mentioned in the conversation.", "status": "ok"}
-    assert answer_record(gen, None, "adversarial")["answer_f1"] == 1.0   # no gold: the abstention rule decides
+    assert answer_record(gen, None, "adversarial")["answer_f1"] == 1.0  # no gold: the abstention rule decides
     assert answer_record({**gen, "answer": "Paris"}, None, "adversarial")["answer_f1"] == 0.0
-    assert answer_record({**gen, "answer": "Paris"}, None, None)["answer_f1"] is None   # elsewhere: no gold, no score
+    assert answer_record({**gen, "answer": "Paris"}, None, None)["answer_f1"] is None  # elsewhere: no gold, no score
     assert answer_record({**gen, "answer": "Paris"}, "Paris", "single-hop")["answer_f1"] == 1.0

@@ -13,23 +13,35 @@ from lethebench.runs import RunFolder
 from lethebench.trec import read_qrels
 
 CORPUS = [
-    {"_id": "photo", "title": "Photosynthesis", "text": "Plants convert sunlight, water and carbon dioxide into glucose "
-                                                        "and oxygen inside their chloroplasts."},
+    {
+        "_id": "photo",
+        "title": "Photosynthesis",
+        "text": "Plants convert sunlight, water and carbon dioxide into glucose and oxygen inside their chloroplasts.",
+    },
     {"_id": "volcano", "title": "Volcanoes", "text": "Magma rises through the crust and erupts as lava, ash and gas."},
-    {"_id": "espresso", "title": "Espresso", "text": "Hot water is forced through finely ground coffee beans under "
-                                                     "high pressure to brew espresso."},
-    {"_id": "tides", "title": "Tides", "text": "The gravitational pull of the moon makes ocean tides rise and fall twice "
-                                               "a day."},
+    {
+        "_id": "espresso",
+        "title": "Espresso",
+        "text": "Hot water is forced through finely ground coffee beans under high pressure to brew espresso.",
+    },
+    {
+        "_id": "tides",
+        "title": "Tides",
+        "text": "The gravitational pull of the moon makes ocean tides rise and fall twice a day.",
+    },
     {"_id": "bike", "title": "", "text": "A bicycle has two wheels, pedals, a chain and handlebars for steering."},
-    {"_id": "compiler", "title": "Compilers", "text": "A compiler translates source code into machine instructions "
-                                                      "before the program runs."},
+    {
+        "_id": "compiler",
+        "title": "Compilers",
+        "text": "A compiler translates source code into machine instructions before the program runs.",
+    },
 ]
 QUERIES = [
     {"_id": "q-photo", "text": "how do plants turn sunlight into glucose"},
     {"_id": "q-tides", "text": "what makes ocean tides rise and fall"},
     {"_id": "q-espresso", "text": "how is espresso coffee brewed under pressure"},
     {"_id": "q-volcano", "text": "what erupts from a volcano"},
-    {"_id": "q-unjudged", "text": "bicycle pedals"},   # in no qrels file: not loaded, as in BEIR
+    {"_id": "q-unjudged", "text": "bicycle pedals"},  # in no qrels file: not loaded, as in BEIR
 ]
 RELEVANT = {"q-photo": "photo", "q-tides": "tides", "q-espresso": "espresso", "q-volcano": "volcano"}
 
@@ -40,16 +52,27 @@ def tiny_beir(tmp_path_factory) -> Path:
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in CORPUS))
     (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in QUERIES))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq-photo\tphoto\t2\nq-photo\ttides\t0\n"
-                                               "q-tides\ttides\t1\nq-espresso\tespresso\t1\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq-photo\tphoto\t2\nq-photo\ttides\t0\nq-tides\ttides\t1\nq-espresso\tespresso\t1\n"
+    )
     (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq-volcano\tvolcano\t1\n")
     return folder
 
 
 def _overrides(folder: Path, *extra: str) -> list[str]:
-    files = [folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / "dev.tsv", folder / "qrels" / "test.tsv"]
-    return ["dataset=beir", "dataset.name=tiny_beir", f"dataset.beir_dir={folder}",
-            f"dataset.files=[{','.join(map(str, files))}]", *extra]
+    files = [
+        folder / "corpus.jsonl",
+        folder / "queries.jsonl",
+        folder / "qrels" / "dev.tsv",
+        folder / "qrels" / "test.tsv",
+    ]
+    return [
+        "dataset=beir",
+        "dataset.name=tiny_beir",
+        f"dataset.beir_dir={folder}",
+        f"dataset.files=[{','.join(map(str, files))}]",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("method", ["bm25", "vector"])
@@ -57,7 +80,7 @@ def test_hand_written_beir_folder_runs_and_ranks_the_relevant_doc_first(cfg_for,
     folder = run_experiment(cfg_for(f"method={method}", *_overrides(tiny_beir)))
     rf = RunFolder(folder)
     m = rf.metrics
-    assert m["queries"]["evaluated"] == 4   # test and dev; the unjudged query was never loaded
+    assert m["queries"]["evaluated"] == 4  # test and dev; the unjudged query was never loaded
     assert set(rf.per_query["status"]) == {"ok"} and set(rf.per_query["n_eligible"]) == {len(CORPUS)}
     assert {q: ranking[0][0] for q, ranking in rf.run.items()} == RELEVANT
     assert m["means"]["mrr@10"] == 1.0 and m["means"]["ndcg@10"] == pytest.approx(1.0)

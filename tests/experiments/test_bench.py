@@ -15,7 +15,10 @@ from tests.conftest import DATA_ROOT
 def test_top_config_lists_every_section():
     cfg = load_config([], config_name="bench")
     assert tuple(cfg.sections) == SECTIONS and cfg.reps == 3 and cfg.out_dir == "results/bench"
-    assert list(cfg.tiers) == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"] and list(cfg.run_overrides) == []
+    assert (
+        list(cfg.tiers) == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"]
+        and list(cfg.run_overrides) == []
+    )
 
 
 def test_an_unknown_section_is_refused(tmp_path):
@@ -26,12 +29,19 @@ def test_an_unknown_section_is_refused(tmp_path):
 
 def test_jobs_section_on_the_smoke_tier(tmp_path):
     runs = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'processed'}", f"results_dir={tmp_path / 'runs'}"]
-    cfg = load_config(["sections=[jobs]", "tiers=[smoke]", f"out_dir={tmp_path / 'bench'}",
-                       "run_overrides=[" + ",".join(f"'{o}'" for o in runs) + "]"], config_name="bench")
+    cfg = load_config(
+        [
+            "sections=[jobs]",
+            "tiers=[smoke]",
+            f"out_dir={tmp_path / 'bench'}",
+            "run_overrides=[" + ",".join(f"'{o}'" for o in runs) + "]",
+        ],
+        config_name="bench",
+    )
     report = bench(cfg)
-    assert set(report) == {"jobs"} and len(report["jobs"]["smoke"]["missing"]) == 24   # nothing run in these folders
+    assert set(report) == {"jobs"} and len(report["jobs"]["smoke"]["missing"]) == 24  # nothing run in these folders
     (tmp_path / "bench" / "bench.json").write_text(json.dumps({**report, "encode": {"kept": True}}))
-    assert bench(cfg)["encode"] == {"kept": True}   # sections not run keep their figures
+    assert bench(cfg)["encode"] == {"kept": True}  # sections not run keep their figures
 
 
 def test_llm_threads_are_compared_on_the_same_calls():

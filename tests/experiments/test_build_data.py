@@ -17,7 +17,7 @@ from tests.conftest import overrides_for
 def test_top_config_is_the_run_config_with_force():
     cfg = load_config(["dataset=techqa", "data.root=/data", "chunking.size_tokens=256"], config_name="build_data")
     assert cfg.force is False and cfg.dataset.name == "techqa" and cfg.data.root == "/data"
-    assert cfg.chunking.size_tokens == 256 and cfg.method.name == "bm25"   # every run key is an override
+    assert cfg.chunking.size_tokens == 256 and cfg.method.name == "bm25"  # every run key is an override
 
 
 def test_builds_real_locomo_once(work, locomo_path, capsys):
@@ -33,8 +33,9 @@ def test_builds_real_locomo_once(work, locomo_path, capsys):
 
 def test_a_dataset_name_that_is_a_path_is_refused_before_anything_is_written(tmp_path):
     processed = tmp_path / "deep" / "processed"
-    cfg = load_config([f"data.processed={processed}", "dataset=locomo", "dataset.name=../../escaped"],
-                      config_name="build_data")
+    cfg = load_config(
+        [f"data.processed={processed}", "dataset=locomo", "dataset.name=../../escaped"], config_name="build_data"
+    )
     with pytest.raises(ConfigError, match=r"dataset.name='../../escaped': must be a plain name"):
         build_data(cfg)
-    assert not any(tmp_path.rglob("*"))   # neither data.processed nor the escaped folder was made
+    assert not any(tmp_path.rglob("*"))  # neither data.processed nor the escaped folder was made

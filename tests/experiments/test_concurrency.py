@@ -22,17 +22,32 @@ print("SKIPPED" if out.skipped else "COMPUTED", out.folder)
 
 
 def test_identical_and_different_jobs_at_once(tmp_path):
-    common = [f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'processed'}", f"cache_dir={tmp_path / 'cache'}",
-              f"results_dir={tmp_path / 'results'}", "run.progress=false", "run.print_summary=false",
-              "dataset=locomo", "dataset.scopes=[conv-26]"]
+    common = [
+        f"data.root={DATA_ROOT}",
+        f"data.processed={tmp_path / 'processed'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"results_dir={tmp_path / 'results'}",
+        "run.progress=false",
+        "run.print_summary=false",
+        "dataset=locomo",
+        "dataset.scopes=[conv-26]",
+    ]
     jobs = [["method=window"], ["method=window"], ["method=bm25_memory"], ["method=window", "run.k=5"]]
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, *common, *j], cwd=PROJECT_ROOT, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for j in jobs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, *common, *j],
+            cwd=PROJECT_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for j in jobs
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
     lines = [o.strip().splitlines()[-1].split() for o, _ in outs]
     same = sorted(l[0] for l in lines[:2])
-    assert same == ["COMPUTED", "SKIPPED"] and lines[0][1] == lines[1][1]   # one computation, one folder
+    assert same == ["COMPUTED", "SKIPPED"] and lines[0][1] == lines[1][1]  # one computation, one folder
     assert [l[0] for l in lines[2:]] == ["COMPUTED", "COMPUTED"]
     folders = {l[1] for l in lines}
     assert len(folders) == 3

@@ -29,10 +29,12 @@ def test_each_method_runs_with_its_own_run_config(work):
 
 
 def test_writes_the_card_table_from_the_existing_runs(work, e2e_runs, tmp_path):
-    cfg = load_config(overrides_for(work, f"dataset.scopes={TWO_CONVS}", f"cards_dir={tmp_path}"), config_name="difficulty")
+    cfg = load_config(
+        overrides_for(work, f"dataset.scopes={TWO_CONVS}", f"cards_dir={tmp_path}"), config_name="difficulty"
+    )
     section = difficulty(cfg)
     assert list(section["overall"]) == ["window", "bm25", "vector"]
-    assert section["runs"] == {m: "/".join(f.parts[-3:]) for m, f in e2e_runs.items()}   # reused, not run again
+    assert section["runs"] == {m: "/".join(f.parts[-3:]) for m, f in e2e_runs.items()}  # reused, not run again
     assert section["queries"] > 0 and all(0.0 <= v <= 1.0 for v in section["overall"].values())
     card = (tmp_path / "locomo.md").read_text()
     assert "bm25" in card and "vector" in card

@@ -20,9 +20,17 @@ def toy_cfg(tmp_path, cfg_for):
 
     def make(target: str, *extra: str):
         log = tmp_path / "calls.jsonl"
-        return cfg_for("dataset=custom", "dataset.name=toy", f"dataset.folder={folder}",
-                       f"results_dir={tmp_path / 'results'}", "~method", f"+method.name={target.split('.')[-1]}",
-                       f"+method._target_={target}", f"+method.log_file={log}", *extra), log
+        return cfg_for(
+            "dataset=custom",
+            "dataset.name=toy",
+            f"dataset.folder={folder}",
+            f"results_dir={tmp_path / 'results'}",
+            "~method",
+            f"+method.name={target.split('.')[-1]}",
+            f"+method._target_={target}",
+            f"+method.log_file={log}",
+            *extra,
+        ), log
 
     return make
 

@@ -14,8 +14,20 @@ def test_results_folders_are_complete(e2e_runs):
         assert m["queries"]["evaluated"] == 302  # 199 + 105 questions, minus 2 without evidence
         assert m["queries"]["excluded_no_qrels"] == 2
         man = rf.manifest
-        for key in ("config", "config_hash", "git", "packages", "hardware", "index_build_seconds", "peak_rss_mb",
-                    "started", "ended", "dataset", "method", "seed"):
+        for key in (
+            "config",
+            "config_hash",
+            "git",
+            "packages",
+            "hardware",
+            "index_build_seconds",
+            "peak_rss_mb",
+            "started",
+            "ended",
+            "dataset",
+            "method",
+            "seed",
+        ):
             assert key in man, (method, key)
         pq = rf.per_query
         assert len(pq) == 302 and set(pq["status"]) == {"ok"}

@@ -34,30 +34,64 @@ from tests.conftest import DATA_ROOT
 from tests.support.processes import with_environment
 from tests.support.reproduce_process import reproduce_process, write_reference
 
-FUSION = ["dataset.params.session_turns=[20,30]", "method.learned_fusion.lambda_grid=[0.0,0.3]",
-          "method.learned_fusion.families=[constant,ridge]"]
-TIER = {"description": "fault injection (tests/experiments/test_faults.py)", "report": "smoke",
-        "runs": [{"datasets": ["locomo"], "overrides": ["dataset.scopes=[conv-26]", "embedder.persist_every=128"],
-                  "methods": ["window", "bm25", "vector"]},
-                 # two learned-fusion models, trained in two workers at once: the quick one (25 training queries) is
-                 # built while the slow one (80 training queries, about twice the time) still trains
-                 {"datasets": ["lethebench"], "methods": ["lethe_iter3"], "variant": "quick",
-                  "overrides": ["dataset.params.splits={test:10,train:20,dev:5}", *FUSION,
-                                "method.learned_fusion.alpha_grid=[0.0,1.0]"]},
-                 {"datasets": ["lethebench"], "methods": ["lethe_iter3"], "variant": "slow",
-                  "overrides": ["dataset.params.splits={test:10,train:60,dev:20}", *FUSION,
-                                "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]"]}]}
+FUSION = [
+    "dataset.params.session_turns=[20,30]",
+    "method.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.learned_fusion.families=[constant,ridge]",
+]
+TIER = {
+    "description": "fault injection (tests/experiments/test_faults.py)",
+    "report": "smoke",
+    "runs": [
+        {
+            "datasets": ["locomo"],
+            "overrides": ["dataset.scopes=[conv-26]", "embedder.persist_every=128"],
+            "methods": ["window", "bm25", "vector"],
+        },
+        # two learned-fusion models, trained in two workers at once: the quick one (25 training queries) is
+        # built while the slow one (80 training queries, about twice the time) still trains
+        {
+            "datasets": ["lethebench"],
+            "methods": ["lethe_iter3"],
+            "variant": "quick",
+            "overrides": [
+                "dataset.params.splits={test:10,train:20,dev:5}",
+                *FUSION,
+                "method.learned_fusion.alpha_grid=[0.0,1.0]",
+            ],
+        },
+        {
+            "datasets": ["lethebench"],
+            "methods": ["lethe_iter3"],
+            "variant": "slow",
+            "overrides": [
+                "dataset.params.splits={test:10,train:60,dev:20}",
+                *FUSION,
+                "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
+            ],
+        },
+    ],
+}
 CHAIN = ["build_data", "model_built", "embedding", "searching:3", "writing_folder", "writing_report"]
-MARK = "LETHE_FAULTS_MARK"   # set in the chain's processes, inherited by their workers: finds what outlives a kill
+MARK = "LETHE_FAULTS_MARK"  # set in the chain's processes, inherited by their workers: finds what outlives a kill
 # per-query and metrics fields that hold this machine's timings or load, never compared
 VOLATILE = ("latency", "seconds", "timings", "_ms", "qps", "load", "rss", "wall")
 
 
 def _args(base: Path, ref: Path) -> list[str]:
-    return [f"reference_dir={ref}", f"expected_dir={ref / 'expected'}", f"data.root={DATA_ROOT}",
-            f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}", f"results_dir={base / 'results'}",
-            f"out_dir.smoke={base / 'out'}", "run.progress=false", "analysis.bootstrap_resamples=200",
-            "analysis.permutation_resamples=200", "tier=faults"]
+    return [
+        f"reference_dir={ref}",
+        f"expected_dir={ref / 'expected'}",
+        f"data.root={DATA_ROOT}",
+        f"data.processed={base / 'processed'}",
+        f"cache_dir={base / 'cache'}",
+        f"results_dir={base / 'results'}",
+        f"out_dir.smoke={base / 'out'}",
+        "run.progress=false",
+        "analysis.bootstrap_resamples=200",
+        "analysis.permutation_resamples=200",
+        "tier=faults",
+    ]
 
 
 def _reproduce(base: Path, ref: Path, kill_at: str | None, mark: str) -> subprocess.CompletedProcess:
@@ -75,8 +109,9 @@ def _orphans(mark: str, wait_s: float = 20.0) -> list[int]:
 
 def _debris(base: Path) -> list[str]:
     """Temporary or moved-aside files and folders anywhere under ``base`` (locks are not debris)."""
-    return sorted(str(p.relative_to(base)) for p in base.rglob(".*")
-                  if p.name.endswith((".tmp", ".old")) or ".tmp" in p.name)
+    return sorted(
+        str(p.relative_to(base)) for p in base.rglob(".*") if p.name.endswith((".tmp", ".old")) or ".tmp" in p.name
+    )
 
 
 def _check_visible_state(base: Path) -> None:
@@ -114,8 +149,10 @@ def _shards(base: Path) -> dict[str, int]:
 
 def _models(base: Path) -> dict[str, tuple[int, int]]:
     """Built learned-fusion model folder -> (inode, mtime_ns) of its card: changes if the model is built again."""
-    return {str(p.parent.relative_to(base)): (p.stat().st_ino, p.stat().st_mtime_ns)
-            for p in (base / "cache").glob("fusion/*/*/*/card.json")}
+    return {
+        str(p.parent.relative_to(base)): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in (base / "cache").glob("fusion/*/*/*/card.json")
+    }
 
 
 def _stable(obj):
@@ -170,8 +207,10 @@ def test_kill_nine_at_six_points_then_rerun_equals_a_clean_run(tmp_path, referen
         now_models = _models(chained)
         rebuilt = [m for m, stamp in models.items() if now_models.get(m) != stamp]
         assert not rebuilt, f"after kill at {kill_at}: models built again: {rebuilt}"
-        log.append(f"{kill_at}: exit {proc.returncode}, finished {sorted(now)}, shards {len(now_shards)}, "
-                   f"models {len(now_models)}, debris {len(_debris(chained))}")
+        log.append(
+            f"{kill_at}: exit {proc.returncode}, finished {sorted(now)}, shards {len(now_shards)}, "
+            f"models {len(now_models)}, debris {len(_debris(chained))}"
+        )
         finished, shards, models = now, now_shards, now_models
     print("\n".join(log))
     assert len(shards) > 1, "the corpus fit in one cache chunk: the embedding kill proves nothing"

@@ -11,16 +11,30 @@ import pandas as pd
 from analysis.answers import score_answer
 from experiments.runner import run_experiment
 
-SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}",
-            "dataset.params.session_turns=[20,30]"]
-SMOL = ["llm@method.llm_rerank.llm=smollm2", "llm@method.generation.llm=smollm2",
-        "llm@method.generation.judge.llm=smollm2"]
+SMALL_LB = [
+    "dataset=lethebench",
+    "dataset.params.splits={test: 3, train: 6, dev: 3}",
+    "dataset.params.session_turns=[20,30]",
+]
+SMOL = [
+    "llm@method.llm_rerank.llm=smollm2",
+    "llm@method.generation.llm=smollm2",
+    "llm@method.generation.judge.llm=smollm2",
+]
 
 
 def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
-    cfg = cfg_for("method=lethe_iter4", *SMALL_LB, *SMOL, "method.learned_fusion.enabled=false",
-                  "dataset.sample=4", "method.generation.sample=2", "method.llm_rerank.budget_ms=2500",
-                  "method.llm_rerank.top_n=3", "method.generation.options.max_tokens=16")
+    cfg = cfg_for(
+        "method=lethe_iter4",
+        *SMALL_LB,
+        *SMOL,
+        "method.learned_fusion.enabled=false",
+        "dataset.sample=4",
+        "method.generation.sample=2",
+        "method.llm_rerank.budget_ms=2500",
+        "method.llm_rerank.top_n=3",
+        "method.generation.options.max_tokens=16",
+    )
     folder = run_experiment(cfg)
     pq = pd.read_parquet(folder / "per_query.parquet")
     assert len(pq) == 4 and set(pq["status"]) == {"ok"}
@@ -47,7 +61,7 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
     if a["judged"]:
         assert 0.0 <= a["hallucination_rate"] <= 1.0
     man = json.loads((folder / "manifest.json").read_text())["method"]["stages"]
-    assert list(man) == ["llm_rerank", "contradiction", "generation"]   # the three stages, in the order applied
+    assert list(man) == ["llm_rerank", "contradiction", "generation"]  # the three stages, in the order applied
     assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
     judge = man["generation"]["judge_model"]
     assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)
@@ -60,8 +74,15 @@ def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
     from experiments.reference_store import recorded_reach
     from lethebench.runs import RunFolder, flag_frame
 
-    base = ["method=lethe_iter4", *SMALL_LB, *SMOL, "method.learned_fusion.enabled=false", "dataset.sample=3",
-            "method.generation.enabled=false", "method.llm_rerank.top_n=3"]
+    base = [
+        "method=lethe_iter4",
+        *SMALL_LB,
+        *SMOL,
+        "method.learned_fusion.enabled=false",
+        "dataset.sample=3",
+        "method.generation.enabled=false",
+        "method.llm_rerank.top_n=3",
+    ]
     first = RunFolder(run_experiment(cfg_for(*base, "method.llm_rerank.budget_ms=2500")))
     reach = recorded_reach(first.per_query)
     assert reach is not None and len(reach) == 3 and all(0 <= r <= 3 for r in reach.values()) and sum(reach.values())
@@ -72,6 +93,6 @@ def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
     got = flag_frame(replayed.per_query.set_index("query_id"), "rerank")
     assert got["reach"].to_dict() == reach and got["replayed"].all() and (got["timeouts"] == 0).all()
     assert (got["judged"] + got["parse_failures"] + got["errors"]).to_dict() == reach
-    file.write_text(json.dumps({q: 0 for q in reach}))   # another reach: another run, in another folder
+    file.write_text(json.dumps({q: 0 for q in reach}))  # another reach: another run, in another folder
     none = RunFolder(run_experiment(cfg_for(*replay)))
     assert none.path != replayed.path and (flag_frame(none.per_query, "rerank")["judged"] == 0).all()

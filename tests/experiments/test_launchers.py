@@ -21,10 +21,22 @@ from tests.conftest import DATA_ROOT
 
 
 def _sweep(tmp_path: Path, *args: str, sweep: str = "sweep1") -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "experiments.run", "-m", *args,
-           f"data.root={DATA_ROOT}", f"data.processed={tmp_path / 'processed'}", f"cache_dir={tmp_path / 'cache'}",
-           f"results_dir={tmp_path / 'results'}", f"hydra.sweep.dir={tmp_path / sweep}",
-           "run.progress=false", "run.print_summary=false", "dataset=locomo", "dataset.scopes=[conv-26]"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        "-m",
+        *args,
+        f"data.root={DATA_ROOT}",
+        f"data.processed={tmp_path / 'processed'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"results_dir={tmp_path / 'results'}",
+        f"hydra.sweep.dir={tmp_path / sweep}",
+        "run.progress=false",
+        "run.print_summary=false",
+        "dataset=locomo",
+        "dataset.scopes=[conv-26]",
+    ]
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     return subprocess.run(cmd, cwd=PROJECT_ROOT, text=True, capture_output=True, timeout=900, env=env)
 
@@ -42,7 +54,7 @@ def _busy_cores(n: int = 2) -> Iterator[None]:
 
 
 def test_a_local_submitit_sweep_runs_resumes_and_names_its_launcher(tmp_path):
-    with _busy_cores():   # a job's log folder once had to exist before submitit made it: a race under load
+    with _busy_cores():  # a job's log folder once had to exist before submitit made it: a race under load
         first = _sweep(tmp_path, "hydra/launcher=local", "method=window", "run.k=5,10,20")
     assert first.returncode == 0, first.stderr[-3000:]
     manifests = sorted((tmp_path / "results").rglob("manifest.json"))
@@ -51,8 +63,8 @@ def test_a_local_submitit_sweep_runs_resumes_and_names_its_launcher(tmp_path):
         m = json.loads(f.read_text())
         assert m["launch"]["launcher"] == "local"
         assert m["launch"]["job_id"] and m["launch"]["node"]
-        assert m["launch"]["concurrent"] is True and m["timing_valid"] is False   # jobs ran at the same time
-        assert m["threads"]["torch"]["intra_op"] == 1        # run.threads=auto: one thread per concurrent job
+        assert m["launch"]["concurrent"] is True and m["timing_valid"] is False  # jobs ran at the same time
+        assert m["threads"]["torch"]["intra_op"] == 1  # run.threads=auto: one thread per concurrent job
     # the three concurrent jobs needed one dataset: it was built once
     assert len([p for p in (tmp_path / "processed").rglob("card.json")]) == 1
     stamps = {f: f.stat().st_mtime_ns for f in manifests}
@@ -60,8 +72,8 @@ def test_a_local_submitit_sweep_runs_resumes_and_names_its_launcher(tmp_path):
     again = _sweep(tmp_path, "hydra/launcher=local", "method=window", "run.k=5,10,20", sweep="sweep2")
     assert again.returncode == 0, again.stderr[-3000:]
     logs = "".join(f.read_text() for f in (tmp_path / "sweep2" / ".submitit").rglob("*_log.out"))
-    assert logs.count("[skip] locomo/window/") == 3, logs[-3000:]   # each job found its run done
-    assert {f: f.stat().st_mtime_ns for f in manifests} == stamps          # nothing recomputed or rewritten
+    assert logs.count("[skip] locomo/window/") == 3, logs[-3000:]  # each job found its run done
+    assert {f: f.stat().st_mtime_ns for f in manifests} == stamps  # nothing recomputed or rewritten
 
 
 @pytest.mark.skipif(shutil.which("sbatch") is not None, reason="this machine has Slurm")
@@ -70,7 +82,7 @@ def test_the_slurm_launcher_fails_at_once_without_slurm(tmp_path):
     assert out.returncode != 0
     assert "needs Slurm: `sbatch` is not on PATH" in out.stderr
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("manifest.json"))
-    assert not (tmp_path / "sweep1" / ".submitit").exists()   # nothing was submitted
+    assert not (tmp_path / "sweep1" / ".submitit").exists()  # nothing was submitted
 
 
 def test_launch_info_outside_hydra_is_an_in_process_run():

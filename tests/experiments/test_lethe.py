@@ -15,10 +15,17 @@ from experiments.runner import RunFailed, run_experiment
 from lethe.stages.learned_fusion import FEATURES, LeakageError
 from lethebench.schema import Dataset
 
-SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}",
-            "dataset.params.session_turns=[20,30]"]
-FAST = ["method=lethe_iter3", "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
-        "method.learned_fusion.lambda_grid=[0.0,0.3]", "method.learned_fusion.families=[constant,ridge]"]
+SMALL_LB = [
+    "dataset=lethebench",
+    "dataset.params.splits={test: 3, train: 6, dev: 3}",
+    "dataset.params.session_turns=[20,30]",
+]
+FAST = [
+    "method=lethe_iter3",
+    "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
+    "method.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.learned_fusion.families=[constant,ridge]",
+]
 
 
 def _perturbing(monkeypatch, victims: set[str]) -> None:
@@ -98,8 +105,14 @@ def test_iteration_3_scores_only_unseen_queries(cfg_for):
 
 def _cli(cfg_for, *overrides: str) -> list[str]:
     cfg = cfg_for(*overrides)  # resolves the session folders the fixtures use
-    return [f"data.root={cfg.data.root}", f"data.processed={cfg.data.processed}", f"cache_dir={cfg.cache_dir}",
-            f"results_dir={cfg.results_dir}", "run.progress=false", *overrides]
+    return [
+        f"data.root={cfg.data.root}",
+        f"data.processed={cfg.data.processed}",
+        f"cache_dir={cfg.cache_dir}",
+        f"results_dir={cfg.results_dir}",
+        "run.progress=false",
+        *overrides,
+    ]
 
 
 def test_kfold_fusion_fold_ignores_its_heldout_labels(cfg_for, monkeypatch):

@@ -23,13 +23,28 @@ def _free_port() -> int:
 
 def _run(tmp_path, url: str, *extra: str):
     work = {"processed": tmp_path / "processed", "cache": tmp_path / "cache", "results": tmp_path / "results"}
-    return run_experiment(load_config(overrides_for(
-        work, "dataset=locomo", "dataset.scopes=[conv-26]", "dataset.sample=6", "method=lethe_iter2_llm",
-        "llm=server", f"llm.base_url={url}", "llm.stream=false", "llm.cache=false", *extra)))
+    return run_experiment(
+        load_config(
+            overrides_for(
+                work,
+                "dataset=locomo",
+                "dataset.scopes=[conv-26]",
+                "dataset.sample=6",
+                "method=lethe_iter2_llm",
+                "llm=server",
+                f"llm.base_url={url}",
+                "llm.stream=false",
+                "llm.cache=false",
+                *extra,
+            )
+        )
+    )
 
 
 def test_a_closed_port_fails_the_run_without_done(tmp_path):
-    with pytest.raises(RunFailed, match=r"1 of 6 queries had an LLM call fail without an answer .* after 1 searched.*stopped early"):
+    with pytest.raises(
+        RunFailed, match=r"1 of 6 queries had an LLM call fail without an answer .* after 1 searched.*stopped early"
+    ):
         _run(tmp_path, f"http://127.0.0.1:{_free_port()}")
     assert not list((tmp_path / "results").rglob("DONE"))
 

@@ -53,11 +53,23 @@ def test_eta_is_none_when_nothing_informs_it():
     assert eta_seconds([], []) == 0.0
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (None, "?"), (math.nan, "?"), (math.inf, "?"), (-3.0, "0 s"), (0, "0 s"), (42.4, "42 s"),
-    (60, "1 min 00 s"), (185, "3 min 05 s"), (3599.9, "1 h 00 min"), (3600, "1 h 00 min"),
-    (3720, "1 h 02 min"), (90061, "25 h 01 min"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (None, "?"),
+        (math.nan, "?"),
+        (math.inf, "?"),
+        (-3.0, "0 s"),
+        (0, "0 s"),
+        (42.4, "42 s"),
+        (60, "1 min 00 s"),
+        (185, "3 min 05 s"),
+        (3599.9, "1 h 00 min"),
+        (3600, "1 h 00 min"),
+        (3720, "1 h 02 min"),
+        (90061, "25 h 01 min"),
+    ],
+)
 def test_fmt_seconds(seconds, text):
     assert fmt_seconds(seconds) == text
 
@@ -73,8 +85,12 @@ def _clock(*values: float):
 
 def test_progress_lines_with_a_fake_clock():
     lines: list[str] = []
-    p = Progress(["a", "b", "c", "d", "e"], [10.0, 10.0, 10.0, 20.0, 30.0], out=lines.append,
-                 clock=_clock(0.0, 5.0, 10.0, 15.0, 40.0, 70.0))
+    p = Progress(
+        ["a", "b", "c", "d", "e"],
+        [10.0, 10.0, 10.0, 20.0, 30.0],
+        out=lines.append,
+        clock=_clock(0.0, 5.0, 10.0, 15.0, 40.0, 70.0),
+    )
     # one or two jobs do not yet scale the recorded estimates
     assert p.done(0, 5.0) == "[1/5] a: done in 5 s · elapsed 5 s · ETA 1 min 10 s"
     assert p.done(1, 5.0) == "[2/5] b: done in 5 s · elapsed 10 s · ETA 1 min 00 s"
@@ -84,8 +100,11 @@ def test_progress_lines_with_a_fake_clock():
     # a skipped job does not count as computed: the speed stays 0.5 (it would be 1.0 if it counted)
     assert p.done(3, 25.0, "skipped") == "[4/5] d: skipped in 25 s · elapsed 40 s · ETA 15 s"
     assert p.done(4, 40.0) == "[5/5] e: done in 40 s · elapsed 1 min 10 s · ETA 0 s"
-    assert lines[2:] == [third, "[4/5] d: skipped in 25 s · elapsed 40 s · ETA 15 s",
-                         "[5/5] e: done in 40 s · elapsed 1 min 10 s · ETA 0 s"]
+    assert lines[2:] == [
+        third,
+        "[4/5] d: skipped in 25 s · elapsed 40 s · ETA 15 s",
+        "[5/5] e: done in 40 s · elapsed 1 min 10 s · ETA 0 s",
+    ]
     assert p.finished == [(10.0, 5.0), (10.0, 5.0), (10.0, 5.0), (30.0, 40.0)]
 
 
@@ -93,11 +112,13 @@ def test_progress_without_estimates_uses_the_mean_and_counts_failures():
     lines: list[str] = []
     p = Progress(["x", "y", "z", "w"], out=lines.append, clock=_clock(100.0, 110.0, 130.0, 135.0))
     p.done(0, 10.0)
-    p.done(1, 20.0, "FAILED")   # a failed job was computed: it informs the mean
+    p.done(1, 20.0, "FAILED")  # a failed job was computed: it informs the mean
     p.done(2, 0.0, "skipped")
-    assert lines == ["[1/4] x: done in 10 s · elapsed 10 s · ETA 30 s",
-                     "[2/4] y: FAILED in 20 s · elapsed 30 s · ETA 30 s",
-                     "[3/4] z: skipped in 0 s · elapsed 35 s · ETA 15 s"]
+    assert lines == [
+        "[1/4] x: done in 10 s · elapsed 10 s · ETA 30 s",
+        "[2/4] y: FAILED in 20 s · elapsed 30 s · ETA 30 s",
+        "[3/4] z: skipped in 0 s · elapsed 35 s · ETA 15 s",
+    ]
 
 
 def test_progress_unknown_eta_before_any_computed_job():
@@ -169,13 +190,17 @@ def test_callback_writes_progress_jsonl_and_prints_lines(sweep, capsys):
     sweep.job(cb, ["method=b", "run.k=5", "run.seed=1"], 2.0, value={"folder": "f", "skipped": True})
     sweep.job(cb, ["method=a", "run.k=5", "run.seed=2"], 20.0, status=JobStatus.FAILED, value=RuntimeError("x"))
     out = capsys.readouterr().out.splitlines()
-    assert out == ["[1/4] method=a run.seed=1: done in 10 s · elapsed 10 s · ETA 30 s",
-                   "[2/4] method=b run.seed=1: skipped in 2 s · elapsed 12 s · ETA 20 s",
-                   "[3/4] method=a run.seed=2: FAILED in 20 s · elapsed 32 s · ETA 15 s"]
+    assert out == [
+        "[1/4] method=a run.seed=1: done in 10 s · elapsed 10 s · ETA 30 s",
+        "[2/4] method=b run.seed=1: skipped in 2 s · elapsed 12 s · ETA 20 s",
+        "[3/4] method=a run.seed=2: FAILED in 20 s · elapsed 32 s · ETA 15 s",
+    ]
     jobs = [json.loads(x) for x in sweep.file.read_text().splitlines()[1:]]
     assert [(j["name"], j["seconds"], j["status"]) for j in jobs] == [
-        ("method=a run.seed=1", 10.0, "done"), ("method=b run.seed=1", 2.0, "skipped"),
-        ("method=a run.seed=2", 20.0, "FAILED")]
+        ("method=a run.seed=1", 10.0, "done"),
+        ("method=b run.seed=1", 2.0, "skipped"),
+        ("method=a run.seed=2", 20.0, "FAILED"),
+    ]
 
 
 def test_callback_does_nothing_outside_multirun_or_without_its_file(sweep, capsys):
@@ -199,6 +224,6 @@ def test_callback_names_a_job_by_an_appended_swept_key(sweep, capsys):
 def test_sweep_size_counts_a_glob_over_a_config_group():
     datasets = sorted(p.stem for p in (CONF_DIR / "dataset").glob("*.yaml"))
     assert sweep_size(["dataset=glob(*,exclude=custom)"]) == (len(datasets) - 1, ["dataset"])
-    ultra = [d for d in datasets if d.startswith("ultradomain_")]   # cs, mix, and seed 003's agriculture and legal
+    ultra = [d for d in datasets if d.startswith("ultradomain_")]  # cs, mix, and seed 003's agriculture and legal
     assert len(ultra) == 4
     assert sweep_size(["dataset=glob(ultradomain_*)", "method=bm25,vector"]) == (2 * len(ultra), ["dataset", "method"])

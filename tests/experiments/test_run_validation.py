@@ -25,22 +25,28 @@ def _cfg(tmp_path, *extra):
     return load_config(overrides_for(work, SCOPE, *extra))
 
 
-@pytest.mark.parametrize("extra, key", [
-    (["run.k=0"], "run.k=0"),
-    (["run.k=-5", "method=window"], "run.k=-5"),
-    (["dataset.sample=0"], "dataset.sample=0"),
-    (["dataset.sample=-3"], "dataset.sample=-3"),
-    (["run.max_error_share=1.5"], "run.max_error_share=1.5"),
-    (["method.k1=abc"], "method.k1='abc': must be float"),
-    (["+method.k3=1"], "method.k3: unknown parameter of baselines.bm25.PyseriniBM25"),
-    (["dataset.name=../../x"], "dataset.name='../../x': must be a plain name"),
-    (["dataset.name=/tmp/abs"], "dataset.name='/tmp/abs'"),
-    (["method.name=../../../x"], "method.name='../../../x'"),
-    (["+method.variant=a/b"], "method.variant='a/b'"),
-    (["run.metrics=[ndcg@10,Judged@10]"], "run.metrics: unknown retrieval metric 'Judged@10'; accepted: ranx names ndcg[@k]"),
-    (["run.metrics=[nDCG@10,ndcg@10]"], "run.metrics: ['ndcg@10'] named more than once"),
-    (["run.metrics=[]"], "run.metrics=[]: must be a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        (["run.k=0"], "run.k=0"),
+        (["run.k=-5", "method=window"], "run.k=-5"),
+        (["dataset.sample=0"], "dataset.sample=0"),
+        (["dataset.sample=-3"], "dataset.sample=-3"),
+        (["run.max_error_share=1.5"], "run.max_error_share=1.5"),
+        (["method.k1=abc"], "method.k1='abc': must be float"),
+        (["+method.k3=1"], "method.k3: unknown parameter of baselines.bm25.PyseriniBM25"),
+        (["dataset.name=../../x"], "dataset.name='../../x': must be a plain name"),
+        (["dataset.name=/tmp/abs"], "dataset.name='/tmp/abs'"),
+        (["method.name=../../../x"], "method.name='../../../x'"),
+        (["+method.variant=a/b"], "method.variant='a/b'"),
+        (
+            ["run.metrics=[ndcg@10,Judged@10]"],
+            "run.metrics: unknown retrieval metric 'Judged@10'; accepted: ranx names ndcg[@k]",
+        ),
+        (["run.metrics=[nDCG@10,ndcg@10]"], "run.metrics: ['ndcg@10'] named more than once"),
+        (["run.metrics=[]"], "run.metrics=[]: must be a non-empty list"),
+    ],
+)
 def test_bad_values_are_refused_before_any_compute(tmp_path, extra, key):
     with pytest.raises(ConfigError, match=re.escape(key)):
         run_experiment(_cfg(tmp_path, *extra))
@@ -63,7 +69,7 @@ def test_a_valid_config_still_runs(tmp_path):
     assert (folder / "DONE").is_file() and folder.is_relative_to(tmp_path / "results")
 
 
-IR_MEASURES = "run.metrics=[nDCG@10,R@10,R@50,RR@10,P@10]"   # the default metrics in ir_measures' spelling
+IR_MEASURES = "run.metrics=[nDCG@10,R@10,R@50,RR@10,P@10]"  # the default metrics in ir_measures' spelling
 
 
 def test_ir_measures_metric_names_are_the_same_run(tmp_path):
@@ -72,13 +78,15 @@ def test_ir_measures_metric_names_are_the_same_run(tmp_path):
     ranx = _cfg(tmp_path, "method=bm25_memory")
     irm = _cfg(tmp_path, "method=bm25_memory", IR_MEASURES, f"results_dir={tmp_path / 'results_irm'}")
     assert run_identity(irm, "any build").config_hash == run_identity(ranx, "any build").config_hash
-    a, b = RunFolder(run_experiment(ranx)), RunFolder(run_experiment(irm))   # both computed (two results_dirs)
+    a, b = RunFolder(run_experiment(ranx)), RunFolder(run_experiment(irm))  # both computed (two results_dirs)
     assert a.path.name == b.path.name and a.path != b.path
     names = ["ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10"]
     assert b.manifest["hashed_config"]["run"]["metrics"] == names
     assert sorted(b.metrics["means"]) == sorted(names) and b.metrics["means"] == a.metrics["means"]
-    pd.testing.assert_frame_equal(b.per_query[["query_id", *names]], a.per_query[["query_id", *names]], check_exact=True)
-    assert a.metrics["means"]["ndcg@10"] > 0.1   # real scores, not a comparison of zeros
+    pd.testing.assert_frame_equal(
+        b.per_query[["query_id", *names]], a.per_query[["query_id", *names]], check_exact=True
+    )
+    assert a.metrics["means"]["ndcg@10"] > 0.1  # real scores, not a comparison of zeros
 
 
 def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
@@ -87,7 +95,9 @@ def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
     choice or a decoding setting still moves the hash."""
     base = ["method=lethe_iter4"]
     one = run_identity(_cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=1"), "k")
-    two = run_identity(_cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=2", "method.generation.llm.n_threads=2"), "k")
+    two = run_identity(
+        _cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=2", "method.generation.llm.n_threads=2"), "k"
+    )
     default = run_identity(_cfg(tmp_path, *base), "k")
     assert one.config_hash == two.config_hash == default.config_hash
     assert default.hashed["method"]["llm_rerank"]["llm"]["n_threads"] is None

@@ -17,16 +17,24 @@ PLANTED = "sk-planted-0123456789abcdef"
 def test_the_key_is_sent_but_never_written_or_hashed(tmp_path, monkeypatch):
     work = {"processed": tmp_path / "processed", "cache": tmp_path / "cache", "results": tmp_path / "results"}
     with ChatServer().running() as srv:
-        run = overrides_for(work, "dataset=locomo", "dataset.scopes=[conv-26]", "dataset.sample=8",
-                            "method=lethe_iter2_llm", "llm=server", f"llm.base_url={srv.url}", "llm.stream=false")
+        run = overrides_for(
+            work,
+            "dataset=locomo",
+            "dataset.scopes=[conv-26]",
+            "dataset.sample=8",
+            "method=lethe_iter2_llm",
+            "llm=server",
+            f"llm.base_url={srv.url}",
+            "llm.stream=false",
+        )
         monkeypatch.setenv("LETHE_LLM_API_KEY", PLANTED)
         folder = run_experiment(load_config(run))
         assert (folder / "DONE").is_file()
-        assert srv.auth and set(srv.auth) == {f"Bearer {PLANTED}"}   # the server got the key on every call
+        assert srv.auth and set(srv.auth) == {f"Bearer {PLANTED}"}  # the server got the key on every call
         leaked = [p for p in tmp_path.rglob("*") if p.is_file() and PLANTED.encode() in p.read_bytes()]
         assert leaked == []
         monkeypatch.setenv("LETHE_LLM_API_KEY", "sk-rotated")
-        assert run_experiment(load_config(run)) == folder        # same config hash: a rotated key reruns nothing
+        assert run_experiment(load_config(run)) == folder  # same config hash: a rotated key reruns nothing
 
 
 def test_a_key_in_the_config_is_refused(tmp_path):

@@ -24,8 +24,11 @@ from lethebench.runs import finished_runs
 from tests.conftest import DATA_ROOT
 from tests.support.reproduce_process import reproduce_process, write_reference
 
-TIER = {"description": "stopping (tests/experiments/test_stopping.py)", "report": "smoke",
-        "runs": [{"datasets": ["locomo"], "overrides": ["dataset.scopes=[conv-26]"], "methods": ["bm25", "window"]}]}
+TIER = {
+    "description": "stopping (tests/experiments/test_stopping.py)",
+    "report": "smoke",
+    "runs": [{"datasets": ["locomo"], "overrides": ["dataset.scopes=[conv-26]"], "methods": ["bm25", "window"]}],
+}
 
 
 def test_a_signal_raises_stopped_once_then_the_old_handler_is_back():
@@ -68,16 +71,27 @@ def test_the_jvm_leaves_sigterm_to_python():
 
 
 def _reproduce(base: Path, ref: Path, stop_at: str | None) -> subprocess.CompletedProcess:
-    return reproduce_process([f"reference_dir={ref}", f"expected_dir={ref / 'expected'}", f"data.root={DATA_ROOT}",
-                              f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}",
-                              f"results_dir={base / 'results'}", "run.progress=false", "tier=stopping", "action=run",
-                              f"hydra.run.dir={base / 'hydra'}"], stop_at)
+    return reproduce_process(
+        [
+            f"reference_dir={ref}",
+            f"expected_dir={ref / 'expected'}",
+            f"data.root={DATA_ROOT}",
+            f"data.processed={base / 'processed'}",
+            f"cache_dir={base / 'cache'}",
+            f"results_dir={base / 'results'}",
+            "run.progress=false",
+            "tier=stopping",
+            "action=run",
+            f"hydra.run.dir={base / 'hydra'}",
+        ],
+        stop_at,
+    )
 
 
 def test_sigterm_during_a_bm25_run_stops_cleanly_and_the_same_command_resumes(tmp_path):
     ref = write_reference(tmp_path / "reference", "stopping", TIER)
 
-    stopped = _reproduce(tmp_path, ref, "searching:3:SIGTERM")   # after BM25's third query, the JVM running
+    stopped = _reproduce(tmp_path, ref, "searching:3:SIGTERM")  # after BM25's third query, the JVM running
     out = stopped.stdout + stopped.stderr
     assert stopped.returncode == 128 + signal.SIGTERM, out
     assert "locomo/bm25: stopped in" in stopped.stdout, out

@@ -13,9 +13,18 @@ from experiments import synthetic_queries as SQ
 from lethe.llm.base import LLMError, LLMResponse
 from lethebench.schema import Dataset
 
-SETTINGS = {"llm": "unused", "prompt": {"name": "synthetic_query", "version": "v1"}, "docs": 6, "min_chars": 20,
-            "max_doc_chars": 50, "max_tokens": 16, "timeout_s": None, "dev_share": 0.25, "failure_share": 0.4,
-            "seed": 0}
+SETTINGS = {
+    "llm": "unused",
+    "prompt": {"name": "synthetic_query", "version": "v1"},
+    "docs": 6,
+    "min_chars": 20,
+    "max_doc_chars": 50,
+    "max_tokens": 16,
+    "timeout_s": None,
+    "dev_share": 0.25,
+    "failure_share": 0.4,
+    "seed": 0,
+}
 
 
 class ScriptedLLM:
@@ -43,16 +52,40 @@ def _corpus() -> pd.DataFrame:
     for scope, split in (("s1", "train"), ("s2", "dev"), ("s3", "test")):
         for p in range(6):
             text = f"turn {p} of {scope}: the deploy of service alpha-{p} failed on port {8000 + p}" if p != 2 else "ok"
-            rows.append({"doc_id": f"{scope}:{p}", "scope_id": scope, "position": p, "text": text, "kind": "turn",
-                         "speaker": None, "timestamp": None, "source_id": f"{scope}:{p}", "entities": [],
-                         "meta": json.dumps({"split": split})})
+            rows.append(
+                {
+                    "doc_id": f"{scope}:{p}",
+                    "scope_id": scope,
+                    "position": p,
+                    "text": text,
+                    "kind": "turn",
+                    "speaker": None,
+                    "timestamp": None,
+                    "source_id": f"{scope}:{p}",
+                    "entities": [],
+                    "meta": json.dumps({"split": split}),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def _dataset() -> Dataset:
-    q = pd.DataFrame({"query_id": ["real1"], "scope_id": ["s3"], "position": [6], "text": ["which port?"],
-                      "history": [[]], "domain": None, "category": None, "complexity": None, "plan_label": None,
-                      "answer": None, "split": ["test"], "meta": ["{}"]})
+    q = pd.DataFrame(
+        {
+            "query_id": ["real1"],
+            "scope_id": ["s3"],
+            "position": [6],
+            "text": ["which port?"],
+            "history": [[]],
+            "domain": None,
+            "category": None,
+            "complexity": None,
+            "plan_label": None,
+            "answer": None,
+            "split": ["test"],
+            "meta": ["{}"],
+        }
+    )
     return Dataset("tiny", _corpus(), q, {"real1": {"s3:1": 1}})
 
 
@@ -65,7 +98,9 @@ def test_documents_come_from_non_test_scopes_with_enough_text():
 
 
 def test_generation_records_each_failure_and_is_cached(tmp_path):
-    llm = ScriptedLLM(["Question: Which port did alpha use?", "ok", LLMError("boom")] + ["Why did the deploy fail?"] * 3)
+    llm = ScriptedLLM(
+        ["Question: Which port did alpha use?", "ok", LLMError("boom")] + ["Why did the deploy fail?"] * 3
+    )
     folder = SQ.generate(_dataset(), "bk", SETTINGS, tmp_path, progress=False, llm=llm)
     t = pd.read_parquet(folder / SQ.QUERIES)
     assert t["status"].tolist() == ["ok", "unparsable", "llm_error", "ok", "ok", "ok"]
@@ -90,15 +125,19 @@ def test_the_synthetic_set_has_only_generated_questions_after_their_scope(tmp_pa
     syn = SQ.synthetic_dataset(_dataset(), folder, 0.25, 0)
     assert "real1" not in set(syn.queries["query_id"]) and "real1" not in syn.qrels
     assert sorted(syn.queries["split"].value_counts().to_dict().items()) == [("dev", 2), ("train", 4)]
-    assert (syn.queries["position"] == 6).all()   # after each scope's last document (positions 0-5)
+    assert (syn.queries["position"] == 6).all()  # after each scope's last document (positions 0-5)
     for q, d in syn.qrels.items():
         assert len(d) == 1 and next(iter(d)).split(":")[0] in {"s1", "s2"}
 
 
-@pytest.mark.parametrize("text, want", [
-    ("Question: Which port did alpha use?\nAnd more", "Which port did alpha use?"),
-    ('"Why did the deploy of alpha fail?"', "Why did the deploy of alpha fail?"),
-    ("```\nq: what broke the build\n```", "what broke the build")])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("Question: Which port did alpha use?\nAnd more", "Which port did alpha use?"),
+        ('"Why did the deploy of alpha fail?"', "Why did the deploy of alpha fail?"),
+        ("```\nq: what broke the build\n```", "what broke the build"),
+    ],
+)
 def test_parse_question_takes_the_first_line_without_prefix_or_quotes(text, want):
     from lethe.llm.parsing import parse_question
 

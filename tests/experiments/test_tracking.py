@@ -13,7 +13,7 @@ import pytest
 from experiments.tracking import MLflowCallback, flatten, log_run, metric_name
 from lethe.core.paths import PROJECT_ROOT
 
-mlflow = pytest.importorskip("mlflow")   # an optional dependency; the dev extra (make install) has it
+mlflow = pytest.importorskip("mlflow")  # an optional dependency; the dev extra (make install) has it
 
 
 def test_flatten_and_metric_names():
@@ -49,10 +49,25 @@ def test_a_job_logs_itself_through_hydra(work, tmp_path):
     from tests.conftest import overrides_for
 
     uri = (tmp_path / "store").as_uri()
-    cmd = [sys.executable, "-m", "experiments.run", *overrides_for(work, "method=window", "dataset.scopes=[conv-26]"),
-           "+tracking=mlflow", f"tracking.tracking_uri={uri}", f"hydra.run.dir={tmp_path / 'hydra'}"]
-    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        *overrides_for(work, "method=window", "dataset.scopes=[conv-26]"),
+        "+tracking=mlflow",
+        f"tracking.tracking_uri={uri}",
+        f"hydra.run.dir={tmp_path / 'hydra'}",
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    runs = mlflow.MlflowClient(uri).search_runs([mlflow.MlflowClient(uri).get_experiment_by_name("lethe").experiment_id])
+    runs = mlflow.MlflowClient(uri).search_runs(
+        [mlflow.MlflowClient(uri).get_experiment_by_name("lethe").experiment_id]
+    )
     assert len(runs) == 1 and runs[0].info.run_name.startswith("locomo/window/")

@@ -16,7 +16,9 @@ def test_top_config_is_the_cross_encoder_on_its_training_dataset():
     cfg = load_config([], config_name="train_cross_encoder")
     assert cfg.method.name == "cross_encoder" and cfg.force is False
     assert cfg.dataset.name == cfg.method.model.train.dataset == "lethebench"
-    assert cfg.method.model.train.regime == "in_domain" and cfg.method.interpolation == "dev"   # the defaults (docs/methods.md)
+    assert (
+        cfg.method.model.train.regime == "in_domain" and cfg.method.interpolation == "dev"
+    )  # the defaults (docs/methods.md)
     assert train_cross_encoder.compose([]) == cfg
 
 
@@ -33,7 +35,9 @@ def test_the_tiers_train_each_model_set_from_the_runs_config(tmp_path):
 
 
 def test_an_unknown_regime_is_refused(tmp_path):
-    cfg = load_config(["method.model.train.regime=zero_shot", f"cache_dir={tmp_path}"], config_name="train_cross_encoder")
+    cfg = load_config(
+        ["method.model.train.regime=zero_shot", f"cache_dir={tmp_path}"], config_name="train_cross_encoder"
+    )
     with pytest.raises(ValueError, match="regime='zero_shot'"):
         train_cross_encoder.train_model_set(cfg, force=True)
     assert not (tmp_path / "models").exists()

@@ -29,10 +29,12 @@ def test_each_dataset_build_and_query_pool_has_its_own_model_folder(tmp_path):
     def folder(*extra: str):
         return train_fusion.model_folder(load_config([f"cache_dir={tmp_path}", "method=lethe_iter3", *extra]))
 
-    full, scopes, sample, split = (folder("dataset=locomo", *x) for x in
-                                   ([], ["dataset.scopes=[conv-26,conv-30]"], ["dataset.sample=5"], ["dataset.split=test"]))
-    assert len({full, scopes, sample}) == 3 and split == full   # the split is the model's own business
-    assert full.name == scopes.name == sample.name              # one pipeline configuration
+    full, scopes, sample, split = (
+        folder("dataset=locomo", *x)
+        for x in ([], ["dataset.scopes=[conv-26,conv-30]"], ["dataset.sample=5"], ["dataset.split=test"])
+    )
+    assert len({full, scopes, sample}) == 3 and split == full  # the split is the model's own business
+    assert full.name == scopes.name == sample.name  # one pipeline configuration
     assert scopes.parent.name.startswith(full.parent.name + "-") and scopes.parent.parent == full.parent.parent
     small, big = (folder("dataset=lethebench", *x) for x in ([], ["dataset.params.splits={test:2,train:3,dev:2}"]))
     assert small.parent != big.parent and small.parent.parent == big.parent.parent

@@ -21,6 +21,7 @@ from lethebench.loaders.beir import SIDECAR, load_beir
 from lethebench.schema import CORPUS_COLUMNS, QUERY_COLUMNS, Dataset, DatasetError, read_dataset
 from tests.conftest import DATA_ROOT
 
+
 def _config(name: str, **over) -> dict:
     return {**OmegaConf.to_container(OmegaConf.load(CONF_DIR / "dataset" / f"{name}.yaml")), **over}
 
@@ -70,7 +71,7 @@ def test_export_then_load_gives_the_same_dataset_file_for_file(which, request, e
     # the data files are byte-identical, so the dataset's content hash (part of every run's identity) is too
     assert original.card["outputs_sha256"] == back.card["outputs_sha256"]
     assert back.content_sha256 == original.content_sha256
-    assert back.card["sidecar"]["dataset"] == original.card["name"] != folder.name   # the config's name, not the key
+    assert back.card["sidecar"]["dataset"] == original.card["name"] != folder.name  # the config's name, not the key
     assert back.card["sidecar"]["build_key"] == folder.name
     # and exporting the loaded dataset again writes the same BEIR files
     again = export_beir(back, tmp_path / "again")
@@ -84,7 +85,7 @@ def test_the_round_trip_covers_every_column(lethebench_folder, locomo_folder):
     assert len(lb.contradictions) > 0 and lb.queries["history"].map(len).sum() > 0
     assert {g for d in lb.qrels.values() for g in d.values()} == {1, 2}
     assert loco.corpus["timestamp"].notna().all() and loco.corpus["speaker"].notna().all()
-    assert len(loco.queries) > len(loco.qrels)   # questions without evidence: in queries.jsonl, in no qrels file
+    assert len(loco.queries) > len(loco.qrels)  # questions without evidence: in queries.jsonl, in no qrels file
     assert lb.corpus["scope_id"].nunique() > 1 and loco.corpus["scope_id"].nunique() == 2
 
 
@@ -111,8 +112,13 @@ def test_export_is_plain_beir(lethebench_folder, tmp_path):
 def small_chunks_folder(embedder, locomo_folder, tmp_path_factory) -> Path:
     """The two conversations in 16-token windows: most turns are split into chunks <turn>#<i>."""
     root = locomo_folder.parents[2]
-    return build_dataset(_config("locomo", files=["two.json"]), root, tmp_path_factory.mktemp("small"), embedder,
-                         ChunkParams(size=16, overlap=4))
+    return build_dataset(
+        _config("locomo", files=["two.json"]),
+        root,
+        tmp_path_factory.mktemp("small"),
+        embedder,
+        ChunkParams(size=16, overlap=4),
+    )
 
 
 @pytest.mark.parametrize("size,overlap", [(16, 4), (320, 64), (8, 2)])
@@ -134,7 +140,7 @@ def test_the_sidecar_must_be_listed_and_match_the_files(locomo_folder, tmp_path)
     plain = [out / "corpus.jsonl", out / "queries.jsonl", out / "qrels" / "test.tsv"]
     with pytest.raises(DatasetError, match=r"lethe_sidecar\.jsonl exists .* not among the input files"):
         load_beir(*plain)
-    assert set(load_beir(*plain, sidecar="ignore").sources["scope_id"]) == {"beir"}   # the folder's name
+    assert set(load_beir(*plain, sidecar="ignore").sources["scope_id"]) == {"beir"}  # the folder's name
     lines = (out / "queries.jsonl").read_text().splitlines()
     (out / "queries.jsonl").write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
     with pytest.raises(DatasetError, match=r"queries\.jsonl: changed after the export wrote it"):
@@ -153,15 +159,17 @@ def test_export_never_replaces_a_folder_that_is_not_an_export(locomo_folder, tmp
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     out = export_beir(locomo_folder, tmp_path / "beir")
     (out / "stale.txt").write_text("x")
-    export_beir(locomo_folder, out)   # an earlier export is replaced whole
+    export_beir(locomo_folder, out)  # an earlier export is replaced whole
     assert not (out / "stale.txt").exists()
 
 
 def test_export_entry_point_builds_then_exports(locomo_folder, tmp_path, capsys):
     from experiments.export_beir import export
 
-    cfg = load_config(["dataset=custom", "dataset.name=two_convs", f"dataset.folder={locomo_folder}",
-                       f"out_dir={tmp_path / 'out'}"], config_name="export_beir")
+    cfg = load_config(
+        ["dataset=custom", "dataset.name=two_convs", f"dataset.folder={locomo_folder}", f"out_dir={tmp_path / 'out'}"],
+        config_name="export_beir",
+    )
     out = export(cfg)
     assert out == tmp_path / "out" and (out / SIDECAR).is_file()
     printed = capsys.readouterr().out
@@ -183,22 +191,34 @@ def _write(folder: Path, corpus: list | str, queries: list | str, qrels: dict[st
     return folder
 
 
-CORPUS = [{"_id": "d1", "title": "Photosynthesis", "text": "Plants turn light into sugar."},
-          {"_id": "d2", "title": "", "text": "Volcanoes erupt lava.", "metadata": {"url": "x"}},
-          {"_id": "d3", "text": "Tides follow the moon."},
-          {"_id": "d4", "title": " ", "text": "  "},     # nothing to retrieve: dropped
-          {"_id": 5, "title": "Espresso", "text": "Coffee under pressure."}]
-QUERIES = [{"_id": "q1", "text": "how do plants make sugar"}, {"_id": "q2", "text": "what erupts"},
-           {"_id": "q3", "text": "why tides"}, {"_id": "q4", "text": "unjudged"}, {"_id": "q5", "text": "coffee"}]
+CORPUS = [
+    {"_id": "d1", "title": "Photosynthesis", "text": "Plants turn light into sugar."},
+    {"_id": "d2", "title": "", "text": "Volcanoes erupt lava.", "metadata": {"url": "x"}},
+    {"_id": "d3", "text": "Tides follow the moon."},
+    {"_id": "d4", "title": " ", "text": "  "},  # nothing to retrieve: dropped
+    {"_id": 5, "title": "Espresso", "text": "Coffee under pressure."},
+]
+QUERIES = [
+    {"_id": "q1", "text": "how do plants make sugar"},
+    {"_id": "q2", "text": "what erupts"},
+    {"_id": "q3", "text": "why tides"},
+    {"_id": "q4", "text": "unjudged"},
+    {"_id": "q5", "text": "coffee"},
+]
 HEADER = "query-id\tcorpus-id\tscore\n"
 
 
 @pytest.fixture
 def scifact(tmp_path) -> Path:
-    return _write(tmp_path / "scifact", CORPUS, QUERIES, {
-        "test": HEADER + "q1\td1\t2\nq1\td3\t0\nq2\td2\t1\nq3\td3\t0\nq3\td4\t1\n",
-        "dev": "q5\t5\t1\n",   # no header: read as data
-    })
+    return _write(
+        tmp_path / "scifact",
+        CORPUS,
+        QUERIES,
+        {
+            "test": HEADER + "q1\td1\t2\nq1\td3\t0\nq2\td2\t1\nq3\td3\t0\nq3\td4\t1\n",
+            "dev": "q5\t5\t1\n",  # no header: read as data
+        },
+    )
 
 
 def test_a_hand_written_folder_is_one_scope_with_beir_conventions(scifact):
@@ -207,9 +227,15 @@ def test_a_hand_written_folder_is_one_scope_with_beir_conventions(scifact):
     assert list(s.columns) == list(CORPUS_COLUMNS) and list(q.columns) == list(QUERY_COLUMNS)
     assert list(s["doc_id"]) == ["d1", "d2", "d3", "5"] and list(s["position"]) == [0, 1, 2, 3]
     assert set(s["scope_id"]) == set(q["scope_id"]) == {"scifact"}
-    assert list(s["text"]) == ["Photosynthesis Plants turn light into sugar.", "Volcanoes erupt lava.",
-                               "Tides follow the moon.", "Espresso Coffee under pressure."]
-    assert json.loads(s["meta"].iloc[0]) == {"title": "Photosynthesis"} and json.loads(s["meta"].iloc[1]) == {"metadata": {"url": "x"}}
+    assert list(s["text"]) == [
+        "Photosynthesis Plants turn light into sugar.",
+        "Volcanoes erupt lava.",
+        "Tides follow the moon.",
+        "Espresso Coffee under pressure.",
+    ]
+    assert json.loads(s["meta"].iloc[0]) == {"title": "Photosynthesis"} and json.loads(s["meta"].iloc[1]) == {
+        "metadata": {"url": "x"}
+    }
     # queries named by a loaded qrels file, at position n (every doc eligible); q4 is in no qrels file
     assert list(q["query_id"]) == ["q1", "q2", "q3", "q5"] and set(q["position"]) == {4}
     assert dict(zip(q["query_id"], q["split"])) == {"q1": "test", "q2": "test", "q3": "test", "q5": "dev"}
@@ -223,29 +249,88 @@ def test_a_hand_written_folder_is_one_scope_with_beir_conventions(scifact):
 
 
 def test_only_the_listed_qrels_files_are_read_and_the_scope_can_be_named(scifact):
-    src = load_sources("beir", [scifact / "corpus.jsonl", scifact / "queries.jsonl", scifact / "qrels" / "dev.tsv"],
-                       {"scope": "sci"})
+    src = load_sources(
+        "beir", [scifact / "corpus.jsonl", scifact / "queries.jsonl", scifact / "qrels" / "dev.tsv"], {"scope": "sci"}
+    )
     assert list(src.queries["query_id"]) == ["q5"] and set(src.sources["scope_id"]) == {"sci"}
     assert src.card["loader"]["params"] == {"scope": "sci", "sidecar": "auto", "unknown_ids": "error"}
 
 
-@pytest.mark.parametrize("corpus,queries,qrels,message", [
-    ('{"_id": "d1", "text": "a"}\n{"title": "t", "text": "b"}\n', QUERIES, {}, r"corpus\.jsonl: line 2: missing key '_id'"),
-    ('{"_id": "d1", "text": "a"}\n\n{"_id": "d1", "text": "b"}\n', QUERIES, {}, r"corpus\.jsonl: line 3: duplicate _id 'd1' \(first at line 1\)"),
-    ('{"_id": "d1", "text": "a"}\n{"_id": "d 2", "text": "b"}\n', QUERIES, {}, r"corpus\.jsonl: line 2: '_id' 'd 2' contains whitespace"),
-    ('{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"\n', QUERIES, {}, r"corpus\.jsonl: line 2: not valid JSON"),
-    ('{"_id": "d1", "title": "a"}\n', QUERIES, {}, r"corpus\.jsonl: line 1: missing key 'text'"),
-    ('{"_id": "d1", "text": 3}\n', QUERIES, {}, r"corpus\.jsonl: line 1: 'text' must be a string, got int"),
-    (CORPUS, '{"_id": "q1", "text": "x"}\n{"_id": "q1", "text": "y"}\n', {}, r"queries\.jsonl: line 2: duplicate _id 'q1'"),
-    (CORPUS, '{"_id": "q1", "text": " "}\n', {}, r"queries\.jsonl: line 1: empty query text for _id 'q1'"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td9\t1\n"}, r"qrels/test\.tsv: line 2: corpus-id 'd9' is not in corpus\.jsonl"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td1\t1\nq9\td1\t1\n"}, r"qrels/test\.tsv: line 3: query-id 'q9' is not in queries\.jsonl"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td1\thigh\n"}, r"qrels/test\.tsv: line 2: score 'high' is not an integer"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td1\t1.5\n"}, r"qrels/test\.tsv: line 2: score '1\.5' is not an integer"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1 d1 1\n"}, r"qrels/test\.tsv: line 2: expected 3 tab-separated fields"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td1\t1\nq1\td1\t2\n"}, r"qrels/test\.tsv: line 3: query 'q1' doc 'd1' has score 2 here and 1 at"),
-    (CORPUS, QUERIES, {"test": HEADER + "q1\td1\t1\n", "train": HEADER + "q1\td2\t1\n"}, r"qrels/train\.tsv: line 2: query 'q1' is already in split 'test'"),
-])
+@pytest.mark.parametrize(
+    "corpus,queries,qrels,message",
+    [
+        (
+            '{"_id": "d1", "text": "a"}\n{"title": "t", "text": "b"}\n',
+            QUERIES,
+            {},
+            r"corpus\.jsonl: line 2: missing key '_id'",
+        ),
+        (
+            '{"_id": "d1", "text": "a"}\n\n{"_id": "d1", "text": "b"}\n',
+            QUERIES,
+            {},
+            r"corpus\.jsonl: line 3: duplicate _id 'd1' \(first at line 1\)",
+        ),
+        (
+            '{"_id": "d1", "text": "a"}\n{"_id": "d 2", "text": "b"}\n',
+            QUERIES,
+            {},
+            r"corpus\.jsonl: line 2: '_id' 'd 2' contains whitespace",
+        ),
+        (
+            '{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"\n',
+            QUERIES,
+            {},
+            r"corpus\.jsonl: line 2: not valid JSON",
+        ),
+        ('{"_id": "d1", "title": "a"}\n', QUERIES, {}, r"corpus\.jsonl: line 1: missing key 'text'"),
+        ('{"_id": "d1", "text": 3}\n', QUERIES, {}, r"corpus\.jsonl: line 1: 'text' must be a string, got int"),
+        (
+            CORPUS,
+            '{"_id": "q1", "text": "x"}\n{"_id": "q1", "text": "y"}\n',
+            {},
+            r"queries\.jsonl: line 2: duplicate _id 'q1'",
+        ),
+        (CORPUS, '{"_id": "q1", "text": " "}\n', {}, r"queries\.jsonl: line 1: empty query text for _id 'q1'"),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td9\t1\n"},
+            r"qrels/test\.tsv: line 2: corpus-id 'd9' is not in corpus\.jsonl",
+        ),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td1\t1\nq9\td1\t1\n"},
+            r"qrels/test\.tsv: line 3: query-id 'q9' is not in queries\.jsonl",
+        ),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td1\thigh\n"},
+            r"qrels/test\.tsv: line 2: score 'high' is not an integer",
+        ),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td1\t1.5\n"},
+            r"qrels/test\.tsv: line 2: score '1\.5' is not an integer",
+        ),
+        (CORPUS, QUERIES, {"test": HEADER + "q1 d1 1\n"}, r"qrels/test\.tsv: line 2: expected 3 tab-separated fields"),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td1\t1\nq1\td1\t2\n"},
+            r"qrels/test\.tsv: line 3: query 'q1' doc 'd1' has score 2 here and 1 at",
+        ),
+        (
+            CORPUS,
+            QUERIES,
+            {"test": HEADER + "q1\td1\t1\n", "train": HEADER + "q1\td2\t1\n"},
+            r"qrels/train\.tsv: line 2: query 'q1' is already in split 'test'",
+        ),
+    ],
+)
 def test_malformed_folders_name_the_file_and_line(tmp_path, corpus, queries, qrels, message):
     folder = _write(tmp_path / "bad", corpus, queries, qrels or {"test": HEADER + "q1\td1\t1\n"})
     with pytest.raises(DatasetError, match=message):
@@ -257,19 +342,27 @@ def test_unknown_ids_can_be_dropped_and_listed(tmp_path):
     src = load_beir(folder, unknown_ids="drop")
     assert src.qrels == {"q1": {"d1": 1}}
     assert src.dropped["qrels rows naming an unknown query or document (dropped, unknown_ids=drop)"] == [
-        "test: q1 -> d9", "test: q9 -> d2"]
+        "test: q1 -> d9",
+        "test: q9 -> d2",
+    ]
 
 
 def test_the_dataset_config_builds_a_folder_and_hashes_its_files(scifact, embedder, tmp_path):
-    over = [f"data.root={scifact.parent}", f"data.processed={tmp_path / 'processed'}", "dataset=beir",
-            "dataset.beir_dir=scifact", "dataset.name=scifact", "dataset.provenance.license=CC-BY-4.0"]
+    over = [
+        f"data.root={scifact.parent}",
+        f"data.processed={tmp_path / 'processed'}",
+        "dataset=beir",
+        "dataset.beir_dir=scifact",
+        "dataset.name=scifact",
+        "dataset.provenance.license=CC-BY-4.0",
+    ]
     cfg = load_config(over)
     folder = prepare_dataset(cfg, embedder=embedder)
     ds = read_dataset(folder)
     assert folder.name == dataset_build_key(cfg) and ds.card["provenance"]["license"] == "CC-BY-4.0"
-    assert len(ds.corpus) == 4 and ds.qrels == {"q1": {"d1": 2}, "q2": {"d2": 1}}   # only qrels/test.tsv is listed
+    assert len(ds.corpus) == 4 and ds.qrels == {"q1": {"d1": 2}, "q2": {"d2": 1}}  # only qrels/test.tsv is listed
     assert set(ds.card["inputs"]) == {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv"}
     (scifact / "qrels" / "test.tsv").write_text(HEADER + "q1\td1\t1\n")
-    assert dataset_build_key(cfg) != folder.name   # an edited input file builds a new folder
+    assert dataset_build_key(cfg) != folder.name  # an edited input file builds a new folder
     with pytest.raises(Exception, match="beir_dir"):
-        prepare_dataset(load_config(["dataset=beir"]), embedder=embedder)   # the folder must be given
+        prepare_dataset(load_config(["dataset=beir"]), embedder=embedder)  # the folder must be given

@@ -16,9 +16,14 @@ from lethebench.card import PROVENANCE_KEYS, provenance_entries
 from lethebench.chunking import ChunkParams
 from lethebench.schema import DatasetError, read_dataset
 
-MINE = {"name": "My chats", "description": "Two chats of ours, in the same JSON format.", "upstream": "collected by us",
-        "license": "CC0-1.0", "citation": "Us (2026). Our chats."}
-LOADERS_WITH_DATA = ("locomo", "techqa", "ultradomain")   # loaders that read data made by others
+MINE = {
+    "name": "My chats",
+    "description": "Two chats of ours, in the same JSON format.",
+    "upstream": "collected by us",
+    "license": "CC0-1.0",
+    "citation": "Us (2026). Our chats.",
+}
+LOADERS_WITH_DATA = ("locomo", "techqa", "ultradomain")  # loaders that read data made by others
 
 
 def _config(name: str) -> dict:
@@ -51,11 +56,15 @@ def test_every_config_of_a_data_loader_states_its_provenance(name):
 
 def test_shipped_configs_keep_the_values_the_loaders_had():
     assert {k: _config("locomo")["provenance"][k] for k in ("upstream", "license")} == {
-        "upstream": "snap-research/LoCoMo data/locomo10.json", "license": "CC BY-NC 4.0"}
+        "upstream": "snap-research/LoCoMo data/locomo10.json",
+        "license": "CC BY-NC 4.0",
+    }
     assert _config("techqa")["provenance"]["license"] == "Apache-2.0 (NVIDIA set); IBM TechQA: CDLA-Permissive-1.0"
     for d in ("cs", "mix"):
         prov = _config(f"ultradomain_{d}")["provenance"]
-        assert prov["upstream"] == f"TommyChien/UltraDomain {d}.jsonl" and prov["license"] == "Apache-2.0 (dataset card)"
+        assert (
+            prov["upstream"] == f"TommyChien/UltraDomain {d}.jsonl" and prov["license"] == "Apache-2.0 (dataset card)"
+        )
 
 
 def test_other_data_in_locomo_format_gets_its_own_card_and_log(other_chats, embedder, tmp_path, caplog):
@@ -72,16 +81,20 @@ def test_other_data_in_locomo_format_gets_its_own_card_and_log(other_chats, embe
     md = (folder / "card.md").read_text()
     assert md.startswith("# Dataset card: mychats\n\n## description\n\nTwo chats")
     sections = [line for line in md.splitlines() if line.startswith("## ")]
-    assert sections[:3] == ["## description", "## provenance", "## format"]   # where it came from, first
+    assert sections[:3] == ["## description", "## provenance", "## format"]  # where it came from, first
     assert card["exclusions"]["dangling_evidence"] == [{"query_id": "conv-26:q0", "ids": ["D99:1"]}]
 
     records = [r for r in caplog.records if r.name == "lethebench.build"]
     assert records and all(r.getMessage().startswith("dataset mychats: ") for r in records)
     text = "\n".join(r.getMessage() for r in records)
-    assert "dataset mychats: 1 evidence references to turns that do not exist (dropped), e.g. conv-26:q0 -> D99:1 " in text
-    assert ("dataset mychats: 2 questions without valid evidence (no qrels: excluded from retrieval metrics), "
-            "e.g. conv-26:q30, conv-26:q46 ") in text
-    assert "and 13 more (all listed in the card)" in text   # 16 stray date keys in conv-26: the first 3 are named
+    assert (
+        "dataset mychats: 1 evidence references to turns that do not exist (dropped), e.g. conv-26:q0 -> D99:1 " in text
+    )
+    assert (
+        "dataset mychats: 2 questions without valid evidence (no qrels: excluded from retrieval metrics), "
+        "e.g. conv-26:q30, conv-26:q46 "
+    ) in text
+    assert "and 13 more (all listed in the card)" in text  # 16 stray date keys in conv-26: the first 3 are named
     assert all(r.levelno == logging.WARNING for r in records if "e.g." in r.getMessage())
 
 
@@ -90,7 +103,7 @@ def test_provenance_is_part_of_the_build_key(other_chats, embedder):
         return build_key(cfg, other_chats, ChunkParams(), embedder.model.sha256)
 
     base = key(_mine())
-    assert key(_mine(provenance={**MINE, "license": "CC-BY-4.0"})) != base   # the card would differ
+    assert key(_mine(provenance={**MINE, "license": "CC-BY-4.0"})) != base  # the card would differ
     without = {k: v for k, v in _mine().items() if k != "provenance"}
     assert key(without) != base and key(without) == key({**without, "provenance": None})
 

@@ -42,12 +42,34 @@ def test_bad_params():
 def test_real_tokenizer_and_ids(embedder):
     spans = hf_token_spans(embedder.tokenizer)
     long = "The deployment failed because the configuration file was missing. " * 60
-    src = pd.DataFrame([
-        {"doc_id": "s:0", "scope_id": "s", "position": 0, "text": "short turn", "kind": "turn", "speaker": None,
-         "timestamp": None, "source_id": "s:0", "entities": [], "meta": "{}"},
-        {"doc_id": "s:1", "scope_id": "s", "position": 1, "text": long, "kind": "turn", "speaker": None,
-         "timestamp": None, "source_id": "s:1", "entities": [], "meta": "{}"},
-    ])
+    src = pd.DataFrame(
+        [
+            {
+                "doc_id": "s:0",
+                "scope_id": "s",
+                "position": 0,
+                "text": "short turn",
+                "kind": "turn",
+                "speaker": None,
+                "timestamp": None,
+                "source_id": "s:0",
+                "entities": [],
+                "meta": "{}",
+            },
+            {
+                "doc_id": "s:1",
+                "scope_id": "s",
+                "position": 1,
+                "text": long,
+                "kind": "turn",
+                "speaker": None,
+                "timestamp": None,
+                "source_id": "s:1",
+                "entities": [],
+                "meta": "{}",
+            },
+        ]
+    )
     corpus, src_to_docs, stats = chunk_corpus(src, spans, ChunkParams(320, 64), embedder.max_seq_length)
     n_tok = len(spans(long))
     assert n_tok > 320
@@ -63,30 +85,45 @@ def test_real_tokenizer_and_ids(embedder):
 
 # --- sentence and semantic strategies (seed 004), on hand-built text with one "token" per word -----------------------
 
-TEXT = "One two three. Four five. Six seven eight nine. Ten."   # sentences of 3, 2, 4, 1 words
+TEXT = "One two three. Four five. Six seven eight nine. Ten."  # sentences of 3, 2, 4, 1 words
 
 
 def test_sentence_spans_and_windows_by_hand():
     from lethebench.chunking import sentence_spans
 
-    assert [TEXT[a:b] for a, b in sentence_spans(TEXT)] == ["One two three.", "Four five.", "Six seven eight nine.", "Ten."]
+    assert [TEXT[a:b] for a, b in sentence_spans(TEXT)] == [
+        "One two three.",
+        "Four five.",
+        "Six seven eight nine.",
+        "Ten.",
+    ]
     p = ChunkParams(size=6, overlap=1, strategy="sentences", overlap_sentences=1)
     # pack to <= 6 words: [3+2] (adding 4 would make 9); next starts one sentence back: [2+4]; then [4+1]
-    assert chunk_text(TEXT, ws_spans, p) == [("One two three. Four five.", 5), ("Four five. Six seven eight nine.", 6),
-                                          ("Six seven eight nine. Ten.", 5)]
+    assert chunk_text(TEXT, ws_spans, p) == [
+        ("One two three. Four five.", 5),
+        ("Four five. Six seven eight nine.", 6),
+        ("Six seven eight nine. Ten.", 5),
+    ]
     no_overlap = ChunkParams(size=6, overlap=1, strategy="sentences", overlap_sentences=0)
-    assert [t for t, _ in chunk_text(TEXT, ws_spans, no_overlap)] == ["One two three. Four five.", "Six seven eight nine. Ten."]
+    assert [t for t, _ in chunk_text(TEXT, ws_spans, no_overlap)] == [
+        "One two three. Four five.",
+        "Six seven eight nine. Ten.",
+    ]
 
 
 def test_semantic_cuts_where_adjacent_sentences_differ():
     vec = {"One two three.": [1, 0], "Four five.": [1, 0], "Six seven eight nine.": [0, 1], "Ten.": [0, 1]}
-    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)   # noqa: E731
+    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)  # noqa: E731
     p = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_threshold=0.5)
     # similarities 1, 0, 1: one cut, between sentence 2 and 3; sizes 5 and 5 fit in 8
     assert chunk_text(TEXT, ws_spans, p, embed) == [("One two three. Four five.", 5), ("Six seven eight nine. Ten.", 5)]
     tight = ChunkParams(size=4, overlap=1, strategy="semantic", semantic_threshold=0.5)
-    assert [t for t, _ in chunk_text(TEXT, ws_spans, tight, embed)] == ["One two three.", "Four five.",
-                                                                     "Six seven eight nine.", "Ten."]
+    assert [t for t, _ in chunk_text(TEXT, ws_spans, tight, embed)] == [
+        "One two three.",
+        "Four five.",
+        "Six seven eight nine.",
+        "Ten.",
+    ]
     with pytest.raises(ValueError, match="embedder"):
         chunk_text(TEXT, ws_spans, p)
 
@@ -98,7 +135,7 @@ def test_a_sentence_longer_than_a_chunk_is_cut_into_token_windows():
 
 
 def test_strategy_key_keeps_token_window_keys():
-    assert ChunkParams(320, 64).key() == [320, 64]   # the build key every dataset had before the strategies
+    assert ChunkParams(320, 64).key() == [320, 64]  # the build key every dataset had before the strategies
     assert ChunkParams(320, 64, strategy="sentences", overlap_sentences=2).key() == ["sentences", 320, 2]
     assert ChunkParams(320, 64, strategy="semantic", semantic_threshold=0.4).key() == ["semantic", 320, 0.4]
     with pytest.raises(ValueError, match="strategy"):
@@ -126,14 +163,14 @@ def test_percentile_breakpoints_cut_only_at_the_sources_largest_shifts():
     sims = np.array([0.30, 0.35, 0.05, 0.32])
     angles = np.concatenate([[0.0], np.cumsum(np.arccos(sims))])
     vec = {s: [np.cos(a), np.sin(a)] for s, a in zip(["A a.", "B b.", "C c.", "D d.", "E e."], angles)}
-    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)   # noqa: E731
+    embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)  # noqa: E731
     fixed = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_threshold=0.5)
-    assert len(chunk_text(text, ws_spans, fixed, embed)) == 5   # the degenerate case: one sentence per chunk
+    assert len(chunk_text(text, ws_spans, fixed, embed)) == 5  # the degenerate case: one sentence per chunk
     p = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_breakpoint="percentile", semantic_percentile=75)
     assert semantic_breaks(sims, p).tolist() == [False, False, True, False]
     assert chunk_text(text, ws_spans, p, embed) == [("A a. B b. C c.", 6), ("D d. E e.", 4)]
     assert p.key() == ["semantic", 8, "percentile", 75]
-    assert fixed.key() == ["semantic", 8, 0.5]   # the key threshold builds always had
+    assert fixed.key() == ["semantic", 8, 0.5]  # the key threshold builds always had
     with pytest.raises(ValueError, match="semantic_breakpoint"):
         ChunkParams(strategy="semantic", semantic_breakpoint="gradient")
     with pytest.raises(ValueError, match="semantic_percentile"):

@@ -32,7 +32,7 @@ def test_a_share_of_real_technotes_is_ingested_twice_with_its_relevance(techqa):
         want = {**rel, **{s + SUFFIX: g for s, g in rel.items() if s in copied}}
         assert out.qrels[q] == want
         gained += len(want) > len(rel)
-    assert gained > 50   # many questions' gold technote has a copy: deduplication has something to remove
+    assert gained > 50  # many questions' gold technote has a copy: deduplication has something to remove
     assert out.card["duplicates"]["copies"] == len(copies) and techqa.card.get("duplicates") is None
     assert out.queries is techqa.queries
 
@@ -52,10 +52,16 @@ def test_duplicates_give_a_dataset_its_own_build_key():
     assert dataset_build_key(load_config(["dataset=techqa_dup", "dataset.duplicates.seed=1"])) != dataset_build_key(dup)
 
 
-@pytest.mark.parametrize("section, message", [
-    ({"share": 0.0}, "share must be a number in (0, 1]"), ({"share": 1.5}, "share must be a number in (0, 1]"),
-    ({"share": True}, "share must be a number"), ({"share": 0.5, "seed": "x"}, "seed must be an integer"),
-    ({"share": 0.5, "copies": 2}, "unknown key(s) ['copies']")])
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ({"share": 0.0}, "share must be a number in (0, 1]"),
+        ({"share": 1.5}, "share must be a number in (0, 1]"),
+        ({"share": True}, "share must be a number"),
+        ({"share": 0.5, "seed": "x"}, "seed must be an integer"),
+        ({"share": 0.5, "copies": 2}, "unknown key(s) ['copies']"),
+    ],
+)
 def test_a_bad_section_names_the_dataset_and_the_key(section, message):
     with pytest.raises(ValueError, match="dataset mine: duplicates") as err:
         duplicate_params(section, "mine")
@@ -64,7 +70,13 @@ def test_a_bad_section_names_the_dataset_and_the_key(section, message):
 
 
 def test_a_loader_that_grades_chunks_is_refused():
-    src = SourceDataset("ud", pd.DataFrame({"source_id": ["a"], "doc_id": ["a"], "scope_id": ["s"], "text": ["t"]}),
-                        pd.DataFrame(), {}, {}, chunk_qrels=lambda corpus, m: {})
+    src = SourceDataset(
+        "ud",
+        pd.DataFrame({"source_id": ["a"], "doc_id": ["a"], "scope_id": ["s"], "text": ["t"]}),
+        pd.DataFrame(),
+        {},
+        {},
+        chunk_qrels=lambda corpus, m: {},
+    )
     with pytest.raises(DatasetError, match="dataset ud: duplicates need relevance on sources"):
         inject_duplicates(src, 0.5, 0)

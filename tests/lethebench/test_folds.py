@@ -29,7 +29,7 @@ def test_the_grouping_falls_back_from_scope_to_gold_document_to_query():
     assert how == "gold document" and len(set(folds[:3])) == 1 and set(folds) == {0, 1, 2}
     assert assign_folds(meta, 3, 0)[1] == "query"
     many = meta.assign(scope_id=["s1", "s1", "s2", "s2", "s3", "s3"])
-    folds, how = assign_folds(many, 3, 0, groups)   # enough scopes: scopes win over gold groups
+    folds, how = assign_folds(many, 3, 0, groups)  # enough scopes: scopes win over gold groups
     assert how == "scope" and folds[0] == folds[1] and folds[2] == folds[3] and folds[4] == folds[5]
 
 
@@ -49,7 +49,7 @@ def test_no_techqa_gold_technote_is_in_two_folds():
     ids = [q for q in tq.queries["query_id"] if tq.qrels.get(q)]
     shared = Counter(d for q in ids for d in tq.qrels[q])
     n_sharing = sum(any(shared[d] > 1 for d in tq.qrels[q]) for q in ids)
-    assert n_sharing > 50   # the reason for grouping: many questions share their technote
+    assert n_sharing > 50  # the reason for grouping: many questions share their technote
     groups = gold_groups(ids, tq.qrels, {})
     meta = pd.DataFrame({"scope_id": "techqa", "query_id": ids})
     folds, how = assign_folds(meta, 3, 0, groups)

@@ -37,7 +37,14 @@ def test_same_seed_gives_byte_identical_files(tmp_path, embedder):
     a = build_dataset(cfg(), tmp_path, tmp_path / "a", embedder)
     b = build_dataset(cfg(), tmp_path, tmp_path / "b", embedder, force=True)
     files = sorted(p.name for p in a.iterdir())
-    assert files == ["card.json", "card.md", "contradictions.parquet", "corpus.parquet", "qrels.trec", "queries.parquet"]
+    assert files == [
+        "card.json",
+        "card.md",
+        "contradictions.parquet",
+        "corpus.parquet",
+        "qrels.trec",
+        "queries.parquet",
+    ]
     assert [sha256_file(a / f) for f in files] == [sha256_file(b / f) for f in files]
     read_dataset(a)  # validates
 
@@ -96,8 +103,11 @@ def test_answers_are_in_the_grade_2_docs(small):
             continue  # the answer lists several facts, each in its own turn
         ans = q.loc[qid, "answer"]
         # literally, or token by token (a database answer "engine at host" may be written as a URL)
-        assert any(ans.lower() in text[d].lower() or content_tokens(ans) <= content_tokens(text[d])
-                   for d, g in rel.items() if g == 2), qid
+        assert any(
+            ans.lower() in text[d].lower() or content_tokens(ans) <= content_tokens(text[d])
+            for d, g in rel.items()
+            if g == 2
+        ), qid
 
 
 def test_splits_are_disjoint_sessions(small):
@@ -114,8 +124,18 @@ def test_splits_are_disjoint_sessions(small):
 
 def test_families_share_no_vocabulary_and_give_other_text(small):
     dev, heldout = (get_family(f) for f in ("dev", "heldout"))
-    for pool in ("SERVICE_ROOTS", "TEAMS", "PEOPLE", "CHANNELS", "LIBRARIES", "ERROR_MESSAGES", "SMALL_TALK",
-                 "PROSE_FILLER", "CODE_FILLER", "TOOL_FILLER"):
+    for pool in (
+        "SERVICE_ROOTS",
+        "TEAMS",
+        "PEOPLE",
+        "CHANNELS",
+        "LIBRARIES",
+        "ERROR_MESSAGES",
+        "SMALL_TALK",
+        "PROSE_FILLER",
+        "CODE_FILLER",
+        "TOOL_FILLER",
+    ):
         assert not set(map(str, getattr(dev.vocab, pool))) & set(map(str, getattr(heldout.vocab, pool))), pool
     for tpl in ("ELLIPSIS_ENTITY", "ELLIPSIS_ATTR", "ERROR_Q", "FUNC_Q", "PIN_Q", "BROAD_Q", "ONCALL", "CHANNEL"):
         assert not set(getattr(dev.templates, tpl)) & set(getattr(heldout.templates, tpl)), tpl
@@ -125,7 +145,7 @@ def test_families_share_no_vocabulary_and_give_other_text(small):
 
 
 def test_the_card_says_what_was_written_against_the_family(small):
-    if _family(small) == "dev":   # the dev family keeps the card it was first built with (its build key is pinned)
+    if _family(small) == "dev":  # the dev family keeps the card it was first built with (its build key is pinned)
         assert "template_family" not in small.card and "family" not in small.card["loader"]
     else:
         fam = small.card["template_family"]
@@ -158,7 +178,9 @@ def test_every_loader_pin_holds_on_its_dataset(pin):
 
     ds = to_dict(load_config([f"dataset={pin['dataset']}"]).dataset)
     assert ds["loader"] == pin["loader"] and (ds.get("params") or {}) == pin["params"]
-    assert pin["version"] == source_version(pin["loader"], pin["params"]), f"stale pin {pin['version']}: the source moved"
+    assert pin["version"] == source_version(pin["loader"], pin["params"]), (
+        f"stale pin {pin['version']}: the source moved"
+    )
     assert loader_version(pin["loader"], pin["params"]) == pin["pinned"]
     src = load_sources(ds["loader"], [DATA_ROOT / f for f in ds["files"]], ds["params"])
     assert output_sha256(src) == pin["output_sha256"], "the pinned output moved"

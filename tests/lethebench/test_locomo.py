@@ -59,8 +59,13 @@ def test_stray_session_keys_do_not_make_sessions(loco):
 
 def test_category_map_is_pinned(loco):
     assert CATEGORY_MAP == {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-    assert Counter(loco.queries["category"]) == {"single-hop": 841, "adversarial": 446, "temporal": 321,
-                                                  "multi-hop": 282, "open-domain": 96}
+    assert Counter(loco.queries["category"]) == {
+        "single-hop": 841,
+        "adversarial": 446,
+        "temporal": 321,
+        "multi-hop": 282,
+        "open-domain": 96,
+    }
     adv = loco.queries[loco.queries.category == "adversarial"].iloc[0]
     assert pd.isna(adv["answer"]) and "adversarial_answer" in json.loads(adv["meta"])
     assert loco.queries["split"].isna().all()  # no splits
@@ -116,7 +121,9 @@ def test_empty_or_turnless_file_is_a_clear_error(tmp_path):
     with pytest.raises(DatasetError, match=r"empty\.json: the JSON list holds no conversations"):
         load_locomo(empty)
     turnless = tmp_path / "turnless.json"
-    turnless.write_text(json.dumps([{"sample_id": "c1", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}]))
+    turnless.write_text(
+        json.dumps([{"sample_id": "c1", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}])
+    )
     with pytest.raises(DatasetError, match=r"turnless\.json: no dialog turns in any of its 1 conversation"):
         load_locomo(turnless)
     wrong = tmp_path / "wrong.json"
@@ -128,7 +135,9 @@ def test_empty_or_turnless_file_is_a_clear_error(tmp_path):
 def test_dropped_references_are_named_for_the_build_log(loco):
     # the build logs these (count and first examples); the card keeps the full lists under exclusions
     assert loco.dropped["evidence references to turns that do not exist (dropped)"] == [
-        "conv-42:q58 -> D10:19", "conv-47:q38 -> D4:36"]
+        "conv-42:q58 -> D10:19",
+        "conv-47:q38 -> D4:36",
+    ]
     assert loco.dropped["malformed evidence tokens (dropped)"] == ["conv-42:q88 -> 'D'"]
     assert len(loco.dropped["questions without valid evidence (no qrels: excluded from retrieval metrics)"]) == 4
     assert loco.dropped["session_<N>_date_time keys without a session (ignored)"][0] == "conv-26: session_20_date_time"

@@ -11,8 +11,17 @@ import pandas as pd
 import pytest
 
 import lethebench.runs as R
-from lethebench.runs import (FILES, RunFolder, decode_cell, encode_cells, finished_runs, flag_frame, flags_frame,
-                             run_path, timings_frame)
+from lethebench.runs import (
+    FILES,
+    RunFolder,
+    decode_cell,
+    encode_cells,
+    finished_runs,
+    flag_frame,
+    flags_frame,
+    run_path,
+    timings_frame,
+)
 
 RUN = {"q1": [("d3", 2.5), ("d1", 1.25)], "q2": [("d2", 0.5)], "q3": []}
 QRELS = {"q1": {"d1": 1}, "q2": {"d2": 2, "d9": 1}, "q3": {"d4": 1}}
@@ -27,15 +36,26 @@ CELLS = {
 def per_query() -> pd.DataFrame:
     rows = []
     for qid, (timings, flags) in CELLS.items():
-        rows.append({"query_id": qid, "status": "ok" if RUN[qid] else "no_eligible_docs",
-                     "latency_ms": 4.0 if RUN[qid] else None, **encode_cells(timings, flags),
-                     "ndcg@10": 1.0 if RUN[qid] else 0.0})
+        rows.append(
+            {
+                "query_id": qid,
+                "status": "ok" if RUN[qid] else "no_eligible_docs",
+                "latency_ms": 4.0 if RUN[qid] else None,
+                **encode_cells(timings, flags),
+                "ndcg@10": 1.0 if RUN[qid] else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def write(folder: Path, **metrics) -> RunFolder:
-    metrics = {"dataset": "toy", "method": "bm25", "config_hash": "0123456789ab", "means": {"ndcg@10": 2 / 3},
-               **metrics}
+    metrics = {
+        "dataset": "toy",
+        "method": "bm25",
+        "config_hash": "0123456789ab",
+        "means": {"ndcg@10": 2 / 3},
+        **metrics,
+    }
     manifest = {"config_hash": "0123456789ab", "dataset": {"folder": "/data/toy/abc"}, "seed": 0}
     return RunFolder(folder).write(RUN, QRELS, per_query(), metrics, manifest, tag="bm25-0123456789ab")
 
@@ -89,8 +109,10 @@ def test_flags_and_one_flag_as_columns(folder):
 
 def test_frame_readers_keep_the_table_index_and_accept_older_cells():
     # as analysis holds them: indexed by query_id; cells may be empty, null or already dicts
-    pq = pd.DataFrame({"timings_ms": ['{"a": 1}', "", None], "flags": ['{"plan": "exploit"}', {"plan": "verify"}, None]},
-                      index=pd.Index(["x", "y", "z"], name="query_id"))
+    pq = pd.DataFrame(
+        {"timings_ms": ['{"a": 1}', "", None], "flags": ['{"plan": "exploit"}', {"plan": "verify"}, None]},
+        index=pd.Index(["x", "y", "z"], name="query_id"),
+    )
     assert timings_frame(pq)["a"].tolist()[0] == 1.0 and timings_frame(pq)["a"].isna().tolist() == [False, True, True]
     assert flags_frame(pq)["plan"].tolist()[:2] == ["exploit", "verify"]
     assert list(flag_frame(pq, "plan").index) == ["x", "y", "z"]
@@ -116,11 +138,14 @@ def test_done_is_written_last(folder, monkeypatch):
         def wrapper(*args, **kwargs):
             order.append(name_of(*args))
             return fn(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(R, "write_run", spy(R.write_run, lambda run, path, tag: Path(path).name))
     monkeypatch.setattr(R, "write_qrels", spy(R.write_qrels, lambda qrels, path: Path(path).name))
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", spy(pd.DataFrame.to_parquet, lambda df, path, **kw: Path(path).name))
+    monkeypatch.setattr(
+        pd.DataFrame, "to_parquet", spy(pd.DataFrame.to_parquet, lambda df, path, **kw: Path(path).name)
+    )
     monkeypatch.setattr(Path, "write_text", spy(Path.write_text, lambda p, text, *a: p.name))
     write(folder)
     assert sorted(order) == sorted(FILES) and order[-1] == "DONE"
@@ -139,7 +164,9 @@ def test_failed_write_leaves_nothing_and_keeps_an_older_folder(folder):
     assert RunFolder(folder).metrics["note"] == "first" and RunFolder(folder).is_done
     write(folder, note="second")
     assert rf.metrics["note"] == "first"  # a reader keeps what it read ...
-    assert rf.write(RUN, QRELS, per_query(), {"note": "third"}, {}, tag="t").metrics["note"] == "third"  # ... until it writes
+    assert (
+        rf.write(RUN, QRELS, per_query(), {"note": "third"}, {}, tag="t").metrics["note"] == "third"
+    )  # ... until it writes
 
 
 def test_a_folder_without_done_is_not_done(tmp_path, folder):

@@ -46,8 +46,14 @@ print(json.dumps({"event": "done", "fresh": fresh, "written": written, "pid": os
 
 def _job(folder: Path, work_seconds: float, end: str = "write") -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.Popen([sys.executable, "-c", JOB, str(folder), str(work_seconds), end], cwd=PROJECT_ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", JOB, str(folder), str(work_seconds), end],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _claimed(proc: subprocess.Popen) -> dict:

@@ -10,8 +10,15 @@ import pytest
 from pathlib import Path
 
 from lethe.core import hashing
-from lethebench.schema import (DatasetError, content_sha256, dataset_content_sha256, read_dataset, update_card_hashes,
-                               validate, write_dataset)
+from lethebench.schema import (
+    DatasetError,
+    content_sha256,
+    dataset_content_sha256,
+    read_dataset,
+    update_card_hashes,
+    validate,
+    write_dataset,
+)
 from tests.support.toy import toy_dataset
 
 
@@ -54,12 +61,15 @@ def test_wrong_type_names_row_and_column():
         validate(ds)
 
 
-@pytest.mark.parametrize("qrels, msg", [
-    ({"nope": {"chat:1": 1}}, "query 'nope' is not in queries"),
-    ({"q_early": {"ghost": 1}}, "names unknown doc 'ghost'"),
-    ({"q_early": {"notes:0": 1}}, "of another scope"),
-    ({"q_early": {"chat:1": 0}}, "grade must be an int >= 1"),
-])
+@pytest.mark.parametrize(
+    "qrels, msg",
+    [
+        ({"nope": {"chat:1": 1}}, "query 'nope' is not in queries"),
+        ({"q_early": {"ghost": 1}}, "names unknown doc 'ghost'"),
+        ({"q_early": {"notes:0": 1}}, "of another scope"),
+        ({"q_early": {"chat:1": 0}}, "grade must be an int >= 1"),
+    ],
+)
 def test_bad_qrels(qrels, msg):
     ds = toy_dataset()
     ds.qrels = qrels
@@ -114,9 +124,12 @@ def test_a_file_edited_in_place_is_an_error_not_a_reused_dataset(tmp_path):
     before = read_dataset(folder)
     assert before.content_sha256 == dataset_content_sha256(folder) == content_sha256(before.card["outputs_sha256"])
     _edit_corpus(folder)
-    with pytest.raises(DatasetError, match=r"toy/corpus\.parquet: content changed after the dataset was written "
-                                           r"\(sha256 [0-9a-f]{16}\.\.\., card\.json records [0-9a-f]{16}\.\.\.\)"
-                                           r".*update_card_hashes"):
+    with pytest.raises(
+        DatasetError,
+        match=r"toy/corpus\.parquet: content changed after the dataset was written "
+        r"\(sha256 [0-9a-f]{16}\.\.\., card\.json records [0-9a-f]{16}\.\.\.\)"
+        r".*update_card_hashes",
+    ):
         read_dataset(folder)
     with pytest.raises(DatasetError, match=r"corpus\.parquet: content changed"):
         dataset_content_sha256(folder)
@@ -196,7 +209,8 @@ def test_read_table_reads_one_table_as_read_dataset_does(tmp_path):
     from lethebench.schema import DatasetError, read_table
 
     pd.DataFrame({"doc_id": ["a", "b"], "entities": [["x", "y"], []], "text": ["t1", "t2"]}).to_parquet(
-        tmp_path / "corpus.parquet", index=False)
+        tmp_path / "corpus.parquet", index=False
+    )
     corpus = read_table(tmp_path, "corpus", ["doc_id", "entities"])
     assert list(corpus.columns) == ["doc_id", "entities"] and corpus["entities"].tolist() == [["x", "y"], []]
     assert read_table(tmp_path, "contradictions", optional=True) is None

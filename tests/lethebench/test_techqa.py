@@ -117,18 +117,26 @@ def test_card_records_truncated_contexts(tq):
 
 
 def _nv(qid, ctx=(), impossible=False, question="How?", answer="do x"):
-    return {"id": qid, "question": question, "answer": "-" if impossible else answer, "is_impossible": impossible,
-            "contexts": [{"filename": f, "text": t} for f, t in ctx]}
+    return {
+        "id": qid,
+        "question": question,
+        "answer": "-" if impossible else answer,
+        "is_impossible": impossible,
+        "contexts": [{"filename": f, "text": t} for f, t in ctx],
+    }
 
 
 def test_unusual_rows_are_counted_not_fatal(tmp_path):
-    path = _write_jsonl(tmp_path / "odd.jsonl", [
-        _nv("Q 1", [("swg1 2.txt", "short text, do x")]),                # whitespace in both ids
-        _nv("Q2", [("swgB.txt", "longer text of B")]),
-        _nv("Q3", [("swgB.txt", "B"), ("swgC.txt", "text C, do x")]),    # two contexts; B conflicts
-        _nv("Q4", []),                                                  # answerable without context
-        _nv("Q5", [("swgD.txt", "text D")], impossible=True),           # impossible with a context
-    ])
+    path = _write_jsonl(
+        tmp_path / "odd.jsonl",
+        [
+            _nv("Q 1", [("swg1 2.txt", "short text, do x")]),  # whitespace in both ids
+            _nv("Q2", [("swgB.txt", "longer text of B")]),
+            _nv("Q3", [("swgB.txt", "B"), ("swgC.txt", "text C, do x")]),  # two contexts; B conflicts
+            _nv("Q4", []),  # answerable without context
+            _nv("Q5", [("swgD.txt", "text D")], impossible=True),  # impossible with a context
+        ],
+    )
     ds = load_techqa(path)
     assert list(ds.sources["doc_id"]) == ["swg1_2", "swgB", "swgC", "swgD"]
     assert dict(zip(ds.sources["doc_id"], ds.sources["text"]))["swgB"] == "longer text of B"  # longest kept
@@ -167,28 +175,51 @@ def test_conflict_resolution_does_not_depend_on_row_order(tmp_path):
 
 
 def _ibm_q(qid, title, text, doc, answerable, answer="-", start="-", end="-"):
-    return {"QUESTION_ID": qid, "QUESTION_TITLE": title, "QUESTION_TEXT": text, "DOCUMENT": doc,
-            "ANSWERABLE": answerable, "START_OFFSET": start, "END_OFFSET": end, "ANSWER": answer,
-            "DOC_IDS": ["swg21000001", "swg21000002", "swg21000003"]}
+    return {
+        "QUESTION_ID": qid,
+        "QUESTION_TITLE": title,
+        "QUESTION_TEXT": text,
+        "DOCUMENT": doc,
+        "ANSWERABLE": answerable,
+        "START_OFFSET": start,
+        "END_OFFSET": end,
+        "ANSWER": answer,
+        "DOC_IDS": ["swg21000001", "swg21000002", "swg21000003"],
+    }
 
 
 @pytest.fixture
 def ibm_files(tmp_path) -> dict[str, Path]:
     notes = {
-        f"swg2100000{i}": {"id": f"swg2100000{i}", "title": f"Technote {i} title",
-                           "text": f"Body of technote {i}. Set the flag FOO{i}=on to fix it.", "metadata": {}}
+        f"swg2100000{i}": {
+            "id": f"swg2100000{i}",
+            "title": f"Technote {i} title",
+            "text": f"Body of technote {i}. Set the flag FOO{i}=on to fix it.",
+            "metadata": {},
+        }
         for i in range(1, 5)
     }
     train = [
-        _ibm_q("TRAIN_Q000", "Crash at start", "Server crashes on start.", "swg21000002", "Y",
-               "Set the flag FOO2=on", 28, 48),
+        _ibm_q(
+            "TRAIN_Q000",
+            "Crash at start",
+            "Server crashes on start.",
+            "swg21000002",
+            "Y",
+            "Set the flag FOO2=on",
+            28,
+            48,
+        ),
         _ibm_q("TRAIN_Q001", "Odd log line", "What does this line mean?", "-", "N"),
     ]
     dev = [_ibm_q("DEV_Q000", "Slow query", "Queries are slow.", "swg21000004", "Y", "Set the flag FOO4=on")]
     folder = tmp_path / "training_and_dev"
     folder.mkdir()
-    out = {"technotes": folder / "training_dev_technotes.json", "train": folder / "training_Q_A.json",
-           "dev": folder / "dev_Q_A.json"}
+    out = {
+        "technotes": folder / "training_dev_technotes.json",
+        "train": folder / "training_Q_A.json",
+        "dev": folder / "dev_Q_A.json",
+    }
     out["technotes"].write_text(json.dumps(notes))
     out["train"].write_text(json.dumps(train, indent=2))
     out["dev"].write_text(json.dumps(dev, indent=2))
@@ -227,7 +258,9 @@ def test_ibm_layout_by_content_and_missing_gold(ibm_files, tmp_path):
     assert detect_kind(tmp_path / "b.json") == "ibm_technotes"
     ds = load_techqa(tmp_path / "a.json", tmp_path / "b.json", layout="ibm")
     assert ds.qrels == {}
-    assert ds.card["exclusions"]["gold_not_in_corpus_refs"] == [{"query_id": "TRAIN_Q000", "technote_id": "swg29999999"}]
+    assert ds.card["exclusions"]["gold_not_in_corpus_refs"] == [
+        {"query_id": "TRAIN_Q000", "technote_id": "swg29999999"}
+    ]
 
 
 def test_ibm_layout_needs_both_kinds_of_file(ibm_files):
@@ -256,16 +289,34 @@ def test_truncated_line_names_file_and_line(tmp_path, techqa_path):
         load_techqa(bad)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r.pop("question"), r"line 3 \(id TRAIN_Q003\): missing key 'question'"),
-    (lambda r: r.pop("id"), r"line 3: missing key 'id'"),
-    (lambda r: r.update(contexts={"filename": "x.txt"}), r"line 3 \(id TRAIN_Q003\): key 'contexts': expected a list"),
-    (lambda r: r.update(is_impossible="no"), r"line 3 \(id TRAIN_Q003\): key 'is_impossible': expected true or false"),
-    (lambda r: r["contexts"][0].pop("text"), r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]': missing key 'text'"),
-    (lambda r: r["contexts"][0].update(filename=7), r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]\.filename': expected a string"),
-    (lambda r: r["contexts"][0].update(text="  "), r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]\.text': empty technote text"),
-    (lambda r: r.update(id="TRAIN_Q000"), r"line 3 \(id TRAIN_Q000\): duplicate question id 'TRAIN_Q000' \(first at .*line 1"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: r.pop("question"), r"line 3 \(id TRAIN_Q003\): missing key 'question'"),
+        (lambda r: r.pop("id"), r"line 3: missing key 'id'"),
+        (
+            lambda r: r.update(contexts={"filename": "x.txt"}),
+            r"line 3 \(id TRAIN_Q003\): key 'contexts': expected a list",
+        ),
+        (
+            lambda r: r.update(is_impossible="no"),
+            r"line 3 \(id TRAIN_Q003\): key 'is_impossible': expected true or false",
+        ),
+        (lambda r: r["contexts"][0].pop("text"), r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]': missing key 'text'"),
+        (
+            lambda r: r["contexts"][0].update(filename=7),
+            r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]\.filename': expected a string",
+        ),
+        (
+            lambda r: r["contexts"][0].update(text="  "),
+            r"line 3 \(id TRAIN_Q003\): key 'contexts\[0\]\.text': empty technote text",
+        ),
+        (
+            lambda r: r.update(id="TRAIN_Q000"),
+            r"line 3 \(id TRAIN_Q000\): duplicate question id 'TRAIN_Q000' \(first at .*line 1",
+        ),
+    ],
+)
 def test_malformed_rows_name_file_line_and_key(tmp_path, techqa_path, edit, message):
     rows = _rows(techqa_path)[:5]
     assert rows[2]["id"] == "TRAIN_Q003" and not rows[2]["is_impossible"]
@@ -274,12 +325,31 @@ def test_malformed_rows_name_file_line_and_key(tmp_path, techqa_path, edit, mess
         load_techqa(_write_jsonl(tmp_path / "bad.jsonl", rows))
 
 
-@pytest.mark.parametrize("which, edit, message", [
-    ("train", lambda d: d[1].pop("DOCUMENT"), r"training_Q_A\.json: item #1 \(QUESTION_ID TRAIN_Q001\): missing key 'DOCUMENT'"),
-    ("train", lambda d: d[0].update(ANSWERABLE=True), r"item #0 \(QUESTION_ID TRAIN_Q000\): key 'ANSWERABLE': expected 'Y' or 'N'"),
-    ("dev", lambda d: d[0].update(QUESTION_TEXT=None), r"dev_Q_A\.json: item #0 .*key 'QUESTION_TEXT': expected a string"),
-    ("technotes", lambda d: d["swg21000003"].pop("text"), r"technotes\.json: technote #2 \('swg21000003'\): missing key 'text'"),
-])
+@pytest.mark.parametrize(
+    "which, edit, message",
+    [
+        (
+            "train",
+            lambda d: d[1].pop("DOCUMENT"),
+            r"training_Q_A\.json: item #1 \(QUESTION_ID TRAIN_Q001\): missing key 'DOCUMENT'",
+        ),
+        (
+            "train",
+            lambda d: d[0].update(ANSWERABLE=True),
+            r"item #0 \(QUESTION_ID TRAIN_Q000\): key 'ANSWERABLE': expected 'Y' or 'N'",
+        ),
+        (
+            "dev",
+            lambda d: d[0].update(QUESTION_TEXT=None),
+            r"dev_Q_A\.json: item #0 .*key 'QUESTION_TEXT': expected a string",
+        ),
+        (
+            "technotes",
+            lambda d: d["swg21000003"].pop("text"),
+            r"technotes\.json: technote #2 \('swg21000003'\): missing key 'text'",
+        ),
+    ],
+)
 def test_malformed_ibm_files_name_file_item_and_key(ibm_files, which, edit, message):
     data = json.loads(ibm_files[which].read_text())
     edit(data)
@@ -293,10 +363,13 @@ def _write_technotes(path):
     return path
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"id": "Q1", "question": "unterminated', "Unterminated string starting at column 26"),
-    ('{"id": "Q1", "question": "tab\x01"}', "Invalid control character at column 30"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"id": "Q1", "question": "unterminated', "Unterminated string starting at column 26"),
+        ('{"id": "Q1", "question": "tab\x01"}', "Invalid control character at column 30"),
+    ],
+)
 def test_json_error_says_at_once(tmp_path, line, message):
     # json's own message ends in 'at' for these two errors: it used to read "starting at at column 26"
     bad = tmp_path / "bad.jsonl"

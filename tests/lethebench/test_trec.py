@@ -15,11 +15,14 @@ def test_qrels_round_trip_drops_non_relevant(tmp_path):
     assert read_qrels(path) == {"q1": {"d1": 1, "d2": 2}, "q2": {}}
 
 
-@pytest.mark.parametrize("line, message", [
-    ("q1 0 d1 high", r"qrels\.trec:2: grade 'high' is not an integer \(line 'q1 0 d1 high'"),
-    ("q1 0 d1 1.5", r"qrels\.trec:2: grade '1\.5' is not an integer"),
-    ("q1 0 d1", r"qrels\.trec:2: expected 'qid 0 docid grade'"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("q1 0 d1 high", r"qrels\.trec:2: grade 'high' is not an integer \(line 'q1 0 d1 high'"),
+        ("q1 0 d1 1.5", r"qrels\.trec:2: grade '1\.5' is not an integer"),
+        ("q1 0 d1", r"qrels\.trec:2: expected 'qid 0 docid grade'"),
+    ],
+)
 def test_malformed_qrels_line_names_file_and_line(tmp_path, line, message):
     # a non-integer grade used to raise a bare "invalid literal for int() with base 10"
     path = tmp_path / "qrels.trec"

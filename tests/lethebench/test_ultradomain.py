@@ -45,8 +45,15 @@ def _meta(df) -> list[dict]:
 
 
 def _row(i: int, context: str, answer: str, **extra) -> dict:
-    return {"input": f"question {i}?", "context": context, "answers": [answer], "_id": f"id{i}", "label": "tiny",
-            "length": len(context.split()), **extra}
+    return {
+        "input": f"question {i}?",
+        "context": context,
+        "answers": [answer],
+        "_id": f"id{i}",
+        "label": "tiny",
+        "length": len(context.split()),
+        **extra,
+    }
 
 
 def _write(path: Path, rows: list, raw: str | None = None) -> Path:
@@ -127,8 +134,16 @@ C_TIE = "Databases are relational."  # 2 of 8
 
 
 def test_content_tokens():
-    assert content_tokens(ANSWER) == {"normalization", "reduce", "redundancy", "improve", "data", "integrity",
-                                      "relational", "database"}
+    assert content_tokens(ANSWER) == {
+        "normalization",
+        "reduce",
+        "redundancy",
+        "improve",
+        "data",
+        "integrity",
+        "relational",
+        "database",
+    }
     assert content_tokens("The queries, a B-tree's 2 indexes!") == {"query", "tree", "indexe"}
 
 
@@ -141,17 +156,25 @@ def test_grade_chunks_threshold_fallback_and_gold_context():
     assert grade_chunks(ANSWER, weak) == ({"c1": 2, "c3": 2}, "fallback", 0.25)  # all ties of the best overlap
     assert grade_chunks(ANSWER, weak, fallback_min_overlap=0.3) == ({}, "none", 0.25)
     assert grade_chunks(ANSWER, weak, fallback_min_overlap=None, gold_context_grade=1) == (
-        {"c1": 1, "c2": 1, "c3": 1}, "none", 0.25)
+        {"c1": 1, "c2": 1, "c3": 1},
+        "none",
+        0.25,
+    )
 
 
 def test_chunk_qrels_only_point_into_the_gold_context(tmp_path):
-    s8 = ["alpha bravo charlie delta echo foxtrot golf hotel.",
-          "Normalization removes redundancy and improves integrity of data.",
-          "kilo lima mike november oscar papa quebec romeo."]
+    s8 = [
+        "alpha bravo charlie delta echo foxtrot golf hotel.",
+        "Normalization removes redundancy and improves integrity of data.",
+        "kilo lima mike november oscar papa quebec romeo.",
+    ]
     book = " ".join(s8)  # 8 whitespace tokens per sentence -> 3 chunks of size 8
     other = "Normalization reduces redundancy and improves data integrity in relational databases. sierra tango uniform"
-    rows = [_row(1, book, ANSWER), _row(2, other, "Uniform tango sierra words."),
-            _row(3, book, "Mike November Oscar papa quebec romeo words")]
+    rows = [
+        _row(1, book, ANSWER),
+        _row(2, other, "Uniform tango sierra words."),
+        _row(3, book, "Mike November Oscar papa quebec romeo words"),
+    ]
     src = load_ultradomain(_write(tmp_path / "tiny.jsonl", rows))
     corpus, s2d, _ = chunk_corpus(src.sources, _ws_spans, ChunkParams(size=8, overlap=0))
     qrels = src.chunk_qrels(corpus, s2d)
@@ -224,17 +247,23 @@ def test_truncated_xz_stream_is_reported(tmp_path):
         load_ultradomain(cut)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda r: r.pop("input"), r"row 3 \(line 3\): key 'input' is missing"),
-    (lambda r: r.pop("context"), r"row 3 \(line 3\): key 'context' is missing"),
-    (lambda r: r.update(context=None), r"row 3 \(line 3\): key 'context' is null"),
-    (lambda r: r.pop("answers"), r"row 3 \(line 3\): key 'answers' is missing"),
-    (lambda r: r.update(answers="just a string"), r"row 3 \(line 3\): key 'answers' must be a list of strings, got str"),
-    (lambda r: r.update(answers=[1, 2]), r"row 3 \(line 3\): key 'answers' must be a non-empty list of strings"),
-    (lambda r: r.update(answers=[]), r"row 3 \(line 3\): key 'answers' must be a non-empty list of strings"),
-    (lambda r: r.update(input=5), r"row 3 \(line 3\): key 'input' must be a string, got int"),
-    (lambda r: r.update(_id="has space"), r"row 3 \(line 3\): key '_id' contains whitespace"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.pop("input"), r"row 3 \(line 3\): key 'input' is missing"),
+        (lambda r: r.pop("context"), r"row 3 \(line 3\): key 'context' is missing"),
+        (lambda r: r.update(context=None), r"row 3 \(line 3\): key 'context' is null"),
+        (lambda r: r.pop("answers"), r"row 3 \(line 3\): key 'answers' is missing"),
+        (
+            lambda r: r.update(answers="just a string"),
+            r"row 3 \(line 3\): key 'answers' must be a list of strings, got str",
+        ),
+        (lambda r: r.update(answers=[1, 2]), r"row 3 \(line 3\): key 'answers' must be a non-empty list of strings"),
+        (lambda r: r.update(answers=[]), r"row 3 \(line 3\): key 'answers' must be a non-empty list of strings"),
+        (lambda r: r.update(input=5), r"row 3 \(line 3\): key 'input' must be a string, got int"),
+        (lambda r: r.update(_id="has space"), r"row 3 \(line 3\): key '_id' contains whitespace"),
+    ],
+)
 def test_bad_rows_name_file_row_and_key(tmp_path, mutate, message):
     rows = _good()
     mutate(rows[2])
@@ -277,7 +306,9 @@ def test_hub_offline_fails_fast_and_clearly(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(socket.socket, "connect", _no_network)
     t0 = time.perf_counter()
-    with pytest.raises(FileNotFoundError, match=r"TommyChien/UltraDomain cs\.jsonl from the hub cache \(HF_HUB_OFFLINE"):
+    with pytest.raises(
+        FileNotFoundError, match=r"TommyChien/UltraDomain cs\.jsonl from the hub cache \(HF_HUB_OFFLINE"
+    ):
         load_ultradomain(domain="cs", allow_hub=True, hub_cache_dir=str(tmp_path / "hub"))
     assert time.perf_counter() - t0 < 5
 
@@ -327,7 +358,10 @@ def test_seed_003_domains_load_where_present_and_name_the_missing_file(tmp_path)
         with pytest.raises(FileNotFoundError, match=f"ultradomain/{d}.jsonl"):
             dataset_build_key(cfg)
         (tmp_path / "ultradomain").mkdir(exist_ok=True)
-        _write(tmp_path / "ultradomain" / f"{d}.jsonl", [_row(i, f"Crop rotation text {i}. " * 5, "rotation") for i in range(2)])
+        _write(
+            tmp_path / "ultradomain" / f"{d}.jsonl",
+            [_row(i, f"Crop rotation text {i}. " * 5, "rotation") for i in range(2)],
+        )
         src = load_ultradomain(tmp_path / "ultradomain" / f"{d}.jsonl")
         assert set(src.sources["scope_id"]) == {d} and len(src.queries) == 2
         assert len(dataset_build_key(cfg)) == 16

@@ -16,66 +16,37 @@ from tests.conftest import overrides_for
 
 CASES = {
     # this round (issue 36)
-    "a credential in an override, a config file, the environment or a URL reaches no file and no console line":
-        "tests/reliability/test_secret_routes.py::test_a_planted_credential_is_refused_before_anything_is_written",
-    "the Python API and the LLM backend refuse credentials":
-        "tests/reliability/test_secret_routes.py::test_the_python_api_and_the_backend_refuse_credentials_too",
-    "build_data dataset.name=../../escaped writes outside data.processed":
-        "tests/experiments/test_build_data.py::test_a_dataset_name_that_is_a_path_is_refused_before_anything_is_written",
-    "evidence as a string, a question as an object, a turn text as a list are read silently":
-        "tests/reliability/test_bad_inputs.py::test_a_field_of_the_wrong_type_is_refused_naming_file_record_and_field",
-    "a duplicated JSON key keeps the last value silently":
-        "tests/reliability/test_bad_inputs.py::test_a_repeated_json_key_is_refused",
-    "all evidence dangling, qa: [] and a lone surrogate crash with KeyError / UnicodeEncodeError":
-        "tests/reliability/test_bad_inputs.py::test_degenerate_data_is_refused_with_a_sentence_not_a_key_error",
-    "a malformed override names neither itself nor its key":
-        "tests/reliability/test_bad_inputs.py::test_a_malformed_override_names_itself_and_its_key",
-    "a full disk says No space left on device without a path":
-        "tests/reliability/test_bad_inputs.py::test_a_full_disk_names_the_path",
+    "a credential in an override, a config file, the environment or a URL reaches no file and no console line": "tests/reliability/test_secret_routes.py::test_a_planted_credential_is_refused_before_anything_is_written",
+    "the Python API and the LLM backend refuse credentials": "tests/reliability/test_secret_routes.py::test_the_python_api_and_the_backend_refuse_credentials_too",
+    "build_data dataset.name=../../escaped writes outside data.processed": "tests/experiments/test_build_data.py::test_a_dataset_name_that_is_a_path_is_refused_before_anything_is_written",
+    "evidence as a string, a question as an object, a turn text as a list are read silently": "tests/reliability/test_bad_inputs.py::test_a_field_of_the_wrong_type_is_refused_naming_file_record_and_field",
+    "a duplicated JSON key keeps the last value silently": "tests/reliability/test_bad_inputs.py::test_a_repeated_json_key_is_refused",
+    "all evidence dangling, qa: [] and a lone surrogate crash with KeyError / UnicodeEncodeError": "tests/reliability/test_bad_inputs.py::test_degenerate_data_is_refused_with_a_sentence_not_a_key_error",
+    "a malformed override names neither itself nor its key": "tests/reliability/test_bad_inputs.py::test_a_malformed_override_names_itself_and_its_key",
+    "a full disk says No space left on device without a path": "tests/reliability/test_bad_inputs.py::test_a_full_disk_names_the_path",
     "a folder with DONE but no metrics.json or manifest.json crashes verification and the summary; a reversed "
-    "run.trec verifies OK":
-        "tests/reliability/test_damaged_runs.py::test_a_damaged_folder_is_listed_left_out_and_made_again",
-    "kill -9 of reproduce leaves its model workers training as orphans":
-        "tests/reliability/test_no_orphaned_work.py::test_workers_end_when_their_parent_is_killed",
-    "a resumed reproduction trains the same models again beside the orphans":
-        "tests/reliability/test_no_orphaned_work.py::test_two_builds_of_one_set_make_it_once",
-    "a call to a server that never answers waits forever":
-        "tests/reliability/test_bounded_exits.py::test_a_call_without_a_deadline_ends_at_the_read_timeout",
-    "a stream that stalls waits forever":
-        "tests/reliability/test_bounded_exits.py::test_a_stream_that_stalls_after_its_first_token_ends_at_the_read_timeout",
-    "a run against a silent server pays every query's timeout before RunFailed":
-        "tests/reliability/test_bounded_exits.py::test_a_run_stops_at_the_query_that_makes_its_failure_certain",
-    "a stopped run blocked in an LLM call does not end":
-        "tests/reliability/test_bounded_exits.py::test_sigterm_ends_a_run_blocked_in_a_call_without_any_limit",
-    "the local submitit launcher races on a loaded machine (%j in its folder)":
-        "tests/experiments/test_launchers.py::test_the_local_launcher_folder_exists_before_any_job_starts",
-    "an embedding shard of NaN vectors, of the wrong size, or a folder in its place is used or crashes every run":
-        "tests/lethe/core/test_cache.py::test_a_damaged_shard_is_quarantined_and_recomputed",
-    "ONNX Runtime and other libraries write under $HOME":
-        "tests/reliability/test_nothing_in_home.py::test_a_run_writes_nothing_under_home",
-    "reproduce action=report crashes for a LoCoMo-format file run under its own dataset.name":
-        "tests/reliability/test_own_data_report.py::test_a_locomo_format_file_under_its_own_name_is_run_and_reported",
+    "run.trec verifies OK": "tests/reliability/test_damaged_runs.py::test_a_damaged_folder_is_listed_left_out_and_made_again",
+    "kill -9 of reproduce leaves its model workers training as orphans": "tests/reliability/test_no_orphaned_work.py::test_workers_end_when_their_parent_is_killed",
+    "a resumed reproduction trains the same models again beside the orphans": "tests/reliability/test_no_orphaned_work.py::test_two_builds_of_one_set_make_it_once",
+    "a call to a server that never answers waits forever": "tests/reliability/test_bounded_exits.py::test_a_call_without_a_deadline_ends_at_the_read_timeout",
+    "a stream that stalls waits forever": "tests/reliability/test_bounded_exits.py::test_a_stream_that_stalls_after_its_first_token_ends_at_the_read_timeout",
+    "a run against a silent server pays every query's timeout before RunFailed": "tests/reliability/test_bounded_exits.py::test_a_run_stops_at_the_query_that_makes_its_failure_certain",
+    "a stopped run blocked in an LLM call does not end": "tests/reliability/test_bounded_exits.py::test_sigterm_ends_a_run_blocked_in_a_call_without_any_limit",
+    "the local submitit launcher races on a loaded machine (%j in its folder)": "tests/experiments/test_launchers.py::test_the_local_launcher_folder_exists_before_any_job_starts",
+    "an embedding shard of NaN vectors, of the wrong size, or a folder in its place is used or crashes every run": "tests/lethe/core/test_cache.py::test_a_damaged_shard_is_quarantined_and_recomputed",
+    "ONNX Runtime and other libraries write under $HOME": "tests/reliability/test_nothing_in_home.py::test_a_run_writes_nothing_under_home",
+    "reproduce action=report crashes for a LoCoMo-format file run under its own dataset.name": "tests/reliability/test_own_data_report.py::test_a_locomo_format_file_under_its_own_name_is_run_and_reported",
     # the round before (issue 15 and its follow-up), passing since
-    "a stale custom dataset folder is reused after its content changed":
-        "tests/experiments/test_datasets.py::test_custom_folder_key_follows_its_content",
-    "LLM failures (closed port, no answer in time) are filed as the method's numbers":
-        "tests/experiments/test_llm_failures.py::test_a_closed_port_fails_the_run_without_done",
-    "bad run values (run.k=0, ...) compute before failing":
-        "tests/experiments/test_run_validation.py::test_bad_values_are_refused_before_any_compute",
-    "a read-only results folder fails after the compute":
-        "tests/experiments/test_run_validation.py::test_an_unwritable_results_folder_fails_before_the_compute",
-    "two writers of one results folder race (the folder swap)":
-        "tests/lethe/core/test_atomic.py::test_two_processes_rewriting_one_folder",
-    "identical and different jobs started at once":
-        "tests/experiments/test_concurrency.py::test_identical_and_different_jobs_at_once",
-    "written files ignore the umask (permissions)":
-        "tests/lethe/core/test_atomic.py::test_modes_follow_the_umask",
-    "kill -9 at five points of a reproduction, then a resume, differs from a clean run":
-        "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
-    "kill -9 during the model prerequisites leaves workers training as orphans; the resume trains them again":
-        "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
-    "a command-line _target_ runs os.system":
-        "tests/reliability/test_attack_cases.py::test_a_command_line_target_cannot_run_a_shell_command",
+    "a stale custom dataset folder is reused after its content changed": "tests/experiments/test_datasets.py::test_custom_folder_key_follows_its_content",
+    "LLM failures (closed port, no answer in time) are filed as the method's numbers": "tests/experiments/test_llm_failures.py::test_a_closed_port_fails_the_run_without_done",
+    "bad run values (run.k=0, ...) compute before failing": "tests/experiments/test_run_validation.py::test_bad_values_are_refused_before_any_compute",
+    "a read-only results folder fails after the compute": "tests/experiments/test_run_validation.py::test_an_unwritable_results_folder_fails_before_the_compute",
+    "two writers of one results folder race (the folder swap)": "tests/lethe/core/test_atomic.py::test_two_processes_rewriting_one_folder",
+    "identical and different jobs started at once": "tests/experiments/test_concurrency.py::test_identical_and_different_jobs_at_once",
+    "written files ignore the umask (permissions)": "tests/lethe/core/test_atomic.py::test_modes_follow_the_umask",
+    "kill -9 at five points of a reproduction, then a resume, differs from a clean run": "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
+    "kill -9 during the model prerequisites leaves workers training as orphans; the resume trains them again": "tests/experiments/test_faults.py::test_kill_nine_at_six_points_then_rerun_equals_a_clean_run",
+    "a command-line _target_ runs os.system": "tests/reliability/test_attack_cases.py::test_a_command_line_target_cannot_run_a_shell_command",
 }
 
 
@@ -95,9 +66,18 @@ def test_every_case_has_its_test():
 
 def test_a_command_line_target_cannot_run_a_shell_command(tmp_path, work):
     marker = tmp_path / "ran"
-    cfg = load_config(overrides_for(work, "dataset=locomo", "dataset.scopes=[conv-26]", "~method", "+method.name=x",
-                                    "+method._target_=os.system", f"+method.command=touch {marker}",
-                                    f"results_dir={tmp_path / 'results'}"))
+    cfg = load_config(
+        overrides_for(
+            work,
+            "dataset=locomo",
+            "dataset.scopes=[conv-26]",
+            "~method",
+            "+method.name=x",
+            "+method._target_=os.system",
+            f"+method.command=touch {marker}",
+            f"results_dir={tmp_path / 'results'}",
+        )
+    )
     with pytest.raises(Exception, match="execution-capable target"):
         run_experiment(cfg)
     assert not marker.exists() and not list((tmp_path / "results").rglob("DONE"))

@@ -45,13 +45,19 @@ def _first_turn(conv: dict) -> dict:
 
 CASES = {
     # name: (how the conversation is changed, words the error must hold)
-    "evidence a string": (lambda c: c["qa"][0].update(evidence="D1:3"),
-                          ["conv-26 qa #0", "key 'evidence'", "expected a list of turn ids", "got str"]),
+    "evidence a string": (
+        lambda c: c["qa"][0].update(evidence="D1:3"),
+        ["conv-26 qa #0", "key 'evidence'", "expected a list of turn ids", "got str"],
+    ),
     "evidence id a number": (lambda c: c["qa"][1].update(evidence=[13]), ["conv-26 qa #1", "evidence[0]", "got int"]),
-    "question an object": (lambda c: c["qa"][0].update(question={"q": 1}),
-                           ["conv-26 qa #0", "key 'question'", "expected a string", "got dict"]),
-    "turn text a list": (lambda c: _first_turn(c).update(text=["a", "b"]),
-                         ["conv-26/session_1 turn #0", "key 'text'", "got list"]),
+    "question an object": (
+        lambda c: c["qa"][0].update(question={"q": 1}),
+        ["conv-26 qa #0", "key 'question'", "expected a string", "got dict"],
+    ),
+    "turn text a list": (
+        lambda c: _first_turn(c).update(text=["a", "b"]),
+        ["conv-26/session_1 turn #0", "key 'text'", "got list"],
+    ),
     "speaker a number": (lambda c: _first_turn(c).update(speaker=7), ["session_1 turn #0", "key 'speaker'", "got int"]),
     "category a bool": (lambda c: c["qa"][0].update(category=True), ["conv-26 qa #0", "key 'category'", "got bool"]),
     "sample_id a list": (lambda c: c.update(sample_id=["conv-26"]), ["conversation #0", "key 'sample_id'"]),
@@ -84,7 +90,7 @@ def _build(tmp_path: Path, conv: dict, embedder) -> Path:
 def test_degenerate_data_is_refused_with_a_sentence_not_a_key_error(tmp_path, conversation, embedder):
     dangling = copy.deepcopy(conversation)
     for qa in dangling["qa"]:
-        qa["evidence"] = ["D99:1"]            # every evidence id names a turn that does not exist
+        qa["evidence"] = ["D99:1"]  # every evidence id names a turn that does not exist
     with pytest.raises(DatasetError, match="dataset mine: no query has qrels"):
         _build(tmp_path / "a", dangling, embedder)
     empty = copy.deepcopy(conversation)
@@ -93,16 +99,24 @@ def test_degenerate_data_is_refused_with_a_sentence_not_a_key_error(tmp_path, co
         _build(tmp_path / "b", empty, embedder)
     surrogate = copy.deepcopy(conversation)
     _first_turn(surrogate)["text"] = "broken \ud800 text"
-    path = _write(tmp_path / "c", surrogate)   # json.dumps escapes the lone surrogate, as a file from elsewhere may
-    with pytest.raises(DatasetError, match=r"mine.json: key 'text' holds '\\ud800' at character 7 \(in 'broken '"
-                                           r"\.\.\.\), which UTF-8 cannot encode"):
+    path = _write(tmp_path / "c", surrogate)  # json.dumps escapes the lone surrogate, as a file from elsewhere may
+    with pytest.raises(
+        DatasetError,
+        match=r"mine.json: key 'text' holds '\\ud800' at character 7 \(in 'broken '"
+        r"\.\.\.\), which UTF-8 cannot encode",
+    ):
         load_locomo(path)
 
 
 def test_a_malformed_override_names_itself_and_its_key(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "experiments.run", "dataset.scopes=[conv-26"], cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "dataset.scopes=[conv-26"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert "the override 'dataset.scopes=[conv-26' (key dataset.scopes) cannot be parsed" in proc.stderr, proc.stderr
     assert not (tmp_path / "results").exists()

@@ -22,8 +22,14 @@ from lethe.llm.backends import Decoding, LLMTimeout, OpenAICompatibleBackend
 from tests.conftest import overrides_for
 from tests.support.silent_server import SilentServer
 
-LOCOMO6 = ("dataset=locomo", "dataset.scopes=[conv-26]", "dataset.sample=6", "method=lethe_iter2_llm", "llm=server",
-           "llm.cache=false")
+LOCOMO6 = (
+    "dataset=locomo",
+    "dataset.scopes=[conv-26]",
+    "dataset.sample=6",
+    "method=lethe_iter2_llm",
+    "llm=server",
+    "llm.cache=false",
+)
 
 
 def _call(backend: OpenAICompatibleBackend, limit_s: float = 60.0) -> BaseException | None:
@@ -66,9 +72,17 @@ def test_the_server_config_bounds_every_call_by_default():
 def test_a_run_stops_at_the_query_that_makes_its_failure_certain(tmp_path, work):
     """max_error_share=0: the first query whose LLM call failed decides the run; the other five are not searched."""
     with SilentServer().running() as srv, pytest.raises(RunFailed) as err:
-        run_experiment(load_config(overrides_for(work, *LOCOMO6, f"llm.base_url={srv.url}",
-                                                 "method.query_understanding.options.timeout_s=0.3",
-                                                 f"results_dir={tmp_path / 'results'}")))
+        run_experiment(
+            load_config(
+                overrides_for(
+                    work,
+                    *LOCOMO6,
+                    f"llm.base_url={srv.url}",
+                    "method.query_understanding.options.timeout_s=0.3",
+                    f"results_dir={tmp_path / 'results'}",
+                )
+            )
+        )
     assert "1 of 6 queries had an LLM call fail without an answer" in str(err.value)
     assert "after 1 searched" in str(err.value) and "stopped early" in str(err.value)
     assert not list((tmp_path / "results").rglob("DONE"))
@@ -77,30 +91,55 @@ def test_a_run_stops_at_the_query_that_makes_its_failure_certain(tmp_path, work)
 def test_a_share_the_rest_could_still_meet_is_not_stopped_early(tmp_path, work):
     """max_error_share=0.5 of 6 queries allows 3: with every call failing, the run stops at the fourth."""
     with SilentServer().running() as srv, pytest.raises(RunFailed, match="4 of 6 queries .* after 4 searched"):
-        run_experiment(load_config(overrides_for(work, *LOCOMO6, f"llm.base_url={srv.url}", "run.max_error_share=0.5",
-                                                 "method.query_understanding.options.timeout_s=0.3",
-                                                 f"results_dir={tmp_path / 'results'}")))
+        run_experiment(
+            load_config(
+                overrides_for(
+                    work,
+                    *LOCOMO6,
+                    f"llm.base_url={srv.url}",
+                    "run.max_error_share=0.5",
+                    "method.query_understanding.options.timeout_s=0.3",
+                    f"results_dir={tmp_path / 'results'}",
+                )
+            )
+        )
 
 
 def test_sigterm_ends_a_run_blocked_in_a_call_without_any_limit(tmp_path, work):
     """No deadline and no read timeout: the run waits on the server until SIGTERM, then ends at once and leaves no
     finished run."""
     with SilentServer().running() as srv:
-        cmd = [sys.executable, "-m", "experiments.run",
-               *overrides_for(work, *LOCOMO6, f"llm.base_url={srv.url}", "llm.read_timeout_s=null",
-                              "method.query_understanding.options.timeout_s=null", f"results_dir={tmp_path / 'r'}",
-                              f"hydra.run.dir={tmp_path / 'hydra'}")]
-        proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.run",
+            *overrides_for(
+                work,
+                *LOCOMO6,
+                f"llm.base_url={srv.url}",
+                "llm.read_timeout_s=null",
+                "method.query_understanding.options.timeout_s=null",
+                f"results_dir={tmp_path / 'r'}",
+                f"hydra.run.dir={tmp_path / 'hydra'}",
+            ),
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        )
         try:
             deadline = time.monotonic() + 300
             while srv.accepted == 0 and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert srv.accepted >= 1, f"the run never called the server: {proc.stdout.read() if proc.poll() else ''}"
             time.sleep(1.0)
-            assert proc.poll() is None   # still waiting on the silent server
+            assert proc.poll() is None  # still waiting on the silent server
             proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=30)   # a run that ignores the stop fails here, not in minutes
+            out, _ = proc.communicate(timeout=30)  # a run that ignores the stop fails here, not in minutes
         finally:
             proc.kill()
     assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM), out[-2000:]

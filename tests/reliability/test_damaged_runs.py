@@ -40,8 +40,9 @@ def intact(tmp_path_factory) -> tuple[dict[str, Path], Path]:
     """A finished BM25 run on one LoCoMo conversation, kept as the template every case copies."""
     base = tmp_path_factory.mktemp("damaged")
     work = {"processed": base / "processed", "cache": base / "cache", "results": base / "results"}
-    folder = run_experiment(load_config(overrides_for(work, "dataset=locomo", "dataset.scopes=[conv-26]",
-                                                      "method=bm25")))
+    folder = run_experiment(
+        load_config(overrides_for(work, "dataset=locomo", "dataset.scopes=[conv-26]", "method=bm25"))
+    )
     assert RunFolder(folder).damage is None and RunFolder(folder).is_whole
     return work, folder
 
@@ -58,18 +59,21 @@ def test_a_damaged_folder_is_listed_left_out_and_made_again(intact, tmp_path, ca
     damage(folder)
     assert RunFolder(folder).damage.startswith(says) and not RunFolder(folder).is_whole
 
-    table = E.verify([(key, folder)], expected, METRICS, [])          # verification: a status, not a crash
+    table = E.verify([(key, folder)], expected, METRICS, [])  # verification: a status, not a crash
     assert set(table["status"]) == {"DAMAGED"} and not E.passed(table)
     assert says in table["note"].iloc[0] and E.summary_line(table).endswith(f"{len(table)} DAMAGED")
 
-    listing = format_table(load_metrics(results))                        # experiments.summary lists it
+    listing = format_table(load_metrics(results))  # experiments.summary lists it
     assert f"DAMAGED ({says}" in listing and "locomo/bm25/" in listing
 
-    assert load_runs(results) == []                                      # the API and the report leave it out...
-    assert f"DAMAGED ({says}" in capsys.readouterr().err                 # ...and say so
+    assert load_runs(results) == []  # the API and the report leave it out...
+    assert f"DAMAGED ({says}" in capsys.readouterr().err  # ...and say so
 
-    again = run_experiment(load_config(overrides_for({**work, "results": results}, "dataset=locomo",
-                                                     "dataset.scopes=[conv-26]", "method=bm25")))
-    assert again == folder and RunFolder(folder).is_whole               # the same command makes it again
+    again = run_experiment(
+        load_config(
+            overrides_for({**work, "results": results}, "dataset=locomo", "dataset.scopes=[conv-26]", "method=bm25")
+        )
+    )
+    assert again == folder and RunFolder(folder).is_whole  # the same command makes it again
     assert f"[damaged] locomo/bm25/{folder.name}: {says}" in capsys.readouterr().out
     assert set(E.verify([(key, folder)], expected, METRICS, [])["status"]) == {"OK"}

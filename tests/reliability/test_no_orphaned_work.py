@@ -32,8 +32,13 @@ time.sleep(600)
 
 
 def test_workers_end_when_their_parent_is_killed():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
     try:
         workers = [int(p) for p in parent.stdout.readline().split()]
         assert workers and all(alive(p) for p in workers)
@@ -59,12 +64,15 @@ def test_two_builds_of_one_set_make_it_once(tmp_path):
 
     llm = SlowLLM(['{"question": "which port failed?"}'])
     folders: list[Path] = []
-    builders = [threading.Thread(target=lambda: folders.append(SQ.generate(_dataset(), "k", SETTINGS, tmp_path,
-                                                                           progress=False, llm=llm)))
-                for _ in range(2)]
+    builders = [
+        threading.Thread(
+            target=lambda: folders.append(SQ.generate(_dataset(), "k", SETTINGS, tmp_path, progress=False, llm=llm))
+        )
+        for _ in range(2)
+    ]
     for b in builders:
         b.start()
     for b in builders:
         b.join(timeout=120)
     assert len(folders) == 2 and folders[0] == folders[1]
-    assert len(llm.calls) == SETTINGS["docs"]   # once per document, not twice
+    assert len(llm.calls) == SETTINGS["docs"]  # once per document, not twice

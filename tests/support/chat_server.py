@@ -23,9 +23,14 @@ class ChatServer:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.auth.append(self.headers.get("Authorization"))
                 time.sleep(owner.delay_s)
-                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": owner.reply},
-                                                "finish_reason": "stop"}],
-                                   "usage": {"prompt_tokens": 5, "completion_tokens": 1}}).encode()
+                body = json.dumps(
+                    {
+                        "choices": [
+                            {"message": {"role": "assistant", "content": owner.reply}, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+                    }
+                ).encode()
                 with contextlib.suppress(OSError):  # the client may have given up (timeout tests)
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

@@ -30,7 +30,9 @@ class FakeLLM:
     def record(self, messages: Sequence[Message], decoding: Decoding, timeout_s: float | None) -> dict[str, Any]:
         return {"messages": list(messages), "decoding": decoding, "timeout_s": timeout_s}
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None) -> LLMResponse:
+    def chat(
+        self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None
+    ) -> LLMResponse:
         k = len(self.calls)
         self.calls.append(self.record(messages, decoding, timeout_s))
         delay = self.delay(messages)

@@ -45,8 +45,9 @@ def built_sections(method: str = "lethe_iter1", **sections: Mapping[str, Any] | 
     return built
 
 
-def build_pipeline(embedder: Any, method: str = "lethe_iter1", cache_dir: Any = None,
-                   **sections: Mapping[str, Any] | None) -> Any:
+def build_pipeline(
+    embedder: Any, method: str = "lethe_iter1", cache_dir: Any = None, **sections: Mapping[str, Any] | None
+) -> Any:
     """A ``LethePipeline`` from ``method``'s YAML with ``embedder`` and sections replaced (``built_sections``)."""
     from lethe.methods.pipeline import LethePipeline
 

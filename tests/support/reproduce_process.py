@@ -23,8 +23,9 @@ def write_reference(folder: Path, name: str, tier: Mapping[str, Any]) -> Path:
     return folder
 
 
-def reproduce_process(args: Sequence[str], kill_at: str | None = None, timeout: float = 900,
-                      env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+def reproduce_process(
+    args: Sequence[str], kill_at: str | None = None, timeout: float = 900, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``python -m experiments.reproduce *args`` from the project root, with ``LETHE_KILL_AT=kill_at`` (unset
     when None, whatever the caller's environment holds) and the variables ``env`` added; output captured as text.
     The output goes through files, not pipes, so that a process the killed one left behind (holding its copies of
@@ -33,8 +34,15 @@ def reproduce_process(args: Sequence[str], kill_at: str | None = None, timeout: 
     if kill_at:
         env["LETHE_KILL_AT"] = kill_at
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", *args], cwd=PROJECT_ROOT, env=env,
-                              stdout=out, stderr=err, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "experiments.reproduce", *args],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=out,
+            stderr=err,
+            text=True,
+            timeout=timeout,
+        )
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())

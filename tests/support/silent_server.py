@@ -9,8 +9,12 @@ import threading
 from typing import Iterator
 
 _CHUNK = b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\n'
-FIRST_TOKEN = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-               + f"{len(_CHUNK):x}\r\n".encode() + _CHUNK + b"\r\n")
+FIRST_TOKEN = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + f"{len(_CHUNK):x}\r\n".encode()
+    + _CHUNK
+    + b"\r\n"
+)
 
 
 class SilentServer:
@@ -35,7 +39,7 @@ class SilentServer:
             except OSError:
                 continue
             self.accepted += 1
-            self._conns.append(conn)   # kept open, never closed until the end: the client must give up itself
+            self._conns.append(conn)  # kept open, never closed until the end: the client must give up itself
             if self.first_token:
                 with contextlib.suppress(OSError):
                     conn.settimeout(5)

@@ -84,9 +84,21 @@ from lethe.llm.prompts import Prompt, load_prompt
 from lethe.core.protocol import Doc
 from lethe.stages.rerank import p_yes_from_response, parse_yes_no
 
-__all__ = ["DetectionResult", "CandidatePair", "RulesDetector", "LLMContradictionDetector", "make_detector",
-           "candidate_pairs", "subject_keys", "value_tokens", "value_kinds", "BACKENDS", "BLOCKINGS",
-           "PROMPT_NAME", "DECODING"]
+__all__ = [
+    "DetectionResult",
+    "CandidatePair",
+    "RulesDetector",
+    "LLMContradictionDetector",
+    "make_detector",
+    "candidate_pairs",
+    "subject_keys",
+    "value_tokens",
+    "value_kinds",
+    "BACKENDS",
+    "BLOCKINGS",
+    "PROMPT_NAME",
+    "DECODING",
+]
 
 BACKENDS = ("rules", "llm")
 BLOCKINGS = ("entity_value", "all")
@@ -117,24 +129,32 @@ class DetectionResult:
 
 # ---------------------------------------------------------------- blocking features
 _STOP = frozenset(_FUNCTION_WORDS) | frozenset(
-    "etc services service config configs yaml yml json team teams owners codeowners var opt usr src lib".split())
+    "etc services service config configs yaml yml json team teams owners codeowners var opt usr src lib".split()
+)
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9\-]*[a-z0-9]|[a-z]")
 _SEG_SPLIT = re.compile(r"[/\s:@=,]+")
 _VALUE = re.compile(
-    r"\b\d+\.\d+(?:\.\d+)+\b"                                        # version 1.2.3
-    r"|\b\d+(?:\.\d+)?\s?(?:[KMGT]i|[KMGT]B|[KMGT]iB|ms|s)\b"       # size or duration
-    r"|\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-(?:gov-)?[a-z]+-\d\b"    # cloud region code
-    r"|\bteam[\s_-]+[a-z]+"                                          # team name
-    r"|\b[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)+\b"             # host name with a digit
-    r"|\b\d{2,}\b",                                                  # number of 2+ digits
-    re.I)
+    r"\b\d+\.\d+(?:\.\d+)+\b"  # version 1.2.3
+    r"|\b\d+(?:\.\d+)?\s?(?:[KMGT]i|[KMGT]B|[KMGT]iB|ms|s)\b"  # size or duration
+    r"|\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-(?:gov-)?[a-z]+-\d\b"  # cloud region code
+    r"|\bteam[\s_-]+[a-z]+"  # team name
+    r"|\b[a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)+\b"  # host name with a digit
+    r"|\b\d{2,}\b",  # number of 2+ digits
+    re.I,
+)
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("version", re.compile(r"\b\d+\.\d+(?:\.\d+)+\b|\bversion\b|\brelease\b", re.I)),
     ("size", re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGT]i|[KMGT]B|[KMGT]iB)\b|\bmemory\b|\bmem\b|\bram\b", re.I)),
     ("duration", re.compile(r"\b\d+\s?(?:ms|s|sec|secs|seconds|minutes|min)\b|timeout", re.I)),
     ("region", re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-(?:gov-)?[a-z]+-\d\b|\bregion\b", re.I)),
-    ("store", re.compile(r"\b(?:postgres|postgresql|mysql|mariadb|mongodb|mongo|redis|cassandra|sqlite|dynamodb|"
-                         r"elasticsearch|clickhouse)\b|\bdatabase\b|\bdatastore\b", re.I)),
+    (
+        "store",
+        re.compile(
+            r"\b(?:postgres|postgresql|mysql|mariadb|mongodb|mongo|redis|cassandra|sqlite|dynamodb|"
+            r"elasticsearch|clickhouse)\b|\bdatabase\b|\bdatastore\b",
+            re.I,
+        ),
+    ),
     ("owner", re.compile(r"\bteam[\s_-]+[a-z]+|\bown(?:s|ed|er|ers|ership)?\b|\bmaintain", re.I)),
     ("count", re.compile(r"\b\d+\s?(?:replicas?|pods?|instances?|copies|nodes)\b|\b\d+/\d+\b|replica", re.I)),
     ("port", re.compile(r"\bport\b|:\d{2,5}\b", re.I)),
@@ -194,7 +214,7 @@ class CandidatePair:
 
     earlier: Doc
     later: Doc
-    shared_keys: tuple[str, ...]    # rarest first (ties: longest first)
+    shared_keys: tuple[str, ...]  # rarest first (ties: longest first)
     shared_values: tuple[str, ...]
     shared_kinds: tuple[str, ...]
 
@@ -207,7 +227,9 @@ class CandidatePair:
         return "+".join(self.shared_kinds)
 
 
-def candidate_pairs(docs: Sequence[Doc], blocking: str = "entity_value", max_df_share: float = 0.5) -> list[CandidatePair]:
+def candidate_pairs(
+    docs: Sequence[Doc], blocking: str = "entity_value", max_df_share: float = 0.5
+) -> list[CandidatePair]:
     """All candidate pairs of ``docs`` in consideration order (module docstring), uncapped."""
     if blocking not in BLOCKINGS:
         raise ValueError(f"unknown blocking {blocking!r}; known: {', '.join(BLOCKINGS)}")
@@ -218,8 +240,16 @@ def candidate_pairs(docs: Sequence[Doc], blocking: str = "entity_value", max_df_
     ordered = sorted(docs, key=lambda d: (d.position, d.doc_id))
     if blocking == "all":
         pairs = [CandidatePair(a, b, (), (), ()) for a, b in combinations(ordered, 2) if a.position != b.position]
-        return sorted(pairs, key=lambda p: (p.later.position - p.earlier.position, p.later.position,
-                                            p.earlier.position, p.earlier.doc_id, p.later.doc_id))
+        return sorted(
+            pairs,
+            key=lambda p: (
+                p.later.position - p.earlier.position,
+                p.later.position,
+                p.earlier.position,
+                p.earlier.doc_id,
+                p.later.doc_id,
+            ),
+        )
     keys = subject_keys(docs, max_df_share)
     df = Counter(k for ks in keys.values() for k in ks)
     vals = {d.doc_id: value_tokens(d.text) for d in docs}
@@ -238,15 +268,25 @@ def candidate_pairs(docs: Sequence[Doc], blocking: str = "entity_value", max_df_
         shared_keys = tuple(sorted(sh, key=lambda k: (df[k], -len(k), k)))
         idf = math.log(n / df[shared_keys[0]]) if shared_keys else 0.0
         pair = CandidatePair(a, b, shared_keys, tuple(sorted(sv)), tuple(sorted(sk)))
-        scored.append(((-len(sv), -idf, -len(sk), b.position - a.position, b.position, a.position,
-                        a.doc_id, b.doc_id), pair))
+        scored.append(
+            ((-len(sv), -idf, -len(sk), b.position - a.position, b.position, a.position, a.doc_id, b.doc_id), pair)
+        )
     scored.sort(key=lambda t: t[0])
     return [p for _, p in scored]
 
 
 def _sort_conflicts(conflicts: list[Conflict], pos: dict[str, int]) -> list[Conflict]:
-    return sorted(conflicts, key=lambda c: (pos[c.current_doc_id], pos[c.stale_doc_id], c.stale_doc_id,
-                                            c.current_doc_id, c.entity, c.attribute))
+    return sorted(
+        conflicts,
+        key=lambda c: (
+            pos[c.current_doc_id],
+            pos[c.stale_doc_id],
+            c.stale_doc_id,
+            c.current_doc_id,
+            c.entity,
+            c.attribute,
+        ),
+    )
 
 
 # ---------------------------------------------------------------- detectors
@@ -258,8 +298,9 @@ class RulesDetector:
     def detect(self, docs: Sequence[Doc]) -> DetectionResult:
         t0 = time.perf_counter()
         conflicts = detect(docs)
-        return DetectionResult(conflicts=list(conflicts), backend=self.backend,
-                               total_ms=(time.perf_counter() - t0) * 1000.0)
+        return DetectionResult(
+            conflicts=list(conflicts), backend=self.backend, total_ms=(time.perf_counter() - t0) * 1000.0
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, "detector": "lethe.stages.contradiction.rules.detect"}
@@ -270,9 +311,18 @@ class LLMContradictionDetector:
 
     backend = "llm"
 
-    def __init__(self, llm: LLMBackend, prompt_version: str = "v1", threshold: float = 0.8, max_pairs: int = 40,
-                 max_doc_chars: int = 600, budget_ms: float | None = None, blocking: str = "entity_value",
-                 max_df_share: float = 0.5, call_timeout_s: float | None = None):
+    def __init__(
+        self,
+        llm: LLMBackend,
+        prompt_version: str = "v1",
+        threshold: float = 0.8,
+        max_pairs: int = 40,
+        max_doc_chars: int = 600,
+        budget_ms: float | None = None,
+        blocking: str = "entity_value",
+        max_df_share: float = 0.5,
+        call_timeout_s: float | None = None,
+    ):
         if llm is None:
             raise ValueError("LLMContradictionDetector needs an llm backend (lethe.llm.backends.make_llm)")
         if not 0.0 <= threshold <= 1.0:
@@ -302,11 +352,20 @@ class LLMContradictionDetector:
     def describe(self) -> dict[str, Any]:
         """Settings, prompt (name, version, sha256), decoding and model, for a run manifest."""
         llm_desc = self.llm.describe() if callable(getattr(self.llm, "describe", None)) else {}
-        return {"backend": self.backend, "threshold": self.threshold, "max_pairs": self.max_pairs,
-                "max_doc_chars": self.max_doc_chars, "budget_ms": self.budget_ms, "blocking": self.blocking,
-                "max_df_share": self.max_df_share, "call_timeout_s": self.call_timeout_s,
-                "prompt": self.prompt.describe(), "decoding": DECODING.as_dict(),
-                "llm": getattr(self.llm, "name", type(self.llm).__name__), "llm_describe": llm_desc}
+        return {
+            "backend": self.backend,
+            "threshold": self.threshold,
+            "max_pairs": self.max_pairs,
+            "max_doc_chars": self.max_doc_chars,
+            "budget_ms": self.budget_ms,
+            "blocking": self.blocking,
+            "max_df_share": self.max_df_share,
+            "call_timeout_s": self.call_timeout_s,
+            "prompt": self.prompt.describe(),
+            "decoding": DECODING.as_dict(),
+            "llm": getattr(self.llm, "name", type(self.llm).__name__),
+            "llm_describe": llm_desc,
+        }
 
     def _text(self, doc: Doc) -> str:
         return (doc.text or "").strip()[: self.max_doc_chars]
@@ -316,8 +375,9 @@ class LLMContradictionDetector:
         t_start = time.perf_counter()
         cands = candidate_pairs(docs, self.blocking, self.max_df_share)
         considered = cands[: self.max_pairs]
-        res = DetectionResult(conflicts=[], backend=self.backend, candidates=len(cands),
-                              pairs_considered=len(considered))
+        res = DetectionResult(
+            conflicts=[], backend=self.backend, candidates=len(cands), pairs_considered=len(considered)
+        )
         budget_s = None if self.budget_ms is None else self.budget_ms / 1000.0
         t0: float | None = None
         t_last = t_start
@@ -363,7 +423,9 @@ class LLMContradictionDetector:
             answer = parse_yes_no(resp.text)
             if answer == "yes" and p >= self.threshold:
                 decision = "conflict"
-                res.conflicts.append(Conflict(pair.earlier.doc_id, pair.later.doc_id, pair.entity, pair.attribute, "", ""))
+                res.conflicts.append(
+                    Conflict(pair.earlier.doc_id, pair.later.doc_id, pair.entity, pair.attribute, "", "")
+                )
             elif answer == "yes":
                 decision = "yes_below_threshold"
             else:
@@ -371,15 +433,18 @@ class LLMContradictionDetector:
             res.log.append({**entry, "p_yes": p, "decision": decision})
         for pair in considered[stopped_at:]:
             res.not_judged += 1
-            res.log.append({"stale": pair.earlier.doc_id, "current": pair.later.doc_id, "p_yes": None,
-                            "decision": "not_judged"})
+            res.log.append(
+                {"stale": pair.earlier.doc_id, "current": pair.later.doc_id, "p_yes": None, "decision": "not_judged"}
+            )
         res.llm_ms = (t_last - t0) * 1000.0 if t0 is not None else 0.0
         res.conflicts = _sort_conflicts(res.conflicts, {d.doc_id: d.position for d in docs})
         res.total_ms = (time.perf_counter() - t_start) * 1000.0
         return res
 
 
-def make_detector(backend: str, llm: LLMBackend | None = None, **options: Any) -> RulesDetector | LLMContradictionDetector:
+def make_detector(
+    backend: str, llm: LLMBackend | None = None, **options: Any
+) -> RulesDetector | LLMContradictionDetector:
     """A detector by name: ``rules`` (no llm, no options) or ``llm`` (needs ``llm``; options go to
     :class:`LLMContradictionDetector`). Anything else raises ValueError."""
     if backend == "rules":
@@ -390,6 +455,8 @@ def make_detector(backend: str, llm: LLMBackend | None = None, **options: Any) -
         return RulesDetector()
     if backend == "llm":
         if llm is None:
-            raise ValueError("contradiction backend 'llm' needs a model: pass llm=make_llm(conf/llm/<name>.yaml, cache_dir)")
+            raise ValueError(
+                "contradiction backend 'llm' needs a model: pass llm=make_llm(conf/llm/<name>.yaml, cache_dir)"
+            )
         return LLMContradictionDetector(llm, **options)
     raise ValueError(f"unknown contradiction backend {backend!r}; known: {', '.join(BACKENDS)}")

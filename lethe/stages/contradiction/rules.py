@@ -96,8 +96,17 @@ import numpy as np
 from lethe.core.protocol import Doc
 from lethe.retrieval.ranking import top_indices
 
-__all__ = ["Fact", "Conflict", "ATTRIBUTE_SYNONYMS", "extract_facts", "detect", "demote",
-           "normalize_attribute", "normalize_entity", "normalize_value"]
+__all__ = [
+    "Fact",
+    "Conflict",
+    "ATTRIBUTE_SYNONYMS",
+    "extract_facts",
+    "detect",
+    "demote",
+    "normalize_attribute",
+    "normalize_entity",
+    "normalize_value",
+]
 
 
 @dataclass(frozen=True, order=True)
@@ -122,35 +131,83 @@ class Conflict:
 
 # ---------------------------------------------------------------- normalization tables
 ATTRIBUTE_SYNONYMS: dict[str, str] = {
-    "owner": "owner", "owners": "owner", "owned by": "owner", "team": "owner", "owning team": "owner",
-    "maintainer": "owner", "maintainers": "owner", "maintained by": "owner", "codeowners": "owner",
+    "owner": "owner",
+    "owners": "owner",
+    "owned by": "owner",
+    "team": "owner",
+    "owning team": "owner",
+    "maintainer": "owner",
+    "maintainers": "owner",
+    "maintained by": "owner",
+    "codeowners": "owner",
     "ownership": "owner",
-    "replicas": "replicas", "replica": "replicas", "replica count": "replicas", "copies": "replicas",
-    "instances": "replicas", "pods": "replicas", "desired count": "replicas", "instance count": "replicas",
-    "version": "version", "release": "version", "build": "version", "image tag": "version",
-    "timeout": "timeout", "request timeout": "timeout", "timeout ms": "timeout", "request timeout ms": "timeout",
-    "memory": "memory", "memory limit": "memory", "mem limit": "memory", "mem": "memory", "ram": "memory",
-    "region": "region", "aws region": "region",
-    "database": "database", "db": "database", "datastore": "database", "database url": "database",
+    "replicas": "replicas",
+    "replica": "replicas",
+    "replica count": "replicas",
+    "copies": "replicas",
+    "instances": "replicas",
+    "pods": "replicas",
+    "desired count": "replicas",
+    "instance count": "replicas",
+    "version": "version",
+    "release": "version",
+    "build": "version",
+    "image tag": "version",
+    "timeout": "timeout",
+    "request timeout": "timeout",
+    "timeout ms": "timeout",
+    "request timeout ms": "timeout",
+    "memory": "memory",
+    "memory limit": "memory",
+    "mem limit": "memory",
+    "mem": "memory",
+    "ram": "memory",
+    "region": "region",
+    "aws region": "region",
+    "database": "database",
+    "db": "database",
+    "datastore": "database",
+    "database url": "database",
     "db url": "database",
-    "port": "port", "listen port": "port",
+    "port": "port",
+    "listen port": "port",
 }
-_ATTR_ALT = "|".join(sorted((re.escape(k).replace(r"\ ", r"[\s_-]+") for k in ATTRIBUTE_SYNONYMS), key=len, reverse=True))
-_ENV_WORDS = {"production": "production", "prod": "production", "live": "production",
-              "staging": "staging", "stage": "staging", "pre-prod": "staging", "preprod": "staging",
-              "dev": "dev", "development": "dev", "qa": "qa"}
-_ENV_RE = re.compile(r"(?<![\w.-])(pre-prod|preprod|production|prod|live|staging|stage|development|dev|qa)(?![\w-]|\.\w)", re.I)
-_STOP = frozenset("""a an the it its this that these those which what who whom whose we you they he she i me us them
+_ATTR_ALT = "|".join(
+    sorted((re.escape(k).replace(r"\ ", r"[\s_-]+") for k in ATTRIBUTE_SYNONYMS), key=len, reverse=True)
+)
+_ENV_WORDS = {
+    "production": "production",
+    "prod": "production",
+    "live": "production",
+    "staging": "staging",
+    "stage": "staging",
+    "pre-prod": "staging",
+    "preprod": "staging",
+    "dev": "dev",
+    "development": "dev",
+    "qa": "qa",
+}
+_ENV_RE = re.compile(
+    r"(?<![\w.-])(pre-prod|preprod|production|prod|live|staging|stage|development|dev|qa)(?![\w-]|\.\w)", re.I
+)
+_STOP = frozenset(
+    """a an the it its this that these those which what who whom whose we you they he she i me us them
 our your their his her my there here and or but if then so of in on at by to from with for as is are was were be been
 being has have had do does did not no now new current old someone somebody anyone everyone nobody all any each
-every some team update note done""".split())
-_STRUCTURAL = frozenset("""resources limits requests spec metadata services service environment env config configuration
+every some team update note done""".split()
+)
+_STRUCTURAL = frozenset(
+    """resources limits requests spec metadata services service environment env config configuration
 data settings server deploy deployment containers container template labels annotations provider resource values
-app apps default defaults common global ports volumes image""".split())
+app apps default defaults common global ports volumes image""".split()
+)
 _DB_ENGINES = "postgres|postgresql|mysql|mariadb|mongodb|mongo|redis|cassandra|sqlite|dynamodb|elasticsearch|clickhouse|oracle|mssql"
 
 _ENT = r"[A-Za-z][\w.\-]*[A-Za-z0-9]|[A-Za-z]"
-_RE_REGION = re.compile(r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-(?:gov-)?(?:east|west|north|south|central|northeast|southeast|northwest|southwest)-\d\b", re.I)
+_RE_REGION = re.compile(
+    r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-(?:gov-)?(?:east|west|north|south|central|northeast|southeast|northwest|southwest)-\d\b",
+    re.I,
+)
 _RE_DB = re.compile(rf"^({_DB_ENGINES})(?:\s+at\s+|://(?:[^@/\s]*@)?)([a-z0-9][\w.\-]*[a-z0-9])", re.I)
 _RE_MEM = re.compile(r"^(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB|Ki|Mi|Gi|Ti|KB|MB|GB|TB|K|M|G)\b", re.I)
 _RE_DUR = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|milliseconds?|millis|s|sec|secs|seconds?)?(?![\w.])", re.I)
@@ -162,7 +219,14 @@ _RE_TEAM = re.compile(r"^(?:@[\w-]+/)?(?:team[\s-]+)?([A-Za-z][A-Za-z0-9]*(?:-[A
 def normalize_entity(name: str) -> str | None:
     """Lowercased entity with ``_`` -> ``-``; None for function words and non-names."""
     e = name.strip().strip("\"'`[](){}<>").rstrip(".,;:!?").lower().replace("_", "-")
-    if not e or e in _STOP or e in _ENV_WORDS or e == "default" or not re.fullmatch(r"[a-z][a-z0-9.\-]*", e) or len(e) < 2:
+    if (
+        not e
+        or e in _STOP
+        or e in _ENV_WORDS
+        or e == "default"
+        or not re.fullmatch(r"[a-z][a-z0-9.\-]*", e)
+        or len(e) < 2
+    ):
         return None
     return e
 
@@ -254,57 +318,109 @@ _FROM = r"(?:from\s+(?:team\s+)?[^\s,;()]+(?:\s+at\s+[^\s,;()]+)?(?:\s+(?:ms|mil
 _VERB = r"(?:moved|changed|bumped|set|raised|lowered|increased|decreased|reduced|updated|scaled|switched|migrated|upgraded|rolled|pinned|capped)"
 
 # (regex, fixed attribute or None). None: attribute from group "a" if present, else from value shape.
-_PROSE: list[tuple[re.Pattern[str], str | None]] = [(re.compile(p, re.I), a) for p, a in [
-    # 5 ownership
-    (rf"\b{_E}\s+(?:belongs\s+to|is\s+owned\s+by|is\s+maintained\s+by|is\s+now\s+owned\s+by)\s+{_V}{_VEND}", "owner"),
-    (rf"\bask\s+team\s+(?P<v>[A-Za-z][\w-]*),?\s+they\s+(?:own|maintain)\s+{_E}", "owner"),
-    (rf"\bteam\s+(?P<v>[A-Za-z][\w-]*)\s+(?:owns|maintains|takes\s+over|now\s+owns)\s+{_E}", "owner"),
-    (rf"\b{_E}\s+(?:was\s+|has\s+been\s+)?(?:moved|transferred|handed\s+over)\s+from\s+team\s+[\w-]+\s+to\s+(?P<v>team\s+[\w-]+)", "owner"),
-    # 6 replicas
-    (rf"\b{_E}(?:\s+\([\w\s-]+\)|\s+in\s+[\w-]+)?\s+runs\s+with\s+(?P<v>\d+)\s+(?:replicas|instances|copies|pods)\b", "replicas"),
-    (rf"\b(?P<v>\d+)\s+(?:replicas|instances|copies|pods)\s+of\s+{_E}", "replicas"),
-    (rf"\b{_E}(?:\s+\([\w\s-]+\))?\s+(?:settled\s+at|moved\s+from\s+\d+\s+to|scaled\s+from\s+\d+\s+to)\s+(?P<v>\d+)\s+(?:replicas|instances|pods|copies)\b", "replicas"),
-    # 4 change verbs
-    (rf"\b{_VERB}\s+(?:the\s+)?{_A}\s+(?:of|for)\s+{_E}\s+{_FROM}to\s+{_V}{_VEND}", None),
-    (rf"\b{_VERB}\s+(?:the\s+)?{_E}\s+{_A}\s+{_FROM}to\s+{_V}{_VEND}", None),
-    (rf"\b{_VERB}\s+{_E}(?:\s+in\s+[\w-]+)?\s+{_A}\s+{_FROM}to\s+{_V}{_VEND}", None),
-    (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+(?:{_A}\s+)?(?:was\s+|were\s+|has\s+been\s+|is\s+)?{_VERB}\s+(?:forward\s+)?{_FROM}to\s+{_V}{_VEND}", None),
-    (rf"\b(?:switched|moved|migrated|scaled|capped)\s+{_E}(?:\s+in\s+[\w-]+)?\s+(?:to|at)\s+{_V}{_VEND}", None),
-    # 7 now
-    (rf"\b{_E}\s+(?:is\s+)?now\s+(?:in|at|on|runs\s+on)\s+{_V}{_VEND}", None),
-    # 1, 2, 3 statements
-    (rf"\b{_E}(?:'s)?(?:\s+in\s+[\w-]+)?\s+{_A}(?:\s*[:=]|\s+(?:is|was)\b)\s*(?:now\s+|currently\s+|set\s+to\s+)?{_V}{_VEND}", None),
-    (rf"\b{_A}\s+(?:of|for|behind)\s+{_E}(?:\s+in\s+[\w-]+)?\s*(?:is|was|:|=)\s*(?:now\s+|currently\s+)?{_V}{_VEND}", None),
-    (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+has\s+an?\s+{_A}\s+of\s+{_V}{_VEND}", None),
-    (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+(?:is\s+on|runs|is\s+running)\s+{_A}\s+{_V}{_VEND}", None),
-    (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+is\s+configured\s+with\s+an?\s+(?P<v>[\d.]+\s*(?:ms|milliseconds|s|seconds|Mi|Gi|MB|GB))\s+(?:request\s+)?{_A}\b", None),
-    # 8 location / storage / memory verbs (value shape must agree)
-    (rf"\b{_E}\s+(?:is\s+deployed|is\s+hosted|runs|lives|is\s+running|is\s+located)\s+in\s+(?:the\s+)?{_V}{_VEND}", "region"),
-    (rf"\bwe\s+run\s+{_E}\s+out\s+of\s+{_V}{_VEND}", "region"),
-    (rf"\b{_E}\s+(?:stores\s+its\s+data\s+in|talks\s+to|uses|connects\s+to|is\s+connected\s+to|persists\s+to)\s+{_V}{_VEND}", "database"),
-    (rf"\bcapped\s+{_E}\s+at\s+{_V}{_VEND}", "memory"),
-    (rf"\b{_E}\s+(?:times\s+out|gives\s+up(?:\s+on\s+(?:a|the|each)\s+(?:request|call))?)\s+after\s+(?P<v>[\d.]+\s*(?:ms|milliseconds|s|seconds)\b)", "timeout"),
-    (rf"\b{_E}\s+exceeded\s+its\s+(?P<v>\S+)\s+(?:memory\s+)?limit", "memory"),
-    # 9 versions / pins
-    (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])==(?P<v>\d+(?:\.\d+)+[\w.+-]*)", "version"),
-    (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])@(?P<v>\d+(?:\.\d+)+)\b", "version"),
-    (rf"\b{_E}\s+(?P<v>v\d+(?:\.\d+)+)\b", "version"),
-    (rf"\bpinned\s+{_E}\s+(?:to|at)\s+(?P<v>v?\d+(?:\.\d+)+)", "version"),
-    (rf"\bimage:\s*(?:[\w.\-]+/)*{_E}:(?P<v>v?\d+(?:\.\d+)+)", "version"),
-]]
+_PROSE: list[tuple[re.Pattern[str], str | None]] = [
+    (re.compile(p, re.I), a)
+    for p, a in [
+        # 5 ownership
+        (
+            rf"\b{_E}\s+(?:belongs\s+to|is\s+owned\s+by|is\s+maintained\s+by|is\s+now\s+owned\s+by)\s+{_V}{_VEND}",
+            "owner",
+        ),
+        (rf"\bask\s+team\s+(?P<v>[A-Za-z][\w-]*),?\s+they\s+(?:own|maintain)\s+{_E}", "owner"),
+        (rf"\bteam\s+(?P<v>[A-Za-z][\w-]*)\s+(?:owns|maintains|takes\s+over|now\s+owns)\s+{_E}", "owner"),
+        (
+            rf"\b{_E}\s+(?:was\s+|has\s+been\s+)?(?:moved|transferred|handed\s+over)\s+from\s+team\s+[\w-]+\s+to\s+(?P<v>team\s+[\w-]+)",
+            "owner",
+        ),
+        # 6 replicas
+        (
+            rf"\b{_E}(?:\s+\([\w\s-]+\)|\s+in\s+[\w-]+)?\s+runs\s+with\s+(?P<v>\d+)\s+(?:replicas|instances|copies|pods)\b",
+            "replicas",
+        ),
+        (rf"\b(?P<v>\d+)\s+(?:replicas|instances|copies|pods)\s+of\s+{_E}", "replicas"),
+        (
+            rf"\b{_E}(?:\s+\([\w\s-]+\))?\s+(?:settled\s+at|moved\s+from\s+\d+\s+to|scaled\s+from\s+\d+\s+to)\s+(?P<v>\d+)\s+(?:replicas|instances|pods|copies)\b",
+            "replicas",
+        ),
+        # 4 change verbs
+        (rf"\b{_VERB}\s+(?:the\s+)?{_A}\s+(?:of|for)\s+{_E}\s+{_FROM}to\s+{_V}{_VEND}", None),
+        (rf"\b{_VERB}\s+(?:the\s+)?{_E}\s+{_A}\s+{_FROM}to\s+{_V}{_VEND}", None),
+        (rf"\b{_VERB}\s+{_E}(?:\s+in\s+[\w-]+)?\s+{_A}\s+{_FROM}to\s+{_V}{_VEND}", None),
+        (
+            rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+(?:{_A}\s+)?(?:was\s+|were\s+|has\s+been\s+|is\s+)?{_VERB}\s+(?:forward\s+)?{_FROM}to\s+{_V}{_VEND}",
+            None,
+        ),
+        (rf"\b(?:switched|moved|migrated|scaled|capped)\s+{_E}(?:\s+in\s+[\w-]+)?\s+(?:to|at)\s+{_V}{_VEND}", None),
+        # 7 now
+        (rf"\b{_E}\s+(?:is\s+)?now\s+(?:in|at|on|runs\s+on)\s+{_V}{_VEND}", None),
+        # 1, 2, 3 statements
+        (
+            rf"\b{_E}(?:'s)?(?:\s+in\s+[\w-]+)?\s+{_A}(?:\s*[:=]|\s+(?:is|was)\b)\s*(?:now\s+|currently\s+|set\s+to\s+)?{_V}{_VEND}",
+            None,
+        ),
+        (
+            rf"\b{_A}\s+(?:of|for|behind)\s+{_E}(?:\s+in\s+[\w-]+)?\s*(?:is|was|:|=)\s*(?:now\s+|currently\s+)?{_V}{_VEND}",
+            None,
+        ),
+        (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+has\s+an?\s+{_A}\s+of\s+{_V}{_VEND}", None),
+        (rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+(?:is\s+on|runs|is\s+running)\s+{_A}\s+{_V}{_VEND}", None),
+        (
+            rf"\b{_E}(?:\s+in\s+[\w-]+)?\s+is\s+configured\s+with\s+an?\s+(?P<v>[\d.]+\s*(?:ms|milliseconds|s|seconds|Mi|Gi|MB|GB))\s+(?:request\s+)?{_A}\b",
+            None,
+        ),
+        # 8 location / storage / memory verbs (value shape must agree)
+        (
+            rf"\b{_E}\s+(?:is\s+deployed|is\s+hosted|runs|lives|is\s+running|is\s+located)\s+in\s+(?:the\s+)?{_V}{_VEND}",
+            "region",
+        ),
+        (rf"\bwe\s+run\s+{_E}\s+out\s+of\s+{_V}{_VEND}", "region"),
+        (
+            rf"\b{_E}\s+(?:stores\s+its\s+data\s+in|talks\s+to|uses|connects\s+to|is\s+connected\s+to|persists\s+to)\s+{_V}{_VEND}",
+            "database",
+        ),
+        (rf"\bcapped\s+{_E}\s+at\s+{_V}{_VEND}", "memory"),
+        (
+            rf"\b{_E}\s+(?:times\s+out|gives\s+up(?:\s+on\s+(?:a|the|each)\s+(?:request|call))?)\s+after\s+(?P<v>[\d.]+\s*(?:ms|milliseconds|s|seconds)\b)",
+            "timeout",
+        ),
+        (rf"\b{_E}\s+exceeded\s+its\s+(?P<v>\S+)\s+(?:memory\s+)?limit", "memory"),
+        # 9 versions / pins
+        (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])==(?P<v>\d+(?:\.\d+)+[\w.+-]*)", "version"),
+        (r"(?<![\w.-])(?P<e>[A-Za-z][\w.\-]*[A-Za-z0-9])@(?P<v>\d+(?:\.\d+)+)\b", "version"),
+        (rf"\b{_E}\s+(?P<v>v\d+(?:\.\d+)+)\b", "version"),
+        (rf"\bpinned\s+{_E}\s+(?:to|at)\s+(?P<v>v?\d+(?:\.\d+)+)", "version"),
+        (rf"\bimage:\s*(?:[\w.\-]+/)*{_E}:(?P<v>v?\d+(?:\.\d+)+)", "version"),
+    ]
+]
 
-_LOG = re.compile(r"^\s*(?:\S+\s+)?(?:INFO|WARN|WARNING|ERROR|DEBUG|NOTICE)\s+\[(?P<e>[\w.\-]+)\]\s+(?P<body>.*)$", re.I)
-_LOG_BODY: list[tuple[re.Pattern[str], str | None]] = [(re.compile(p, re.I), a) for p, a in [
-    (r"\bconnected\s+to\s+(?P<v>.+)$", "database"),
-    (r"\b(?:booted|started|running|deployed)\s+in\s+(?P<v>\S+)", "region"),
-    (r"\bstarting\s+version\s+(?P<v>\S+)", "version"),
-    (r"\b(?:aborted|timed\s+out)\s+after\s+(?P<v>[\d.]+\s*(?:ms|s)?)\s*\(timeout\)", "timeout"),
-]]
+_LOG = re.compile(
+    r"^\s*(?:\S+\s+)?(?:INFO|WARN|WARNING|ERROR|DEBUG|NOTICE)\s+\[(?P<e>[\w.\-]+)\]\s+(?P<body>.*)$", re.I
+)
+_LOG_BODY: list[tuple[re.Pattern[str], str | None]] = [
+    (re.compile(p, re.I), a)
+    for p, a in [
+        (r"\bconnected\s+to\s+(?P<v>.+)$", "database"),
+        (r"\b(?:booted|started|running|deployed)\s+in\s+(?P<v>\S+)", "region"),
+        (r"\bstarting\s+version\s+(?P<v>\S+)", "version"),
+        (r"\b(?:aborted|timed\s+out)\s+after\s+(?P<v>[\d.]+\s*(?:ms|s)?)\s*\(timeout\)", "timeout"),
+    ]
+]
 _SCREAM_KEY = re.compile(r"^(?P<k>[A-Z][A-Z0-9_]*[A-Z0-9])$")
-_ATTR_SUFFIXES = [("_TIMEOUT_MS", "timeout"), ("_REQUEST_TIMEOUT", "timeout"), ("_TIMEOUT", "timeout"),
-                  ("_MEMORY_LIMIT", "memory"), ("_MEM_LIMIT", "memory"), ("_MEMORY", "memory"), ("_PORT", "port"),
-                  ("_REPLICAS", "replicas"), ("_VERSION", "version"), ("_REGION", "region"),
-                  ("_DATABASE_URL", "database"), ("_DB_URL", "database"), ("_OWNER", "owner")]
+_ATTR_SUFFIXES = [
+    ("_TIMEOUT_MS", "timeout"),
+    ("_REQUEST_TIMEOUT", "timeout"),
+    ("_TIMEOUT", "timeout"),
+    ("_MEMORY_LIMIT", "memory"),
+    ("_MEM_LIMIT", "memory"),
+    ("_MEMORY", "memory"),
+    ("_PORT", "port"),
+    ("_REPLICAS", "replicas"),
+    ("_VERSION", "version"),
+    ("_REGION", "region"),
+    ("_DATABASE_URL", "database"),
+    ("_DB_URL", "database"),
+    ("_OWNER", "owner"),
+]
 _ATTR_PREFIXES = [("DATABASE_URL_", "database"), ("DB_URL_", "database")]
 
 
@@ -383,7 +499,9 @@ def _json_facts(text: str, env: str, cmd_entity: str | None) -> list[_Raw]:
             continue
         if not isinstance(obj, dict):
             continue
-        ent = next((obj[k] for k in ("service", "name", "app", "component", "package") if isinstance(obj.get(k), str)), None)
+        ent = next(
+            (obj[k] for k in ("service", "name", "app", "component", "package") if isinstance(obj.get(k), str)), None
+        )
         ent = ent or cmd_entity
         for k, v in obj.items():
             attr = normalize_attribute(str(k))
@@ -401,7 +519,7 @@ def _split_scream(key: str) -> tuple[str, str] | None:
             return key[: -len(suf)], attr
     for pre, attr in _ATTR_PREFIXES:
         if key.startswith(pre) and len(key) > len(pre):
-            return key[len(pre):], attr
+            return key[len(pre) :], attr
     return None
 
 
@@ -414,8 +532,9 @@ def _kv_facts(text: str, env: str) -> list[_Raw]:
     lines = text.split("\n")
     doc_name = None
     for ln in lines:
-        m = re.match(r"^\s*(?:name|service|app)\s*:\s*[\"']?([A-Za-z][\w.\-]*)[\"']?\s*$", _strip_comment(ln)) \
-            or re.match(r'^\s*resource\s+"[^"]+"\s+"([A-Za-z][\w.\-]*)"\s*\{', ln)
+        m = re.match(
+            r"^\s*(?:name|service|app)\s*:\s*[\"']?([A-Za-z][\w.\-]*)[\"']?\s*$", _strip_comment(ln)
+        ) or re.match(r'^\s*resource\s+"[^"]+"\s+"([A-Za-z][\w.\-]*)"\s*\{', ln)
         if m:
             doc_name = m.group(1)
             break
@@ -450,8 +569,14 @@ def _kv_facts(text: str, env: str) -> list[_Raw]:
             if attr is not None and key not in ("name",):
                 ent = comment_ent or doc_name
                 if ent is None:
-                    ent = next((p for p in reversed(parents) if p.lower() not in _STRUCTURAL
-                                and normalize_attribute(p) is None), None)
+                    ent = next(
+                        (
+                            p
+                            for p in reversed(parents)
+                            if p.lower() not in _STRUCTURAL and normalize_attribute(p) is None
+                        ),
+                        None,
+                    )
                 r = _mk(ent, attr, val, env)
                 if r:
                     found.append(r)
@@ -473,11 +598,18 @@ def _kv_facts(text: str, env: str) -> list[_Raw]:
     return found
 
 
-_CMD_ENTITY = [re.compile(p) for p in [
-    r"\bservices/(?P<e>[A-Za-z][\w.\-]*)/", r"/etc/(?P<e>[A-Za-z][\w.\-]*)/", r"--services?\s+(?P<e>[A-Za-z][\w.\-]*)",
-    r"\bpods?\s+(?P<e>[A-Za-z][\w.\-]*?)(?:-[0-9a-f]{4,10})?(?=\s|$)", r"^\$\s+(?P<e>[A-Za-z][\w.\-]*)\s+--print-config",
-    r"\bget\s+(?:deploy|deployment)\s+(?P<e>[A-Za-z][\w.\-]*)", r"\bcurl\s+(?:-\w+\s+)*(?:https?://)?(?P<e>[A-Za-z][\w.\-]*)/",
-]]
+_CMD_ENTITY = [
+    re.compile(p)
+    for p in [
+        r"\bservices/(?P<e>[A-Za-z][\w.\-]*)/",
+        r"/etc/(?P<e>[A-Za-z][\w.\-]*)/",
+        r"--services?\s+(?P<e>[A-Za-z][\w.\-]*)",
+        r"\bpods?\s+(?P<e>[A-Za-z][\w.\-]*?)(?:-[0-9a-f]{4,10})?(?=\s|$)",
+        r"^\$\s+(?P<e>[A-Za-z][\w.\-]*)\s+--print-config",
+        r"\bget\s+(?:deploy|deployment)\s+(?P<e>[A-Za-z][\w.\-]*)",
+        r"\bcurl\s+(?:-\w+\s+)*(?:https?://)?(?P<e>[A-Za-z][\w.\-]*)/",
+    ]
+]
 
 
 def _codeowners_facts(text: str) -> list[_Raw]:
@@ -507,8 +639,11 @@ def _shell_facts(text: str, env: str) -> list[_Raw]:
     cattr = None
     if re.search(r"/OWNERS\b|/CODEOWNERS\b", cmd):
         cattr = "owner"
-    elif (m := re.search(r"\bgrep\s+(?:-\w+\s+)*([\w-]+)\s*$", cmd)) or (m := re.search(r"--query\s+([\w.-]+)", cmd)) \
-            or (m := re.search(r"/([a-z]+)\s*$", cmd)):
+    elif (
+        (m := re.search(r"\bgrep\s+(?:-\w+\s+)*([\w-]+)\s*$", cmd))
+        or (m := re.search(r"--query\s+([\w.-]+)", cmd))
+        or (m := re.search(r"/([a-z]+)\s*$", cmd))
+    ):
         cattr = normalize_attribute(m.group(1))
     m = re.match(r"^(?P<k>[A-Za-z_][\w\-]*)\s*(?::|=)\s*(?P<v>.+)$", out)
     if m:
@@ -580,7 +715,7 @@ def detect(docs: Sequence[Doc]) -> list[Conflict]:
     for (ent, attr, _env), facts in sorted(groups.items()):
         facts = sorted(facts, key=lambda f: (f.position, f.doc_id))
         for i, old in enumerate(facts):
-            for new in facts[i + 1:]:
+            for new in facts[i + 1 :]:
                 if new.position == old.position or new.value == old.value or new.doc_id == old.doc_id:
                     continue
                 key = (old.doc_id, new.doc_id, ent, attr)
@@ -590,8 +725,9 @@ def detect(docs: Sequence[Doc]) -> list[Conflict]:
     return [c for _, c in sorted(found.values(), key=lambda t: t[0])]
 
 
-def demote(ranking: list[tuple[str, float]], conflicts: Iterable[Conflict], penalty: float,
-           on: str = "score") -> list[tuple[str, float]]:
+def demote(
+    ranking: list[tuple[str, float]], conflicts: Iterable[Conflict], penalty: float, on: str = "score"
+) -> list[tuple[str, float]]:
     """Min-max normalize scores to [0, 1], multiply stale docs' scores by ``1 - penalty``, re-sort (stable).
 
     ``on="rank"`` first replaces the scores by ranks (n, n-1, ..., 1 for n docs), so the demotion does

@@ -26,8 +26,18 @@ class ContradictionStage:
     """Detect and demote stale docs (module docstring); a ranking stage with ``IndexAware``, ``ReadsCandidates``
     and ``UsesLLMs``."""
 
-    def __init__(self, *, enabled: bool, backend: str, penalty: float, check_depth: int | None, log_depth: int,
-                 demote_on: str, options: Mapping[str, Any], llm: Mapping[str, Any] | None):
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        backend: str,
+        penalty: float,
+        check_depth: int | None,
+        log_depth: int,
+        demote_on: str,
+        options: Mapping[str, Any],
+        llm: Mapping[str, Any] | None,
+    ):
         """``backend``: rules | llm; ``penalty`` in [0, 1] on the stale doc's normalized score; ``check_depth``:
         None = all docs the query may see, else the ranking's top N; ``log_depth``: pairs touching this many top
         docs are logged; ``demote_on``: 'score' or 'rank'; ``options``: detector settings; ``llm``: the ``llm``
@@ -38,7 +48,7 @@ class ContradictionStage:
         self.check_depth = None if check_depth is None else int(check_depth)
         self.log_depth, self.demote_on = int(log_depth), str(demote_on)
         self.options, self.llm_cfg = dict(options or {}), llm
-        self.detector: Any = None   # built by bind_llms
+        self.detector: Any = None  # built by bind_llms
         self._conflicts: list[Conflict] = []
 
     def bind_llms(self, llms: LLMPool) -> None:
@@ -59,8 +69,14 @@ class ContradictionStage:
     def candidate_depth(self) -> int:
         return self.check_depth if self.detector is not None and self.check_depth is not None else 0
 
-    def apply(self, query: Query, ranking: list[tuple[str, float]], docs_by_id: Mapping[str, Doc],
-              timings: dict[str, float], flags: dict[str, Any]) -> list[tuple[str, float]]:
+    def apply(
+        self,
+        query: Query,
+        ranking: list[tuple[str, float]],
+        docs_by_id: Mapping[str, Doc],
+        timings: dict[str, float],
+        flags: dict[str, Any],
+    ) -> list[tuple[str, float]]:
         if self.detector is None or not ranking:
             return ranking
         t0 = time.perf_counter()
@@ -69,9 +85,15 @@ class ContradictionStage:
         if self.check_depth is not None:
             res = self.detector.detect([docs_by_id[d] for d, _ in ranking[: self.check_depth]])
             conflicts = list(res.conflicts)
-            det = {"scope": f"top{self.check_depth}", "pairs_considered": res.pairs_considered,
-                   "judged": res.judged, "parse_failures": res.parse_failures,
-                   "timeouts": res.timeouts, "errors": res.errors, "llm_ms": round(res.llm_ms, 1)}
+            det = {
+                "scope": f"top{self.check_depth}",
+                "pairs_considered": res.pairs_considered,
+                "judged": res.judged,
+                "parse_failures": res.parse_failures,
+                "timeouts": res.timeouts,
+                "errors": res.errors,
+                "llm_ms": round(res.llm_ms, 1),
+            }
             if self.backend == "llm":
                 record_llm_failures(flags, infra=res.errors, parse=res.parse_failures)
         in_ranking = {d for d, _ in ranking}
@@ -81,15 +103,25 @@ class ContradictionStage:
         timings["contradiction"] = (time.perf_counter() - t0) * 1e3
         top_ids = {d for d, _ in ranking[: self.log_depth]}
         det["demoted"] = len({c.stale_doc_id for c in hit})
-        det["pairs"] = [[c.stale_doc_id, c.current_doc_id, c.entity, c.attribute] for c in hit
-                        if c.stale_doc_id in top_ids or c.current_doc_id in top_ids]
+        det["pairs"] = [
+            [c.stale_doc_id, c.current_doc_id, c.entity, c.attribute]
+            for c in hit
+            if c.stale_doc_id in top_ids or c.current_doc_id in top_ids
+        ]
         flags["contradiction"] = det
         return ranking
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"enabled": self.enabled, "backend": self.backend, "penalty": self.penalty,
-                               "check_depth": self.check_depth, "log_depth": self.log_depth,
-                               "demote_on": self.demote_on, "options": self.options, "llm": self.llm_cfg}
+        out: dict[str, Any] = {
+            "enabled": self.enabled,
+            "backend": self.backend,
+            "penalty": self.penalty,
+            "check_depth": self.check_depth,
+            "log_depth": self.log_depth,
+            "demote_on": self.demote_on,
+            "options": self.options,
+            "llm": self.llm_cfg,
+        }
         if self.detector is not None:
             out["detector"] = self.detector.describe()
         return out

@@ -33,8 +33,13 @@ class Understanding:
 
     def as_record(self) -> dict[str, Any]:
         """All fields as a JSON-serializable dict (tuples become lists)."""
-        return {"original": self.original, "rewritten": self.rewritten, "subqueries": list(self.subqueries),
-                "rules": list(self.rules), "backend": self.backend}
+        return {
+            "original": self.original,
+            "rewritten": self.rewritten,
+            "subqueries": list(self.subqueries),
+            "rules": list(self.rules),
+            "backend": self.backend,
+        }
 
 
 @runtime_checkable
@@ -65,8 +70,9 @@ class TimesLLMCalls(Protocol):
         ...
 
 
-def understand(query: str, history: Sequence[str], backend: QueryUnderstandingBackend, rewrite: bool = True,
-               decompose: bool = True) -> Understanding:
+def understand(
+    query: str, history: Sequence[str], backend: QueryUnderstandingBackend, rewrite: bool = True, decompose: bool = True
+) -> Understanding:
     """Rewrite ``query`` from ``history`` (oldest first), then decompose the rewrite.
 
     ``subqueries[0]`` is the full rewritten query; decomposed parts that differ from it follow,
@@ -88,5 +94,10 @@ def understand(query: str, history: Sequence[str], backend: QueryUnderstandingBa
             if p.strip() and key not in seen and len(subqueries) < cap:
                 seen.add(key)
                 subqueries.append(p.strip())
-    return Understanding(original=query, rewritten=rewritten, subqueries=tuple(subqueries),
-                         rules=tuple(dict.fromkeys(rules)), backend=backend.name)
+    return Understanding(
+        original=query,
+        rewritten=rewritten,
+        subqueries=tuple(subqueries),
+        rules=tuple(dict.fromkeys(rules)),
+        backend=backend.name,
+    )

@@ -98,10 +98,17 @@ class CallStats:
     latency_ms: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "timeouts": self.timeouts, "errors": self.errors,
-                "parse_failures": self.parse_failures, "parse_reasons": dict(sorted(self.parse_reasons.items())),
-                "fallbacks": self.fallbacks, "latency_ms_summary": summarize(self.latency_ms, digits=3),
-                "latency_ms": [round(x, 3) for x in self.latency_ms]}
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "timeouts": self.timeouts,
+            "errors": self.errors,
+            "parse_failures": self.parse_failures,
+            "parse_reasons": dict(sorted(self.parse_reasons.items())),
+            "fallbacks": self.fallbacks,
+            "latency_ms_summary": summarize(self.latency_ms, digits=3),
+            "latency_ms": [round(x, 3) for x in self.latency_ms],
+        }
 
 
 @dataclass
@@ -122,8 +129,15 @@ class Outcome:
         return self.cause is None
 
 
-def ask(llm: LLMBackend, prompt: Prompt, parse: Callable[[str], Any], decoding: Decoding, timeout_s: float | None,
-        stats: CallStats, **values: Any) -> Outcome:
+def ask(
+    llm: LLMBackend,
+    prompt: Prompt,
+    parse: Callable[[str], Any],
+    decoding: Decoding,
+    timeout_s: float | None,
+    stats: CallStats,
+    **values: Any,
+) -> Outcome:
     """Render ``prompt`` with ``values``, chat, parse; LLM and parse failures are returned, counted."""
     messages = prompt.render(**values)
     stats.calls += 1
@@ -168,12 +182,20 @@ class LLMQueryUnderstanding:
 
     name = "llm"
 
-    def __init__(self, llm: LLMBackend | Mapping[str, Any], *, timeout_s: float | None = 20.0,
-                 decoding: Decoding | Mapping[str, Any] | None = None,
-                 fallback: QueryUnderstandingBackend | Mapping[str, Any] | None = None,
-                 components: Mapping[str, str] | None = None, max_subqueries: int = DEFAULT_MAX_SUBQUERIES,
-                 max_history_turns: int = 6, max_turn_chars: int = 500, prompts: Mapping[str, str] | None = None,
-                 cache_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLMBackend | Mapping[str, Any],
+        *,
+        timeout_s: float | None = 20.0,
+        decoding: Decoding | Mapping[str, Any] | None = None,
+        fallback: QueryUnderstandingBackend | Mapping[str, Any] | None = None,
+        components: Mapping[str, str] | None = None,
+        max_subqueries: int = DEFAULT_MAX_SUBQUERIES,
+        max_history_turns: int = 6,
+        max_turn_chars: int = 500,
+        prompts: Mapping[str, str] | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
         if max_subqueries < 1:
             raise ValueError(f"max_subqueries must be >= 1, got {max_subqueries}")
         if max_history_turns < 1 or max_turn_chars < 1:
@@ -193,7 +215,7 @@ class LLMQueryUnderstanding:
         elif isinstance(fallback, Mapping):
             opts = dict(fallback)
             fb_name = opts.pop("name", "rule")
-            if fb_name != "rule":   # the fallback must not fail the way the LLM can
+            if fb_name != "rule":  # the fallback must not fail the way the LLM can
                 raise ValueError(f"query-understanding fallback must be 'rule', got {fb_name!r}")
             opts.setdefault("max_subqueries", self.max_subqueries)
             fallback = RuleBasedBackend(**opts)
@@ -215,7 +237,7 @@ class LLMQueryUnderstanding:
         return ms
 
     def _history(self, history: Sequence[str]) -> list[str]:
-        turns = [collapse(h) for h in history if h and h.strip()][-self.max_history_turns:]
+        turns = [collapse(h) for h in history if h and h.strip()][-self.max_history_turns :]
         return [t if len(t) <= self.max_turn_chars else t[: self.max_turn_chars - 1] + "…" for t in turns]
 
     def _fallback(self, component: str, cause: str, fb: tuple[Any, tuple[str, ...]]) -> tuple[Any, tuple[str, ...]]:
@@ -232,9 +254,16 @@ class LLMQueryUnderstanding:
             self.skipped_no_history += int(not shown)
             return query, ()
         assert self.llm is not None
-        out = ask(self.llm, self.prompts["rewrite"], lambda t: parse_rewrite(t, query, shown), self.decoding,
-                  self.timeout_s, self.stats["rewrite"],
-                  history="\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1)), query=collapse(query))
+        out = ask(
+            self.llm,
+            self.prompts["rewrite"],
+            lambda t: parse_rewrite(t, query, shown),
+            self.decoding,
+            self.timeout_s,
+            self.stats["rewrite"],
+            history="\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1)),
+            query=collapse(query),
+        )
         self._pending_llm_ms += out.latency_ms
         if not out.ok:
             return self._fallback("rewrite", str(out.cause), self.fallback.rewrite(query, history))
@@ -247,9 +276,16 @@ class LLMQueryUnderstanding:
         if not query.strip():
             return [query], ()
         assert self.llm is not None
-        out = ask(self.llm, self.prompts["decompose"], lambda t: parse_subqueries(t, self.max_subqueries),
-                  self.decoding, self.timeout_s, self.stats["decompose"],
-                  query=collapse(query), max_subqueries=self.max_subqueries)
+        out = ask(
+            self.llm,
+            self.prompts["decompose"],
+            lambda t: parse_subqueries(t, self.max_subqueries),
+            self.decoding,
+            self.timeout_s,
+            self.stats["decompose"],
+            query=collapse(query),
+            max_subqueries=self.max_subqueries,
+        )
         self._pending_llm_ms += out.latency_ms
         if not out.ok:
             return self._fallback("decompose", str(out.cause), self.fallback.decompose(query))
@@ -257,14 +293,20 @@ class LLMQueryUnderstanding:
 
     def describe(self) -> dict[str, Any]:
         """Options, prompts with hashes, the LLM's and the fallback's description, and counters."""
-        return {"name": self.name, "components": dict(self.components), "timeout_s": self.timeout_s,
-                "decoding": self.decoding.as_dict(), "max_subqueries": self.max_subqueries,
-                "max_history_turns": self.max_history_turns, "max_turn_chars": self.max_turn_chars,
-                "prompts": {c: p.describe() for c, p in self.prompts.items() if self.components[c] == "llm"},
-                "llm": self.llm.describe() if self.llm is not None else None,
-                "fallback": self.fallback.describe(),
-                "skipped_no_history": self.skipped_no_history,
-                "counters": {c: s.as_dict() for c, s in self.stats.items()}}
+        return {
+            "name": self.name,
+            "components": dict(self.components),
+            "timeout_s": self.timeout_s,
+            "decoding": self.decoding.as_dict(),
+            "max_subqueries": self.max_subqueries,
+            "max_history_turns": self.max_history_turns,
+            "max_turn_chars": self.max_turn_chars,
+            "prompts": {c: p.describe() for c, p in self.prompts.items() if self.components[c] == "llm"},
+            "llm": self.llm.describe() if self.llm is not None else None,
+            "fallback": self.fallback.describe(),
+            "skipped_no_history": self.skipped_no_history,
+            "counters": {c: s.as_dict() for c, s in self.stats.items()},
+        }
 
     def close(self) -> None:
         """Close the LLM backend if it was built here from its config (a passed-in one is the caller's)."""

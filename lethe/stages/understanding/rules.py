@@ -96,36 +96,53 @@ __all__ = ["RuleBasedBackend"]
 
 
 _WH = frozenset("what which who whom whose when where why how".split())
-_AUX = frozenset("is are was were am be do does did can could will would shall should may might must has have had"
-                 .split())
+_AUX = frozenset(
+    "is are was were am be do does did can could will would shall should may might must has have had".split()
+)
 _SUBJECTS = frozenset("i we you".split())
 _PRONOUNS = frozenset("it its they them their that this those he she his her".split())
 _ATTR_LEAD = frozenset("the a an its their his her our your my this that these those it them they he she him".split())
-_RELATIONAL = frozenset("""between both compare compared comparing comparison difference differences differ differs
-versus vs either neither together combined jointly ratio relationship relation share shared common""".split())
-_STOP = frozenset(_LUCENE_STOPWORDS | _WH | _AUX | _PRONOUNS | frozenset("""
+_RELATIONAL = frozenset(
+    """between both compare compared comparing comparison difference differences differ differs
+versus vs either neither together combined jointly ratio relationship relation share shared common""".split()
+)
+_STOP = frozenset(
+    _LUCENE_STOPWORDS
+    | _WH
+    | _AUX
+    | _PRONOUNS
+    | frozenset(
+        """
 i me my we us our you your him hers theirs ours yours been being done doing having
 don doesn didn isn aren wasn weren won couldn shouldn wouldn haven hasn
 so than too very just also much many some any all each from up out about over off again now else
 still yet next later more
 please here there
-""".split()))
+""".split()
+    )
+)
 
 _TOKEN = re.compile(r"[A-Za-z0-9][\w'’\-.@/]*")
-_ELLIPSIS = [(name, re.compile(rf"^\s*{lead}\s+(?P<x>[^?]+?)\s*[?.!]*\s*$", re.I)) for name, lead in [
-    ("what_about", r"(?:and\s+)?what\s+about"),
-    ("how_about", r"(?:and\s+)?how\s+about"),
-    ("what_of", r"(?:and\s+)?what\s+of"),
-    ("same_for", r"(?:and\s+)?(?:the\s+)?same\s+(?:question\s+|thing\s+)?for"),
-    ("and_for", r"and\s+for"),
-    ("and", r"and"),
-]]
+_ELLIPSIS = [
+    (name, re.compile(rf"^\s*{lead}\s+(?P<x>[^?]+?)\s*[?.!]*\s*$", re.I))
+    for name, lead in [
+        ("what_about", r"(?:and\s+)?what\s+about"),
+        ("how_about", r"(?:and\s+)?how\s+about"),
+        ("what_of", r"(?:and\s+)?what\s+of"),
+        ("same_for", r"(?:and\s+)?(?:the\s+)?same\s+(?:question\s+|thing\s+)?for"),
+        ("and_for", r"and\s+for"),
+        ("and", r"and"),
+    ]
+]
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _CONNECTOR = re.compile(r"^(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+as\s+well\s+as\s+)$", re.I)
 _CONJUNCTION = re.compile(r"\s+and\s+|\s+as\s+well\s+as\s+|\s*;\s*", re.I)
-_WH_PREFIX = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how)"
-                        r"(?:['’]s\b|\s+(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b)"
-                        r"(?:\s+(?:i|we|you|they)\b)?", re.I)
+_WH_PREFIX = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how)"
+    r"(?:['’]s\b|\s+(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b)"
+    r"(?:\s+(?:i|we|you|they)\b)?",
+    re.I,
+)
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S|\n")
 
 
@@ -179,7 +196,7 @@ def _mentions(text: str) -> list[_Mention]:
         s = m.start() if m else text.find(term, cursor)
         if s < 0:
             continue
-        found.append(_Mention(s, s + len(term), kind, text[s:s + len(term)]))
+        found.append(_Mention(s, s + len(term), kind, text[s : s + len(term)]))
         cursor = s + len(term)
     exact = {m.text.lower() for m in found}
     for ent in sorted(entities(text) - exact):
@@ -194,7 +211,7 @@ def _previous_question(history: Sequence[str]) -> tuple[str, list[str]]:
     items = [h for h in history if h and h.strip()]
     for i in range(len(items) - 1, -1, -1):
         if items[i].rstrip().endswith("?"):
-            return items[i].strip(), items[i + 1:]
+            return items[i].strip(), items[i + 1 :]
     return items[0].strip(), items[1:]
 
 
@@ -220,8 +237,15 @@ class RuleBasedBackend:
 
     name = "rule"
 
-    def __init__(self, *, max_subqueries: int = DEFAULT_MAX_SUBQUERIES, min_part_terms: int = 2,
-                 max_anaphora_words: int = 12, max_target_words: int = 6, implicit_names: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        max_subqueries: int = DEFAULT_MAX_SUBQUERIES,
+        min_part_terms: int = 2,
+        max_anaphora_words: int = 12,
+        max_target_words: int = 6,
+        implicit_names: bool = True,
+    ) -> None:
         if max_subqueries < 1:
             raise ValueError(f"max_subqueries must be >= 1, got {max_subqueries}")
         if min_part_terms < 1:
@@ -234,9 +258,14 @@ class RuleBasedBackend:
 
     def describe(self) -> dict:
         """Backend name and options."""
-        return {"name": self.name, "max_subqueries": self.max_subqueries, "min_part_terms": self.min_part_terms,
-                "max_anaphora_words": self.max_anaphora_words, "max_target_words": self.max_target_words,
-                "implicit_names": self.implicit_names}
+        return {
+            "name": self.name,
+            "max_subqueries": self.max_subqueries,
+            "min_part_terms": self.min_part_terms,
+            "max_anaphora_words": self.max_anaphora_words,
+            "max_target_words": self.max_target_words,
+            "implicit_names": self.implicit_names,
+        }
 
     # ----- rewriting -----
 
@@ -256,16 +285,19 @@ class RuleBasedBackend:
                 carried = self._carry(prev, implicit)
                 return (f"{query.rstrip()} {carried}", ("ellipsis:attribute",)) if carried else (query, ())
         words = [w for _, _, w in _tokens(query)]
-        if (len(query.split()) <= self.max_anaphora_words and any(w in _PRONOUNS for w in words)
-                and not entities(query)):
+        if len(query.split()) <= self.max_anaphora_words and any(w in _PRONOUNS for w in words) and not entities(query):
             carried = self._carry(prev, implicit)
             if carried:
                 return f"{query.rstrip()} {carried}", ("anaphora:append_entities",)
         return query, ()
 
     def _is_target(self, x: str) -> bool:
-        return (len(x.split()) <= self.max_target_words and "?" not in x and bool(_content_words(x))
-                and _first_word(x) not in _WH | _AUX | _SUBJECTS)
+        return (
+            len(x.split()) <= self.max_target_words
+            and "?" not in x
+            and bool(_content_words(x))
+            and _first_word(x) not in _WH | _AUX | _SUBJECTS
+        )
 
     @staticmethod
     def _carry(prev: str, implicit: str | None) -> str:
@@ -290,8 +322,8 @@ class RuleBasedBackend:
             return f"{prev} {x}"
         at = x.find(x_mentions[0].text) if target is not None and len(x_mentions) == 1 else -1
         if at >= 0:
-            head, tail = x[:at], x[at + len(x_mentions[0].text):]
-            before, after = prev[:target.start].lower(), prev[target.end:].lower()
+            head, tail = x[:at], x[at + len(x_mentions[0].text) :]
+            before, after = prev[: target.start].lower(), prev[target.end :].lower()
             if before.endswith(head.lower()) and after.startswith(tail.lower()):
                 x = x_mentions[0].text
         return _token_pattern(term).sub(lambda _: x, prev)
@@ -360,14 +392,14 @@ class RuleBasedBackend:
         i = 0
         while i < len(ms):
             run, has_and = [ms[i]], False
-            for nxt in ms[i + 1:]:
-                gap = q[run[-1].end:nxt.start]
+            for nxt in ms[i + 1 :]:
+                gap = q[run[-1].end : nxt.start]
                 if not _CONNECTOR.match(gap):
                     break
                 has_and = has_and or "," not in gap or bool(re.search(r"\band\b", gap, re.I))
                 run.append(nxt)
-            if len(run) >= 2 and has_and and not q[run[-1].end:].startswith(("'s", "’s")):
-                prefix, suffix = q[:run[0].start], q[run[-1].end:]
+            if len(run) >= 2 and has_and and not q[run[-1].end :].startswith(("'s", "’s")):
+                prefix, suffix = q[: run[0].start], q[run[-1].end :]
                 parts = [f"{prefix}{m.text}{suffix}" for m in run]
                 if all(self._enough(p) for p in parts):
                     return "split:entity_coordination", parts
@@ -376,8 +408,8 @@ class RuleBasedBackend:
 
     def _clause_coordination(self, q: str) -> tuple[str, list[str]] | None:
         for m in _CONJUNCTION.finditer(q):
-            left = q[:m.start()].strip().rstrip(",;:").strip()
-            right = q[m.end():].strip().rstrip("?.! ").strip()
+            left = q[: m.start()].strip().rstrip(",;:").strip()
+            right = q[m.end() :].strip().rstrip("?.! ").strip()
             if not (self._enough(left) and self._enough(right)):
                 continue
             if _first_word(right) in _WH | _AUX:

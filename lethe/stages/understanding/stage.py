@@ -23,7 +23,9 @@ def make_backend(name: str = "rule", **options: Any) -> QueryUnderstandingBacken
 
         return LLMQueryUnderstanding(**options)
     if name not in BACKENDS:
-        raise ValueError(f"unknown query-understanding backend {name!r}; known: {', '.join(sorted([*BACKENDS, 'llm']))}")
+        raise ValueError(
+            f"unknown query-understanding backend {name!r}; known: {', '.join(sorted([*BACKENDS, 'llm']))}"
+        )
     return BACKENDS[name](**options)
 
 

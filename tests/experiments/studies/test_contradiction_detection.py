@@ -12,9 +12,18 @@ import math
 import pandas as pd
 import pytest
 
-from experiments.studies.contradiction_detection import (blocking_stats, detection_scores, evaluate_detector,
-                                              evaluate_rules_on_dataset, load_scopes, sample_scopes, study,
-                                              table_row, tables, threshold_sweep)
+from experiments.studies.contradiction_detection import (
+    blocking_stats,
+    detection_scores,
+    evaluate_detector,
+    evaluate_rules_on_dataset,
+    load_scopes,
+    sample_scopes,
+    study,
+    table_row,
+    tables,
+    threshold_sweep,
+)
 from experiments.config import load_config
 from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
@@ -22,8 +31,12 @@ from lethebench.studies import StudyFolder
 from tests.lethe.stages.contradiction.test_detectors import FakeLLM
 from tests.support.toy import toy_dataset
 
-TEXTS = {"chat:3": "The port of daemon-svc is 8080.", "chat:4": "daemon-svc port is now 9090 (was 8080).",
-         "notes:0": "cache-api replicas: 2", "notes:1": "cache-api replicas: 4"}
+TEXTS = {
+    "chat:3": "The port of daemon-svc is 8080.",
+    "chat:4": "daemon-svc port is now 9090 (was 8080).",
+    "notes:0": "cache-api replicas: 2",
+    "notes:1": "cache-api replicas: 4",
+}
 
 
 @pytest.fixture()
@@ -32,10 +45,12 @@ def toy_folder(tmp_path):
     text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
     text.update(TEXTS)
     ds.corpus["text"] = [text[d] for d in ds.corpus["doc_id"]]
-    ds.contradictions = pd.DataFrame([
-        {"query_id": "q_late", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},
-        {"query_id": "q_notes", "stale_doc_id": "notes:0", "current_doc_id": "notes:1"},
-    ])
+    ds.contradictions = pd.DataFrame(
+        [
+            {"query_id": "q_late", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},
+            {"query_id": "q_notes", "stale_doc_id": "notes:0", "current_doc_id": "notes:1"},
+        ]
+    )
     return write_dataset(ds, tmp_path / "toy")
 
 
@@ -97,10 +112,12 @@ def test_llm_detector_counters_and_sweep(toy_folder):
 
 
 def test_threshold_sweep_hand_computed():
-    log = [{"stale": "a", "current": "b", "p_yes": 0.95, "decision": "conflict"},
-           {"stale": "c", "current": "d", "p_yes": 0.65, "decision": "yes_below_threshold"},
-           {"stale": "e", "current": "f", "p_yes": 0.99, "decision": "no"},  # "no" never counts
-           {"stale": "g", "current": "h", "p_yes": None, "decision": "parse_failure"}]
+    log = [
+        {"stale": "a", "current": "b", "p_yes": 0.95, "decision": "conflict"},
+        {"stale": "c", "current": "d", "p_yes": 0.65, "decision": "yes_below_threshold"},
+        {"stale": "e", "current": "f", "p_yes": 0.99, "decision": "no"},  # "no" never counts
+        {"stale": "g", "current": "h", "p_yes": None, "decision": "parse_failure"},
+    ]
     gold = [("c", "d"), ("x", "y")]
     sw = {r["threshold"]: r for r in threshold_sweep(log, gold, (0.6, 0.9))}
     assert sw[0.6] == {"threshold": 0.6, **detection_scores([("a", "b"), ("c", "d")], gold), "n_predicted": 2}
@@ -124,8 +141,17 @@ def test_tables_and_the_entry_point(toy_folder, tmp_path):
     assert "| rules | - | all | 2 | 2 | 2 | 0 | 0 | 1.000 | 1.000 | 1.000 |" in text and "lower bound" in text
     data = json.loads(files["contradiction_detection.json"])
     assert data["rows"][0]["tp"] == 2 and "lower bound" in data["meta"]["precision_note"]
-    cfg = load_config([f"dataset_folder={toy_folder}", "backends=[rules]", "scopes=1", "split=notes",
-                       f"out_dir={tmp_path / 'cli'}", f"cache_dir={tmp_path / 'cache'}"], config_name="contradiction_detection")
+    cfg = load_config(
+        [
+            f"dataset_folder={toy_folder}",
+            "backends=[rules]",
+            "scopes=1",
+            "split=notes",
+            f"out_dir={tmp_path / 'cli'}",
+            f"cache_dir={tmp_path / 'cache'}",
+        ],
+        config_name="contradiction_detection",
+    )
     out = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[rules]")
     assert [r["scopes"] for r in out["rows"]] == ["all (2)", "notes n=1 seed=0"]
     assert [r["n_gold"] for r in out["rows"]] == [2, 1]
@@ -137,14 +163,26 @@ def test_tables_and_the_entry_point(toy_folder, tmp_path):
     man = folder.manifest
     assert man["config"]["backends"] == ["rules"] and man["config"]["scopes"] == 1 and man["config"]["max_pairs"] == 40
     assert man["config"]["out_dir"] == str(tmp_path / "cli") and man["command"].endswith("backends=[rules]")
-    assert {"commit", "dirty"} <= set(man["git"]) and man["packages"]["hydra-core"] and "llama-cpp-python" in man["packages"]
+    assert (
+        {"commit", "dirty"} <= set(man["git"])
+        and man["packages"]["hydra-core"]
+        and "llama-cpp-python" in man["packages"]
+    )
     assert man["dataset"]["folder"] == str(toy_folder)
-    no_rules_all = study(load_config([f"dataset_folder={toy_folder}", f"out_dir={tmp_path / 'b'}", "scopes=1", "split=notes",
-                                      "rules_all=false"], config_name="contradiction_detection"))
+    no_rules_all = study(
+        load_config(
+            [f"dataset_folder={toy_folder}", f"out_dir={tmp_path / 'b'}", "scopes=1", "split=notes", "rules_all=false"],
+            config_name="contradiction_detection",
+        )
+    )
     assert [r["scopes"] for r in no_rules_all["rows"]] == ["notes n=1 seed=0"]
     with pytest.raises(SystemExit):
-        study(load_config([f"dataset_folder={toy_folder}", "backends=[rules,nli]", f"out_dir={tmp_path / 'x'}"],
-                          config_name="contradiction_detection"))
+        study(
+            load_config(
+                [f"dataset_folder={toy_folder}", "backends=[rules,nli]", f"out_dir={tmp_path / 'x'}"],
+                config_name="contradiction_detection",
+            )
+        )
 
 
 @pytest.mark.slow
@@ -152,14 +190,27 @@ def test_the_entry_point_with_a_real_llm_writes_its_row(toy_folder, tmp_path):
     """The llm backend through study(), as the llm tier runs it: every considered pair judged by SmolLM2, the row
     named by the model's label and its config name, the manifest beside the tables."""
     out = tmp_path / "llm"
-    cfg = load_config([f"dataset_folder={toy_folder}", "backends=[llm]", "llms=[smollm2]", "max_pairs=3",
-                       "llm_cache=false", f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"],
-                      config_name="contradiction_detection")
-    rows = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[llm] llms=[smollm2]")["rows"]
+    cfg = load_config(
+        [
+            f"dataset_folder={toy_folder}",
+            "backends=[llm]",
+            "llms=[smollm2]",
+            "max_pairs=3",
+            "llm_cache=false",
+            f"out_dir={out}",
+            f"cache_dir={tmp_path / 'cache'}",
+        ],
+        config_name="contradiction_detection",
+    )
+    rows = study(cfg, command="python -m experiments.studies.contradiction_detection backends=[llm] llms=[smollm2]")[
+        "rows"
+    ]
     assert len(rows) == 1
     row = rows[0]
     assert row["backend"] == "llm" and row["model"] == "smollm2-135m-instruct-q4_1" and row["llm_config"] == "smollm2"
-    assert row["n_gold"] == 2 and row["tp"] + row["fn"] == 2 and row["n_threads"] == 1 and row["response_cache"] is False
+    assert (
+        row["n_gold"] == 2 and row["tp"] + row["fn"] == 2 and row["n_threads"] == 1 and row["response_cache"] is False
+    )
     folder = StudyFolder(out)
     assert folder.document["rows"][0]["model"] == row["model"] and folder.manifest["config"]["llms"] == ["smollm2"]
 
@@ -167,8 +218,10 @@ def test_the_entry_point_with_a_real_llm_writes_its_row(toy_folder, tmp_path):
 def test_the_default_dataset_is_the_only_build(toy_folder, tmp_path):
     """dataset_folder=null takes the one processed build under processed_dir, and says so when there are several."""
     base = toy_folder.parent
-    cfg = load_config([f"processed_dir={base}", f"out_dir={tmp_path / 'o'}", "blocking_only=true"],
-                      config_name="contradiction_detection")
+    cfg = load_config(
+        [f"processed_dir={base}", f"out_dir={tmp_path / 'o'}", "blocking_only=true"],
+        config_name="contradiction_detection",
+    )
     assert study(cfg)["meta"]["dataset"]["folder"] == str(toy_folder) and not (tmp_path / "o").exists()
     (base / "another").mkdir()
     (base / "another" / "card.json").write_text("{}")

@@ -31,8 +31,8 @@ def test_the_sample_holds_each_perturbation_of_the_split_at_most_n_times(ds):
     counts = sample["perturbation"].value_counts()
     assert counts.max() <= 3 and set(counts.index) == set(everything["perturbation"])
     assert set(sample["pair_id"]) <= set(everything["pair_id"])
-    assert JV.select_pairs(ds, "test", 3, 0).equals(sample)   # seeded
-    assert JV.groups_of(ds) is None   # two conversations: pairs split by scope
+    assert JV.select_pairs(ds, "test", 3, 0).equals(sample)  # seeded
+    assert JV.groups_of(ds) is None  # two conversations: pairs split by scope
 
 
 def test_items_label_gold_supported_and_changed_answers_unsupported(ds):
@@ -64,7 +64,7 @@ def test_pairwise_scoring_on_constructed_judgments(ds):
     row = next(r for r in JV.pairwise_rows("m", pairs, got, "Overall Winner") if r["perturbation"] == JV.ALL)
     assert (row["n"], row["correct"], row["wrong"], row["ties"], row["unjudged"], row["judged"]) == (4, 1, 1, 1, 1, 3)
     assert row["accuracy"] == pytest.approx(1 / 3) and row["tie_rate"] == pytest.approx(1 / 3)
-    assert row["verdicts"] == 7 and row["first_position"] == pytest.approx(4 / 7)   # 1,2 / 1,2 / 1,1 / -,2
+    assert row["verdicts"] == 7 and row["first_position"] == pytest.approx(4 / 7)  # 1,2 / 1,2 / 1,1 / -,2
     assert row["accuracy_low"] < 1 / 3 < row["accuracy_high"]
     with pytest.raises(ValueError, match="not one of"):
         JV.pairwise_rows("m", pairs, got, "Correctness")
@@ -85,24 +85,38 @@ def test_the_study_writes_its_tables_from_the_judges_replies(ds, e2e_runs, tmp_p
     fake = _Judges()
     monkeypatch.setattr(JV, "study_llm", lambda name, cfg: fake)
     cfg = OmegaConf.load(CONF_DIR / "judge_validation.yaml")
-    cfg.merge_with({"dataset_folder": str(RunFolder(e2e_runs["bm25"]).dataset_folder), "per_perturbation": 3,
-                    "out_dir": str(tmp_path / "out"), "pairwise": {"judges": ["fake"]}, "hallucination": {"judges": ["fake"]}})
+    cfg.merge_with(
+        {
+            "dataset_folder": str(RunFolder(e2e_runs["bm25"]).dataset_folder),
+            "per_perturbation": 3,
+            "out_dir": str(tmp_path / "out"),
+            "pairwise": {"judges": ["fake"]},
+            "hallucination": {"judges": ["fake"]},
+        }
+    )
     OmegaConf.set_struct(cfg, False)
     cfg.pop("hydra")
     doc = JV.study(cfg)
     folder = StudyFolder(tmp_path / "out")
     assert folder.is_done and folder.document == json.loads(json.dumps(doc, default=str))
-    assert {p.name for p in folder.path.iterdir()} == {"judge_validation.json", "judge_validation.md", "judgments.jsonl",
-                                                       "manifest.json", "DONE"}
+    assert {p.name for p in folder.path.iterdir()} == {
+        "judge_validation.json",
+        "judge_validation.md",
+        "judgments.jsonl",
+        "manifest.json",
+        "DONE",
+    }
     pw = next(r for r in doc["rows"] if r["judge"] == "pairwise" and r["perturbation"] == JV.ALL)
     n = doc["meta"]["pairs"]
-    assert (pw["n"], pw["ties"], pw["correct"], pw["wrong"]) == (n, n, 0, 0)   # position 1 in both orders: ties
+    assert (pw["n"], pw["ties"], pw["correct"], pw["wrong"]) == (n, n, 0, 0)  # position 1 in both orders: ties
     assert pw["first_position"] == 1.0 and pw["position_p"] < 0.05
     items = JV.hallucination_items(ds, JV.select_pairs(ds, "test", 3, 0), 5)
     hj = next(r for r in doc["rows"] if r["judge"] == "hallucination" and r["perturbation"] == JV.ALL)
     assert hj["n"] == len(items) == doc["meta"]["hallucination_items"] and len(items) > 5 and n > 5
-    assert 0 < hj["correct"] < hj["n"]   # the string-match judge is right on some items, wrong on others
+    assert 0 < hj["correct"] < hj["n"]  # the string-match judge is right on some items, wrong on others
     assert hj["correct"] + hj["wrong"] + hj["unjudged"] == hj["n"]
     lines = [json.loads(x) for x in (folder.path / "judgments.jsonl").read_text().splitlines()]
-    assert sum(x["judge"] == "pairwise" for x in lines) == n and sum(x["judge"] == "hallucination" for x in lines) == len(items)
+    assert sum(x["judge"] == "pairwise" for x in lines) == n and sum(
+        x["judge"] == "hallucination" for x in lines
+    ) == len(items)
     assert "| fake | all |" in folder.table

@@ -58,8 +58,14 @@ with atomic_dir(final) as tmp:
 
 def _python(script: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], cwd=PROJECT_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _complete(final: Path) -> bool:
@@ -141,7 +147,9 @@ def test_exchange_swaps_two_folders(tmp_path):
         (tmp_path / name / name).touch()
     if not atomic.exchange(tmp_path / "a", tmp_path / "b"):
         pytest.skip("no renameat2(RENAME_EXCHANGE) on this system or filesystem (the fallback is tested above)")
-    assert [p.name for p in (tmp_path / "a").iterdir()] == ["b"] and [p.name for p in (tmp_path / "b").iterdir()] == ["a"]
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["b"] and [p.name for p in (tmp_path / "b").iterdir()] == [
+        "a"
+    ]
     with pytest.raises(FileNotFoundError):
         atomic.exchange(tmp_path / "a", tmp_path / "missing")
 
@@ -203,8 +211,9 @@ def _mode(p: Path) -> int:
     return p.stat().st_mode & 0o777
 
 
-@pytest.mark.parametrize("mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750),
-                                                      (0o002, 0o664, 0o775)])
+@pytest.mark.parametrize(
+    "mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750), (0o002, 0o664, 0o775)]
+)
 def test_modes_follow_the_umask(tmp_path, umask, mask, file_mode, dir_mode):
     """Before: 0600 files and 0700 folders (tempfile's private modes) that colleagues cannot read."""
     umask(mask)

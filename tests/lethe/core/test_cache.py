@@ -73,12 +73,16 @@ def _damage(shard, how: str) -> None:
         data = bytearray()
     elif how in ("mismatched", "nan", "wrong size"):  # readable zips: arrays that disagree, NaN, 3 columns not 4
         import io
-        vecs = {"mismatched": np.ones((2, 4), np.float32), "nan": np.array([[np.nan] * 4, [1, 0, 0, 0]], np.float32),
-                "wrong size": np.ones((1, 3), np.float32)}[how]
+
+        vecs = {
+            "mismatched": np.ones((2, 4), np.float32),
+            "nan": np.array([[np.nan] * 4, [1, 0, 0, 0]], np.float32),
+            "wrong size": np.ones((1, 3), np.float32),
+        }[how]
         buf = io.BytesIO()
         np.savez(buf, keys=np.array([text_key("a")] * (2 if how == "nan" else 1)), vecs=vecs)
         data = bytearray(buf.getvalue())
-    elif how == "folder":   # a folder where the shard should be
+    elif how == "folder":  # a folder where the shard should be
         shard.unlink()
         shard.mkdir()
         return
@@ -170,10 +174,10 @@ def test_ragged_values_round_trip_and_a_damaged_ragged_shard_is_quarantined(tmp_
     assert c.dir.parent.name == "scores"
     got = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True).get(keys)
     assert all(np.array_equal(g, v) and g.dtype == np.float32 for g, v in zip(got, values))
-    assert EmbeddingCache(tmp_path, NS).get(keys[:1]) == [None]   # embeddings of the same namespace: another folder
+    assert EmbeddingCache(tmp_path, NS).get(keys[:1]) == [None]  # embeddings of the same namespace: another folder
     shard = next(c.dir.glob("*.npz"))
     with np.load(shard) as z:
         arrays = dict(z)
-    np.savez(shard, **{**arrays, "lengths": arrays["lengths"][:-1]})   # lengths that do not cover the values
+    np.savez(shard, **{**arrays, "lengths": arrays["lengths"][:-1]})  # lengths that do not cover the values
     fresh = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True)
     assert fresh.get(keys) == [None] * 3 and fresh.quarantined == 1

@@ -46,7 +46,7 @@ def test_device_auto_runs_here_records_its_choice_and_keeps_the_config_hash(cfg_
     cpu = cfg_for("method=vector", f"dataset.scopes={TWO_CONVS}", "embedder.device=cpu")
     auto = cfg_for("method=vector", f"dataset.scopes={TWO_CONVS}", "embedder.device=auto", "run.overwrite=true")
     key = "k"
-    assert run_identity(cpu, key).config_hash == run_identity(auto, key).config_hash   # placement is not hashed
+    assert run_identity(cpu, key).config_hash == run_identity(auto, key).config_hash  # placement is not hashed
     folder = run_experiment(auto)
     emb = json.loads((folder / "manifest.json").read_text())["method"]["embedder"]
     assert emb["device_config"] == "auto" and emb["device"] == resolve_device("auto")

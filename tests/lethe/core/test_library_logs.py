@@ -28,10 +28,16 @@ def _run(tmp_path: Path, wanted: bool) -> str:
     env = {k: v for k, v in os.environ.items() if k != "LETHE_LIBRARY_LOGS"}
     if wanted:
         env["LETHE_LIBRARY_LOGS"] = "1"
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / ("on" if wanted else "off"))], cwd=PROJECT_ROOT,
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / ("on" if wanted else "off"))],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "[('a', " in out.stdout   # the index was built and searched
+    assert "[('a', " in out.stdout  # the index was built and searched
     return out.stdout + out.stderr
 
 

@@ -14,21 +14,21 @@ from lethe.core.typed_config import ConfigError
 def test_a_relative_path_is_read_from_the_project_root():
     assert project_path("results/runs") == PROJECT_ROOT / "results" / "runs"
     assert project_path("/abs/x") == Path("/abs/x")
-    assert (PROJECT_ROOT / ROOT_MARKER).is_file()   # committed: the checkout marks itself
+    assert (PROJECT_ROOT / ROOT_MARKER).is_file()  # committed: the checkout marks itself
 
 
 def test_the_work_root_follows_the_working_directory_not_the_install_location(tmp_path, monkeypatch):
     monkeypatch.delenv(ROOT_ENV, raising=False)
     inside = PROJECT_ROOT / "lethe" / "core"
-    monkeypatch.chdir(inside)   # anywhere inside the checkout: the checkout
+    monkeypatch.chdir(inside)  # anywhere inside the checkout: the checkout
     assert work_root() == PROJECT_ROOT and project_path("results/runs") == PROJECT_ROOT / "results" / "runs"
     outside = tmp_path / "notebooks" / "deep"
     outside.mkdir(parents=True)
-    monkeypatch.chdir(outside)   # outside any marked folder: the working directory itself
+    monkeypatch.chdir(outside)  # outside any marked folder: the working directory itself
     assert work_root() == outside.resolve() and project_path("results/runs") == outside.resolve() / "results" / "runs"
-    (tmp_path / ROOT_MARKER).write_text("")   # a project of the user's own, marked at its top
+    (tmp_path / ROOT_MARKER).write_text("")  # a project of the user's own, marked at its top
     assert work_root() == tmp_path.resolve()
-    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "chosen"))   # told explicitly
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "chosen"))  # told explicitly
     assert project_path("x") == (tmp_path / "chosen" / "x").resolve()
 
 
@@ -39,7 +39,7 @@ def test_a_portable_location_names_no_folder_of_this_machine():
     assert portable_location(PROJECT_ROOT / ".cache" / "lethe" / "llm" / "m.gguf") == ".cache/lethe/llm/m.gguf"
     assert portable_location(Path.home() / "models" / "m.gguf") == "~/models/m.gguf"
     assert portable_location("relative/as/given") == "relative/as/given"
-    assert portable_location("/data/models/m.gguf") == "/data/models/m.gguf"   # a place the user chose, as given
+    assert portable_location("/data/models/m.gguf") == "/data/models/m.gguf"  # a place the user chose, as given
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "..", ".hidden", "a..b", "", "a\\b", "x y", None, 3])

@@ -9,8 +9,11 @@ from typing import Callable
 from experiments.datasets import prepare_dataset
 from lethebench.schema import Dataset, read_dataset
 
-SMALL_LB = ["dataset=lethebench", "dataset.params.splits={test: 3, train: 6, dev: 3}",
-            "dataset.params.session_turns=[20,30]"]
+SMALL_LB = [
+    "dataset=lethebench",
+    "dataset.params.splits={test: 3, train: 6, dev: 3}",
+    "dataset.params.session_turns=[20,30]",
+]
 TWO_CONVS = ["dataset=locomo", "dataset.scopes=[conv-26,conv-30]"]
 
 Case = tuple[str, list[tuple[str, str, float]]]  # (query text, [(doc_id, text, prior score)], best first)

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from lethe.llm.backends import (KINDS, LlamaCppBackend, OpenAICompatibleBackend, llama_server_command,
-                                make_llm)
+from lethe.llm.backends import KINDS, LlamaCppBackend, OpenAICompatibleBackend, llama_server_command, make_llm
 from lethe.llm.base import Decoding, LLMError, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, response_key
 from lethe.llm.parsing import keywords_schema
@@ -34,8 +33,10 @@ from lethe.core.paths import PROJECT_ROOT
 ROOT = PROJECT_ROOT
 ASK = [Message("user", "What is the capital of France? Answer in one word.")]
 LONG = [Message("user", "Write a long story about a cat who travels the world.")]  # >= 120 tokens (asserted)
-KEYWORDS = load_prompt("keywords", "v1").render(query="Why does the ingest-worker on port 5672 crash after the upgrade "
-                                                      "to v2.3.1, and which queues and hosts does it touch?")
+KEYWORDS = load_prompt("keywords", "v1").render(
+    query="Why does the ingest-worker on port 5672 crash after the upgrade "
+    "to v2.3.1, and which queues and hosts does it touch?"
+)
 
 
 class _Exploding:
@@ -68,8 +69,13 @@ def server(model, tmp_path_factory):
     err_path = tmp_path_factory.mktemp("server") / "stderr.txt"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen(llama_server_command(model.path, port=port, n_threads=1, n_ctx=2048),
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
+        proc = subprocess.Popen(
+            llama_server_command(model.path, port=port, n_threads=1, n_ctx=2048),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            cwd=ROOT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -159,7 +165,9 @@ def test_inprocess_timeout_stops_generation_and_is_not_cached(model, tmp_path):
 def test_inprocess_timeout_interrupts_prompt_evaluation(llm):
     """A long prompt with a deadline is fed in chunks: the call stops near the deadline instead of
     evaluating the whole prompt first; and chunking does not change the greedy answer."""
-    long_prompt = [Message("user", "Summarize in one word: " + " ".join(f"ledger{i} stores rows in postgres." for i in range(90)))]
+    long_prompt = [
+        Message("user", "Summarize in one word: " + " ".join(f"ledger{i} stores rows in postgres." for i in range(90)))
+    ]
     d = Decoding(max_tokens=4)
     t0 = time.monotonic()
     plain = llm.chat(long_prompt, d)  # no deadline: one batch of n_batch tokens
@@ -215,7 +223,9 @@ def test_server_json_schema_decodes_like_the_inprocess_backend(server, llm):
     constrained = Decoding(max_tokens=120, json_schema=keywords_schema(2))
     r = OpenAICompatibleBackend(server).chat(KEYWORDS, constrained, timeout_s=120)
     assert r.text == llm.chat(KEYWORDS, constrained).text and len(json.loads(r.text)["low_level_keywords"]) <= 2
-    with pytest.raises(LLMError, match="json_object"):  # llama_cpp.server refuses OpenAI's form: loud, never unconstrained
+    with pytest.raises(
+        LLMError, match="json_object"
+    ):  # llama_cpp.server refuses OpenAI's form: loud, never unconstrained
         OpenAICompatibleBackend(server, schema_format="json_schema").chat(KEYWORDS, constrained, timeout_s=120)
     with pytest.raises(ValueError, match="schema_format"):
         OpenAICompatibleBackend(server, schema_format="grammar")
@@ -252,7 +262,8 @@ def _fake_parts(root: Path, chunks: list[bytes]) -> list[str]:
         pkg.mkdir(parents=True)
         (pkg / "chunk.bin").write_bytes(chunk)
         (pkg / "__init__.py").write_text(
-            "from pathlib import Path\n\ndef get_part_path():\n    return str(Path(__file__).with_name('chunk.bin'))\n")
+            "from pathlib import Path\n\ndef get_part_path():\n    return str(Path(__file__).with_name('chunk.bin'))\n"
+        )
         names.append(pkg.name)
     return names
 
@@ -286,8 +297,12 @@ def test_pypi_parts_checksum_mismatch_fails_and_leaves_nothing(tmp_path, monkeyp
     good = hashlib.sha256(b"abcdef").hexdigest()[:16]
     with pytest.raises(GGUFChecksumError):
         resolve_gguf({"name": "rev", "pypi_parts": mods[::-1], "sha256_prefix": good}, cache_dir=tmp_path / "c")
-    assert resolve_gguf({"name": "ok", "pypi_parts": mods, "sha256_prefix": good},
-                        cache_dir=tmp_path / "c").path.read_bytes() == b"abcdef"
+    assert (
+        resolve_gguf(
+            {"name": "ok", "pypi_parts": mods, "sha256_prefix": good}, cache_dir=tmp_path / "c"
+        ).path.read_bytes()
+        == b"abcdef"
+    )
 
 
 def test_find_spec_locates_without_importing(tmp_path, monkeypatch):
@@ -320,9 +335,14 @@ def test_local_path_and_sha_memo(tmp_path):
 
 
 def test_missing_model_lists_every_attempt(tmp_path):
-    spec = {"name": "ghost", "path": str(tmp_path / "nope.gguf"),
-            "pypi_parts": ["no_such_part1", "no_such_part2", "no_such_part3"],
-            "pypi_find_spec": "no_such_pkg_xyz", "hub_id": "org/ghost-GGUF", "allow_hub": "false"}
+    spec = {
+        "name": "ghost",
+        "path": str(tmp_path / "nope.gguf"),
+        "pypi_parts": ["no_such_part1", "no_such_part2", "no_such_part3"],
+        "pypi_find_spec": "no_such_pkg_xyz",
+        "hub_id": "org/ghost-GGUF",
+        "allow_hub": "false",
+    }
     with pytest.raises(GGUFNotFoundError) as e:
         resolve_gguf(spec, cache_dir=tmp_path)
     msg = str(e.value)
@@ -357,13 +377,15 @@ def test_make_llm_from_configs(tmp_path, monkeypatch):
 def test_response_cache_key_and_entries(tmp_path):
     base = response_key("m" * 64, ASK, Decoding(), "llamacpp")
     assert base == response_key("m" * 64, [{"role": m.role, "content": m.content} for m in ASK], Decoding(), "llamacpp")
-    variants = [response_key("n" * 64, ASK, Decoding(), "llamacpp"),
-                response_key("m" * 64, ASK[1:], Decoding(), "llamacpp"),
-                response_key("m" * 64, ASK, Decoding(seed=1), "llamacpp"),
-                response_key("m" * 64, ASK, Decoding(stop=("\n",)), "llamacpp"),
-                response_key("m" * 64, ASK, Decoding(json_schema=keywords_schema(7)), "llamacpp"),
-                response_key("m" * 64, ASK, Decoding(), "openai_compatible"),
-                response_key("m" * 64, ASK, Decoding(), "llamacpp", {"chat_format": "chatml"})]
+    variants = [
+        response_key("n" * 64, ASK, Decoding(), "llamacpp"),
+        response_key("m" * 64, ASK[1:], Decoding(), "llamacpp"),
+        response_key("m" * 64, ASK, Decoding(seed=1), "llamacpp"),
+        response_key("m" * 64, ASK, Decoding(stop=("\n",)), "llamacpp"),
+        response_key("m" * 64, ASK, Decoding(json_schema=keywords_schema(7)), "llamacpp"),
+        response_key("m" * 64, ASK, Decoding(), "openai_compatible"),
+        response_key("m" * 64, ASK, Decoding(), "llamacpp", {"chat_format": "chatml"}),
+    ]
     assert len({base, *variants}) == len(variants) + 1
     assert "json_schema" not in Decoding().as_dict()  # unconstrained requests keep the keys they had before the field
     c = ResponseCache(tmp_path)
@@ -374,5 +396,10 @@ def test_response_cache_key_and_entries(tmp_path):
     got = c.get(base)
     assert got.cached and got.text == "hi" and got.token_logprobs == [-0.5] and got.prompt_tokens == 4
     c.path(base).write_text("{broken")
-    assert c.get(base) is None and c.stats() == {"dir": str(c.dir), "hits": 1, "misses": 2, "puts": 1,
-                                                  "hit_rate": 1 / 3}
+    assert c.get(base) is None and c.stats() == {
+        "dir": str(c.dir),
+        "hits": 1,
+        "misses": 2,
+        "puts": 1,
+        "hit_rate": 1 / 3,
+    }

@@ -75,8 +75,10 @@ def test_reused_prefix_gives_the_fresh_answers_and_scores(fresh, reused, cases):
                 assert evaluated < b.prompt_tokens
     assert fresh.prompt_tokens_evaluated == fresh.prompt_tokens_seen  # no reuse without the flag
     assert reused.prompt_tokens_evaluated < 0.7 * reused.prompt_tokens_seen
-    print(f"\nprefix reuse on SmolLM2: max |d logprob|, |d p_yes| = {worst:.5f} (tolerance {TOL}); "
-          f"tokens evaluated {reused.prompt_tokens_evaluated} of {reused.prompt_tokens_seen} (fresh: all {fresh.prompt_tokens_seen})")
+    print(
+        f"\nprefix reuse on SmolLM2: max |d logprob|, |d p_yes| = {worst:.5f} (tolerance {TOL}); "
+        f"tokens evaluated {reused.prompt_tokens_evaluated} of {reused.prompt_tokens_seen} (fresh: all {fresh.prompt_tokens_seen})"
+    )
 
 
 def test_exact_repeat_and_a_deadline_leave_a_consistent_cache(fresh, reused, cases, monkeypatch):
@@ -98,8 +100,9 @@ def test_exact_repeat_and_a_deadline_leave_a_consistent_cache(fresh, reused, cas
 
     reused.chat(m_prev, DECODING, timeout_s=600)
     clock = iter(range(10_000))
-    monkeypatch.setattr(backends, "time", SimpleNamespace(monotonic=lambda: float(next(clock)),
-                                                          perf_counter=backends.time.perf_counter))
+    monkeypatch.setattr(
+        backends, "time", SimpleNamespace(monotonic=lambda: float(next(clock)), perf_counter=backends.time.perf_counter)
+    )
     monkeypatch.setattr(reused, "interrupt_tokens", 8)
     with pytest.raises(LLMTimeout, match="prompt evaluation"):
         reused.chat(m, DECODING, timeout_s=2.5)  # checks at t=1, 2 evaluate a chunk each; t=3 stops
@@ -118,8 +121,9 @@ def test_response_cache_keeps_reused_and_fresh_answers_apart(model, tmp_path):
     reuse = LlamaCppBackend(model, n_ctx=512, n_threads=1, cache_dir=tmp_path, reuse_prompt_cache=True)
     try:
         assert reuse._key_extra() == {"reuse_prompt_cache": True} and plain._key_extra() is None
-        assert response_key(model.sha256, msgs, d, "llamacpp", reuse._key_extra()) != \
-            response_key(model.sha256, msgs, d, "llamacpp", plain._key_extra())
+        assert response_key(model.sha256, msgs, d, "llamacpp", reuse._key_extra()) != response_key(
+            model.sha256, msgs, d, "llamacpp", plain._key_extra()
+        )
         assert not plain.chat(msgs, d).cached and plain.chat(msgs, d).cached
         r = reuse.chat(msgs, d)
         assert not r.cached and reuse.model_calls == 1  # the fresh entry is not served to the reusing backend

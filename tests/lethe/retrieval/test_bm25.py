@@ -24,13 +24,20 @@ ANALYZER_CASES = [
     ("http://www.example.com/path?x=1 me@c.com", ["http", "www.example.com", "path", "x", "1", "me", "c.com"]),
     ("#hashtag @mention $100 50% 5pm 3rd", ["hashtag", "mention", "100", "50", "5pm", "3rd"]),
     ("naïve café İstanbul ΣΟΦΟΣ soft\u00adhyphen", ["naïv", "café", "istanbul", "σοφοσ", "soft\u00adhyphen"]),
-    ("😀 hello 👍🏻 👨\u200d👩\u200d👧 ❤️ 1️⃣ 🇺🇸 © ★ ♪ hello😀world",
-     ["😀", "hello", "👍🏻", "👨\u200d👩\u200d👧", "❤️", "1️⃣", "🇺🇸", "©", "★", "♪", "hello", "😀", "world"]),
+    (
+        "😀 hello 👍🏻 👨\u200d👩\u200d👧 ❤️ 1️⃣ 🇺🇸 © ★ ♪ hello😀world",
+        ["😀", "hello", "👍🏻", "👨\u200d👩\u200d👧", "❤️", "1️⃣", "🇺🇸", "©", "★", "♪", "hello", "😀", "world"],
+    ),
     ("日本語です カタカナ 한국어 ภาษาไทย", ["日", "本", "語", "で", "す", "カタカナ", "한국어", "ภาษาไทย"]),
-    ("The a an and are as at be but by for if in into is it no not of on or such that the their then "
-     "there these they this to was will with", []),  # Lucene's 33 English stopwords
-    ("possibly generalization abilities hopping running logical archaeology", [
-        "possibl", "gener", "abil", "hop", "run", "logic", "archaeolog"]),
+    (
+        "The a an and are as at be but by for if in into is it no not of on or such that the their then "
+        "there these they this to was will with",
+        [],
+    ),  # Lucene's 33 English stopwords
+    (
+        "possibly generalization abilities hopping running logical archaeology",
+        ["possibl", "gener", "abil", "hop", "run", "logic", "archaeolog"],
+    ),
     ("us ies aed sky ion", ["us", "i", "a", "sky", "ion"]),  # Lucene's Porter: 1-2 letter words unstemmed
 ]
 
@@ -110,6 +117,7 @@ def test_score_vector_for_reuse():
 
 # ---- against the JVM (Pyserini 1.6.0: Anserini 1.7.1, Lucene 9.9.1) --------------------------
 
+
 @pytest.fixture(scope="module")
 def jvm():
     from baselines.pyserini_jvm import ensure_jvm
@@ -126,7 +134,8 @@ class LuceneRaw:
     def __init__(self, autoclass, path, k1=1.2, b=0.75):
         File = autoclass("java.io.File")
         reader = autoclass("org.apache.lucene.index.DirectoryReader").open(
-            autoclass("org.apache.lucene.store.FSDirectory").open(File(str(path)).toPath()))
+            autoclass("org.apache.lucene.store.FSDirectory").open(File(str(path)).toPath())
+        )
         self.searcher = autoclass("org.apache.lucene.search.IndexSearcher")(reader.getContext())
         self.searcher.setSimilarity(autoclass("org.apache.lucene.search.similarities.BM25Similarity")(k1, b))
         self.analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
@@ -139,11 +148,33 @@ class LuceneRaw:
         return {self.ids[sd.doc]: sd.score for sd in self.searcher.search(q, max(1, len(self.ids))).scoreDocs}
 
 
-TINY = ["The cat sat on the mat.", "A dog and a cat", "the and of", "cats cats cats chasing mice",
-        "dog " * 40 + "cat", "Nothing here", "Mice are small; the cat likes mice", "cat", "cat", "zebra", "",
-        "dog " * 3000 + "mice", "Caroline's café ★ 😀 naïve"]
-TINY_QUERIES = ["cat", "cat cat", "cat cat cat dog", "cat dog mice", "the", "", "dogs chasing the cats",
-                "zebra cat cat mice", "mice mice dog", "Caroline café ★ 😀"]
+TINY = [
+    "The cat sat on the mat.",
+    "A dog and a cat",
+    "the and of",
+    "cats cats cats chasing mice",
+    "dog " * 40 + "cat",
+    "Nothing here",
+    "Mice are small; the cat likes mice",
+    "cat",
+    "cat",
+    "zebra",
+    "",
+    "dog " * 3000 + "mice",
+    "Caroline's café ★ 😀 naïve",
+]
+TINY_QUERIES = [
+    "cat",
+    "cat cat",
+    "cat cat cat dog",
+    "cat dog mice",
+    "the",
+    "",
+    "dogs chasing the cats",
+    "zebra cat cat mice",
+    "mice mice dog",
+    "Caroline café ★ 😀",
+]
 
 
 def test_lucene_length_encoding(jvm):
@@ -188,7 +219,7 @@ def test_analyzer_equals_anserini_every_code_point(jvm):
     cps = [c for c in list(range(0x10000)) + list(range(0x1F000, 0x1FC00)) if not 0xD800 <= c <= 0xDFFF]
     bad = []
     for i in range(0, len(cps), 512):
-        text = " ".join(template.format(chr(c)) for c in cps[i:i + 512])
+        text = " ".join(template.format(chr(c)) for c in cps[i : i + 512])
         if analyze(text) != list(anserini.analyze(text)):
             bad.append(hex(cps[i]))
     assert bad == []

@@ -15,7 +15,7 @@ def test_prefix_reaches_the_encoder(embedder):
     q = with_prompts.encode(["where did Lena move"], role="query")[0]
     d = with_prompts.encode(["Lena moved to Porto"], role="doc")[0]
     plain_q, plain_d = embedder.encode(["query: where did Lena move", "passage: Lena moved to Porto"], role="query")
-    assert np.allclose(q, plain_q, atol=1e-6) and np.allclose(d, plain_d, atol=1e-6)   # the prefix, and only it
+    assert np.allclose(q, plain_q, atol=1e-6) and np.allclose(d, plain_d, atol=1e-6)  # the prefix, and only it
     assert not np.allclose(q, embedder.encode(["where did Lena move"], role="query")[0], atol=1e-3)
 
 
@@ -35,6 +35,6 @@ def test_prefix_changes_the_cache_key(tmp_path):
 def test_prefixed_model_configs_compose():
     e5 = load_config(["model@embedder=e5_small_v2"]).embedder
     assert dict(e5.prompts) == {"query": "query: ", "doc": "passage: "} and e5.hub_id == "intfloat/e5-small-v2"
-    assert e5.pypi_module is None and e5.backend == "onnx"   # the rest from minilm.yaml
+    assert e5.pypi_module is None and e5.backend == "onnx"  # the rest from minilm.yaml
     bge = load_config(["model@embedder=bge_small_en_v15"]).embedder
     assert list(bge.prompts) == ["query"] and "prompts" not in load_config([]).embedder

@@ -17,18 +17,23 @@ from lethe.retrieval.crossencoder import load_cross_encoder, rerank, score_pairs
 from lethe.retrieval.embedder import Embedder
 from lethe.retrieval.onnx_backend import OnnxCrossEncoder, OnnxExportError, OnnxOptions, inference_info
 
-COS_MIN = 0.9999          # fp32: smallest cosine of a query/doc vector to the torch path's
-LOGIT_TOL = 1e-4          # fp32: largest |logit difference| to the torch path's
-TOP10_MIN = 0.99          # fp32: mean top-10 overlap with the torch path's rankings
+COS_MIN = 0.9999  # fp32: smallest cosine of a query/doc vector to the torch path's
+LOGIT_TOL = 1e-4  # fp32: largest |logit difference| to the torch path's
+TOP10_MIN = 0.99  # fp32: mean top-10 overlap with the torch path's rankings
 
 
 @pytest.fixture(scope="module")
 def sample(locomo_path) -> dict[str, list[str]]:
     """80 turns and 20 questions of the first LoCoMo conversation (plus two long texts)."""
     conv = json.loads(Path(locomo_path).read_text())[0]
-    turns = [t["text"] for k in sorted((k for k in conv["conversation"] if k.startswith("session_") and
-                                        not k.endswith("date_time")), key=lambda k: int(k.split("_")[1]))
-             for t in conv["conversation"][k]][:80]
+    turns = [
+        t["text"]
+        for k in sorted(
+            (k for k in conv["conversation"] if k.startswith("session_") and not k.endswith("date_time")),
+            key=lambda k: int(k.split("_")[1]),
+        )
+        for t in conv["conversation"][k]
+    ][:80]
     turns += [" ".join(turns[:30]), " ".join(turns[30:75])]  # longer than 256 tokens: truncation agrees too
     return {"docs": turns, "queries": [q["question"] for q in conv["qa"][:20]]}
 
@@ -77,8 +82,9 @@ def test_onnx_embedder_matches_torch(embedder, sample, onnx_cfg, cache):
     q_fast = np.vstack([fast.encode([q], "query") for q in sample["queries"]])
     assert _overlap(q_ref @ docs_ref.T, q_fast @ docs_fast.T) >= TOP10_MIN
     # batch composition (length-sorted batches, each trimmed to its longest) changes nothing
-    small = Embedder(embedder.model, cache_dir=cache, show_progress=False, backend="onnx",
-                     onnx={**onnx_cfg, "batch_size": 3})
+    small = Embedder(
+        embedder.model, cache_dir=cache, show_progress=False, backend="onnx", onnx={**onnx_cfg, "batch_size": 3}
+    )
     np.testing.assert_allclose(small.encode(sample["docs"], "doc"), docs_fast, atol=1e-5)
     stats = fast.stats()
     assert stats["backend"] == "onnx" and stats["onnx"]["options"] == onnx_cfg
@@ -94,7 +100,8 @@ def test_export_is_cached_once_per_weights_and_options(embedder, onnx_cfg, cache
     assert b.onnx_model.folder == folder and (folder / "model.onnx").stat().st_mtime_ns == stamp  # not exported again
     opts = OnnxOptions.from_config(onnx_cfg)
     assert ob.export_key(embedder.model.sha256, "bi_encoder", opts) != ob.export_key(
-        embedder.model.sha256, "bi_encoder", OnnxOptions.from_config({**onnx_cfg, "quantize": "int8_dynamic"}))
+        embedder.model.sha256, "bi_encoder", OnnxOptions.from_config({**onnx_cfg, "quantize": "int8_dynamic"})
+    )
     assert ob.export_key(embedder.model.sha256, "bi_encoder", opts) != ob.export_key("0" * 64, "bi_encoder", opts)
     assert not list((cache / "models" / "onnx").glob(".*tmp*"))  # no debris of the atomic write
 
@@ -102,8 +109,13 @@ def test_export_is_cached_once_per_weights_and_options(embedder, onnx_cfg, cache
 def test_vectors_of_different_backends_never_share_a_cache(embedder, onnx_cfg, cache):
     torch_e = Embedder(embedder.model, cache_dir=cache, show_progress=False)
     fp32 = Embedder(embedder.model, cache_dir=cache, show_progress=False, backend="onnx", onnx=onnx_cfg)
-    int8 = Embedder(embedder.model, cache_dir=cache, show_progress=False, backend="onnx",
-                    onnx={**onnx_cfg, "quantize": "int8_dynamic"})
+    int8 = Embedder(
+        embedder.model,
+        cache_dir=cache,
+        show_progress=False,
+        backend="onnx",
+        onnx={**onnx_cfg, "quantize": "int8_dynamic"},
+    )
     dirs = {e._cache("doc").dir for e in (torch_e, fp32, int8)}
     assert len(dirs) == 3
 
@@ -111,8 +123,13 @@ def test_vectors_of_different_backends_never_share_a_cache(embedder, onnx_cfg, c
 def test_int8_is_lossy_but_close(embedder, sample, onnx_cfg, cache):
     """int8 dynamic quantization: an option whose cost in quality `make bench` measures; here only
     bounded loosely (the issue measured cosine 0.962 on average, 0.913 at worst on TechQA)."""
-    int8 = Embedder(embedder.model, cache_dir=cache, show_progress=False, backend="onnx",
-                    onnx={**onnx_cfg, "quantize": "int8_dynamic"})
+    int8 = Embedder(
+        embedder.model,
+        cache_dir=cache,
+        show_progress=False,
+        backend="onnx",
+        onnx={**onnx_cfg, "quantize": "int8_dynamic"},
+    )
     ref, got = embedder.encode(sample["queries"], "query"), int8.encode(sample["queries"], "query")
     cos = (ref * got).sum(axis=1)
     assert cos.mean() >= 0.85 and cos.min() >= 0.7
@@ -143,10 +160,12 @@ def test_onnx_cross_encoder_matches_torch(ce_folder, sample, onnx_cfg, cache):
     assert _overlap(a, b) >= TOP10_MIN
     # batch size (onnx.batch_size, else the caller's) and input order do not change a pair's logit
     q = sample["queries"][0]
-    one = load_cross_encoder(ce_folder, max_length=512, backend="onnx", onnx={**onnx_cfg, "batch_size": 1},
-                             cache_dir=cache)
-    caller = load_cross_encoder(ce_folder, max_length=512, backend="onnx", onnx={**onnx_cfg, "batch_size": None},
-                                cache_dir=cache)
+    one = load_cross_encoder(
+        ce_folder, max_length=512, backend="onnx", onnx={**onnx_cfg, "batch_size": 1}, cache_dir=cache
+    )
+    caller = load_cross_encoder(
+        ce_folder, max_length=512, backend="onnx", onnx={**onnx_cfg, "batch_size": None}, cache_dir=cache
+    )
     assert one.folder == fast.folder  # the batch size is not part of the export
     np.testing.assert_allclose(score_pairs(one, q, docs, 32), b[0], atol=1e-5)
     np.testing.assert_allclose(score_pairs(caller, q, docs[::-1], 7)[::-1], b[0], atol=1e-5)

@@ -120,8 +120,16 @@ def test_incremental_greedy_matches_definition(lam, seed):
 
 def test_lam_zero_is_relevance_order_with_ties():
     rel = np.array([0.5, 0.9, 0.5, 0.9, 0.1, 0.5])
-    inc, _ = entity_matrix([frozenset({"a"}), frozenset({"a"}), frozenset({"b"}), frozenset({"a"}),
-                            frozenset({"c", "d", "e"}), frozenset({"f"})])
+    inc, _ = entity_matrix(
+        [
+            frozenset({"a"}),
+            frozenset({"a"}),
+            frozenset({"b"}),
+            frozenset({"a"}),
+            frozenset({"c", "d", "e"}),
+            frozenset({"f"}),
+        ]
+    )
     w = np.ones(inc.shape[1])
     assert greedy_diversify(rel, inc, w, lam=0.0, k=6) == [1, 3, 0, 2, 5, 4]
     assert greedy_diversify(rel, inc, w, lam=0.0, k=3) == [1, 3, 0]
@@ -132,10 +140,12 @@ def test_lam_zero_is_relevance_order_with_ties():
 
 
 def test_diversification_promotes_new_entity_over_near_duplicate():
-    docs = [frozenset({"kafka", "consumer lag"}),  # top doc
-            frozenset({"kafka", "consumer lag"}),  # near-duplicate, almost as relevant
-            frozenset({"zookeeper", "ECONNREFUSED"}),  # less relevant, new entities
-            frozenset()]
+    docs = [
+        frozenset({"kafka", "consumer lag"}),  # top doc
+        frozenset({"kafka", "consumer lag"}),  # near-duplicate, almost as relevant
+        frozenset({"zookeeper", "ECONNREFUSED"}),  # less relevant, new entities
+        frozenset(),
+    ]
     inc, names = entity_matrix(docs)
     w = entity_weights(inc)  # uniform, W = 4
     rel = np.array([10.0, 9.5, 5.0, 0.0])  # rel_norm = [1, .95, .5, 0]
@@ -201,7 +211,12 @@ def test_entity_matrix_hand_written():
     assert names == ["a", "b", "c"]
     assert sp.issparse(inc) and inc.format == "csr" and inc.dtype == bool
     assert inc.shape == (4, 3)
-    assert inc.toarray().tolist() == [[True, True, False], [False, False, True], [False, False, False], [True, False, True]]
+    assert inc.toarray().tolist() == [
+        [True, True, False],
+        [False, False, True],
+        [False, False, False],
+        [True, False, True],
+    ]
     again, names_again = entity_matrix([frozenset({"c", "a"}), frozenset({"a", "b"})])
     assert names_again == ["a", "b", "c"] and again.toarray().tolist() == [[True, False, True], [True, True, False]]
     empty, none = entity_matrix([])

@@ -16,8 +16,18 @@ import pytest
 from analysis.answers import score_answer
 from lethe.text.abstention import ABSTENTION_PHRASES, abstains
 from experiments.studies.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
-from lethe.stages.generation import (ABSTENTION, JUDGE_DECODING, AnswerGenerator, GenerationResult, HallucinationJudge,
-                              JudgeResult, format_context, hallucination_rate, is_abstention, postprocess_answer)
+from lethe.stages.generation import (
+    ABSTENTION,
+    JUDGE_DECODING,
+    AnswerGenerator,
+    GenerationResult,
+    HallucinationJudge,
+    JudgeResult,
+    format_context,
+    hallucination_rate,
+    is_abstention,
+    postprocess_answer,
+)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.prompts import PROMPT_DIR, load_prompt
 from lethe.core.paths import PROJECT_ROOT
@@ -37,7 +47,9 @@ class FakeLLM:
         self.script, self.default, self.delay_s = list(script), default, delay_s
         self.calls: list[dict[str, Any]] = []
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None) -> LLMResponse:
+    def chat(
+        self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None
+    ) -> LLMResponse:
         k = len(self.calls)
         self.calls.append({"messages": list(messages), "decoding": decoding, "timeout_s": timeout_s})
         time.sleep(self.delay_s)
@@ -47,8 +59,14 @@ class FakeLLM:
         if isinstance(item, LLMResponse):
             return item
         text, lps = item
-        return LLMResponse(text=text, token_logprobs=lps, timings_ms={"total": 7.0}, prompt_tokens=40,
-                           completion_tokens=max(1, len(text.split())), finish_reason="stop")
+        return LLMResponse(
+            text=text,
+            token_logprobs=lps,
+            timings_ms={"total": 7.0},
+            prompt_tokens=40,
+            completion_tokens=max(1, len(text.split())),
+            finish_reason="stop",
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}
@@ -66,6 +84,7 @@ def user_text(call: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # prompts and context formatting
 # --------------------------------------------------------------------------------------------
+
 
 def test_prompts_load_with_expected_placeholders():
     assert isinstance(FakeLLM(), LLMBackend)
@@ -96,8 +115,9 @@ def test_generate_renders_prompt_caps_docs_and_truncates():
     gen = AnswerGenerator(llm, context_docs=2, max_doc_chars=10, max_tokens=12, timeout_s=3.5)
     docs = ["first   passage text that is long", "second passage", "third passage", "fourth"]
     res = gen.generate("  How much\nmemory? ", docs)
-    assert res == GenerationResult("2 GiB", "ok", res.llm_ms, 40, 2, 2, raw_text="2 GiB", cached=False,
-                                   finish_reason="stop", model_ms=7.0)
+    assert res == GenerationResult(
+        "2 GiB", "ok", res.llm_ms, 40, 2, 2, raw_text="2 GiB", cached=False, finish_reason="stop", model_ms=7.0
+    )
     assert res.llm_ms >= 0.0
     call = llm.calls[0]
     u = user_text(call)
@@ -110,16 +130,22 @@ def test_generate_renders_prompt_caps_docs_and_truncates():
     assert gen.generate("q", []).context_doc_count == 0 and "(no passages)" in user_text(llm.calls[-1])
 
 
-@pytest.mark.parametrize("raw, expect", [
-    ("  2 GiB  ", "2 GiB"),
-    ("\n\nPorto.\nThe answer is Porto.", "Porto."),       # first non-blank line only
-    ("Answer: 8443", "8443"),                            # one leading label dropped (any case)
-    ("ANSWER:  \"lemon tart\" ", "lemon tart"),          # quotes stripped around it
-    ("`node@18`", "node@18"),
-    ("answer: answer: x", "answer: x"),                  # only one label
-    ("Not mentioned.", "Not mentioned."),                # no other change
-    ("", None), ("  \n \n", None), ("Answer:", None), ('""', None),
-])
+@pytest.mark.parametrize(
+    "raw, expect",
+    [
+        ("  2 GiB  ", "2 GiB"),
+        ("\n\nPorto.\nThe answer is Porto.", "Porto."),  # first non-blank line only
+        ("Answer: 8443", "8443"),  # one leading label dropped (any case)
+        ('ANSWER:  "lemon tart" ', "lemon tart"),  # quotes stripped around it
+        ("`node@18`", "node@18"),
+        ("answer: answer: x", "answer: x"),  # only one label
+        ("Not mentioned.", "Not mentioned."),  # no other change
+        ("", None),
+        ("  \n \n", None),
+        ("Answer:", None),
+        ('""', None),
+    ],
+)
 def test_postprocess_answer(raw, expect):
     assert postprocess_answer(raw) == expect
 
@@ -160,6 +186,7 @@ def test_abstention_answer_is_scored_as_locomo_abstention():
 # --------------------------------------------------------------------------------------------
 # judge
 # --------------------------------------------------------------------------------------------
+
 
 def test_judge_prompt_decoding_and_probability():
     llm = FakeLLM([("Yes", [math.log(0.8)]), ("no.", [math.log(0.9)]), ("yes", None), ("No", None)])
@@ -208,10 +235,17 @@ def test_judge_failures_abstention_and_missing_answers():
 
 
 def test_hallucination_rate_counts():
-    rs = [JudgeResult(True, 0.9, "ok", 1.0), JudgeResult(False, 0.2, "ok", 1.0), JudgeResult(False, 0.1, "ok", 1.0),
-          JudgeResult(True, 0.6, "ok", 1.0), JudgeResult(True, None, "abstention", 0.0),
-          JudgeResult(None, None, "parse_failure", 1.0), JudgeResult(None, None, "timeout", 1.0),
-          JudgeResult(None, None, "error", 1.0), JudgeResult(None, None, "no_answer", 0.0)]
+    rs = [
+        JudgeResult(True, 0.9, "ok", 1.0),
+        JudgeResult(False, 0.2, "ok", 1.0),
+        JudgeResult(False, 0.1, "ok", 1.0),
+        JudgeResult(True, 0.6, "ok", 1.0),
+        JudgeResult(True, None, "abstention", 0.0),
+        JudgeResult(None, None, "parse_failure", 1.0),
+        JudgeResult(None, None, "timeout", 1.0),
+        JudgeResult(None, None, "error", 1.0),
+        JudgeResult(None, None, "no_answer", 0.0),
+    ]
     h = hallucination_rate(rs)
     assert h["rate"] == pytest.approx(2 / 4)  # abstention not in the denominator
     assert (h["n"], h["judged"], h["supported"], h["unsupported"]) == (9, 4, 2, 2)
@@ -245,6 +279,7 @@ def test_hand_labels_file_is_balanced_and_valid():
 # real model end to end
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_smollm2_generate_judge_and_agreement(tmp_path):
     from omegaconf import OmegaConf
@@ -255,8 +290,10 @@ def test_smollm2_generate_judge_and_agreement(tmp_path):
     cfg.n_threads = 1  # shared machine: one thread like the other real-model tests
     llm = make_llm(cfg, cache_dir=tmp_path)
     try:
-        contexts = ["Lena: We finally moved to Porto last spring, the light here is amazing.",
-                    "Marco: I still live in Turin, close to my parents."]
+        contexts = [
+            "Lena: We finally moved to Porto last spring, the light here is amazing.",
+            "Marco: I still live in Turin, close to my parents.",
+        ]
         gen = AnswerGenerator(llm, max_tokens=24)
         g = gen.generate("Where did Lena move last spring?", contexts)
         assert g.status in ("ok", "empty") and g.context_doc_count == 2 and not g.cached
@@ -287,8 +324,10 @@ def test_smollm2_generate_judge_and_agreement(tmp_path):
         for r in judged:
             assert r["status"] == "ok" and (r["pred"] == "supported") == (r["p_supported"] >= 0.5)
         assert res["calls"] == 4 and res["model_ms_mean"] > 0
-        print(f"\nSmolLM2: answer={g.answer!r} ({g.model_ms:.0f} ms, {g.completion_tokens} tokens); "
-              f"judge={jr.status} p={jr.p_supported} ({jr.model_ms} ms); agreement on 4: acc={res['accuracy']} "
-              f"kappa={res['cohen_kappa']} by_status={res['by_status']}")
+        print(
+            f"\nSmolLM2: answer={g.answer!r} ({g.model_ms:.0f} ms, {g.completion_tokens} tokens); "
+            f"judge={jr.status} p={jr.p_supported} ({jr.model_ms} ms); agreement on 4: acc={res['accuracy']} "
+            f"kappa={res['cohen_kappa']} by_status={res['by_status']}"
+        )
     finally:
         llm.close()

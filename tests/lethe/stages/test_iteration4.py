@@ -31,7 +31,9 @@ class SlowFake(FakeLLM):
     def reply(self, messages: Sequence[Message], decoding: Decoding, k: int) -> Any:
         if decoding.max_tokens == 1:
             return ("yes" if self.yes_word in messages[-1].content else "no"), [-0.05]
-        return LLMResponse(text=self.answer, timings_ms={"total": self.delay_s * 1e3}, prompt_tokens=50, completion_tokens=3)
+        return LLMResponse(
+            text=self.answer, timings_ms={"total": self.delay_s * 1e3}, prompt_tokens=50, completion_tokens=3
+        )
 
     def tokenize(self, text: str) -> list[int]:  # one token per character: the reranker's max_passage_tokens cut
         return [ord(c) for c in text]
@@ -79,8 +81,9 @@ def test_iteration4_off_by_default_changes_nothing(embedder):
 
 def test_rerank_stage_respects_budget_with_slow_backend(embedder, fake_llm):
     """Budget 250 ms, calls of 100 ms: at most 2 judged per query, stage P95 within budget + 10%."""
-    p = pipeline(embedder, llm_rerank={"enabled": True, "budget_ms": 250, "top_n": 6,
-                                       "llm": {**FAKE_LLM, "delay_s": 0.1}})
+    p = pipeline(
+        embedder, llm_rerank={"enabled": True, "budget_ms": 250, "top_n": 6, "llm": {**FAKE_LLM, "delay_s": 0.1}}
+    )
     base = pipeline(embedder).search(QUERY, 10)
     stage, judged = [], []
     for _ in range(8):
@@ -97,8 +100,10 @@ def test_rerank_stage_respects_budget_with_slow_backend(embedder, fake_llm):
 
 def test_rerank_judgment_moves_the_relevant_doc_up(embedder, fake_llm):
     """The fake says yes only to the doc with the current value; with weight 1 it ranks first."""
-    p = pipeline(embedder, llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0,
-                                       "llm": {**FAKE_LLM, "delay_s": 0.0}})
+    p = pipeline(
+        embedder,
+        llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0, "llm": {**FAKE_LLM, "delay_s": 0.0}},
+    )
     res = p.search(QUERY, 10)
     assert res.ranking[0][0] == "s:4"
     assert res.flags["rerank"]["share_judged"] == 1.0
@@ -107,8 +112,10 @@ def test_rerank_judgment_moves_the_relevant_doc_up(embedder, fake_llm):
 def test_the_reranker_judges_its_own_depth_whatever_k_is(embedder, fake_llm):
     """run.k=3 with top_n 6: the reranker considers 6 candidates (it considered 3, silently), and the run still
     returns 3, the best of the reranked 6."""
-    p = pipeline(embedder, llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0,
-                                       "llm": {**FAKE_LLM, "delay_s": 0.0}})
+    p = pipeline(
+        embedder,
+        llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0, "llm": {**FAKE_LLM, "delay_s": 0.0}},
+    )
     assert p.stages["llm_rerank"].candidate_depth() == 6
     short, full = p.search(QUERY, 3), p.search(QUERY, 10)
     assert short.flags["rerank"]["considered"] == 6 == full.flags["rerank"]["considered"]
@@ -133,8 +140,7 @@ def test_rules_contradiction_demotes_the_stale_doc(embedder):
 
 
 def test_generation_sample_is_seeded_and_annotates_outside_search(embedder, fake_llm):
-    gen = {"enabled": True, "sample": 2, "seed": 3, "context_docs": 2, "llm": FAKE_LLM,
-           "judge": {"llm": FAKE_LLM}}
+    gen = {"enabled": True, "sample": 2, "seed": 3, "context_docs": 2, "llm": FAKE_LLM, "judge": {"llm": FAKE_LLM}}
     p = pipeline(embedder, generation=gen)
     ids = [f"q{i}" for i in range(6)]
     p.set_queries(ids)
@@ -161,13 +167,13 @@ def test_generation_sample_is_seeded_and_annotates_outside_search(embedder, fake
 
 
 def test_bad_iteration4_config_fails_loudly(embedder):
-    with pytest.raises(Exception, match="budgt_ms"):   # Hydra names the unknown key and the stage class
+    with pytest.raises(Exception, match="budgt_ms"):  # Hydra names the unknown key and the stage class
         build_pipeline(embedder, llm_rerank={"enabled": True, "budgt_ms": 5})
     with pytest.raises(ValueError, match="llm is required"):
         build_pipeline(embedder, llm_rerank={"enabled": True, "llm": None})
     with pytest.raises(Exception, match=r"method\.contradiction\.penalty must be in \[0, 1\], got 2\.0"):
         build_pipeline(embedder, contradiction={"enabled": True, "penalty": 2.0})
-    with pytest.raises(TypeError, match="method.planning must be a built"):   # a mapping where a stage belongs
+    with pytest.raises(TypeError, match="method.planning must be a built"):  # a mapping where a stage belongs
         LethePipeline(embedder, **{**built_sections(), "planning": {"enabled": True}})
 
 

@@ -18,8 +18,14 @@ B = "Crop rotation, cover crops, composting and reduced tillage, each explained.
 
 
 def reply(c: str, d: str, e: str, o: str) -> tuple[str, None]:
-    return json.dumps({"Comprehensiveness": f"Answer {c}", "Diversity": f"Answer {d}", "Empowerment": f"Answer {e}",
-                       "Overall Winner": f"Answer {o}"}), None
+    return json.dumps(
+        {
+            "Comprehensiveness": f"Answer {c}",
+            "Diversity": f"Answer {d}",
+            "Empowerment": f"Answer {e}",
+            "Overall Winner": f"Answer {o}",
+        }
+    ), None
 
 
 def test_both_orders_are_asked_with_the_answers_swapped():
@@ -28,7 +34,7 @@ def test_both_orders_are_asked_with_the_answers_swapped():
     first, second = (c["messages"][-1].content for c in llm.calls)
     assert first.index(A) < first.index(B) and second.index(B) < second.index(A)
     assert [o.first for o in j.orders] == ["A", "B"]
-    assert j.winners == {c: "B" for c in CRITERIA}   # B won in both positions
+    assert j.winners == {c: "B" for c in CRITERIA}  # B won in both positions
 
 
 def test_a_winner_counts_only_when_both_orders_agree_else_tie():
@@ -48,10 +54,18 @@ def test_failures_are_unjudged_never_ties():
 
 
 def test_parse_verdicts_accepts_lightrag_objects_and_rejects_no_json():
-    obj = {"comprehensiveness": {"Winner": "Answer 2", "Explanation": "more detail"}, "Diversity": "1",
-           "Empowerment": "Answer 1 and Answer 2", "Overall": {"Winner": "Answer 2"}}
-    assert parse_verdicts("Sure! " + json.dumps(obj)) == {"Comprehensiveness": 2, "Diversity": 1, "Empowerment": None,
-                                                          "Overall Winner": 2}
+    obj = {
+        "comprehensiveness": {"Winner": "Answer 2", "Explanation": "more detail"},
+        "Diversity": "1",
+        "Empowerment": "Answer 1 and Answer 2",
+        "Overall": {"Winner": "Answer 2"},
+    }
+    assert parse_verdicts("Sure! " + json.dumps(obj)) == {
+        "Comprehensiveness": 2,
+        "Diversity": 1,
+        "Empowerment": None,
+        "Overall Winner": 2,
+    }
     with pytest.raises(ParseError):
         parse_verdicts("Answer 1 is better")
 
@@ -59,7 +73,7 @@ def test_parse_verdicts_accepts_lightrag_objects_and_rejects_no_json():
 def test_position_bias_counts_first_position_verdicts_of_both_orders():
     always_first = Scripted([reply("1", "1", "1", "1"), reply("1", "1", "1", "1")])
     j = PairwiseJudge(always_first).judge(Q, A, B)
-    assert set(j.winners.values()) == {"tie"}   # a judge that always picks position 1 yields only ties
+    assert set(j.winners.values()) == {"tie"}  # a judge that always picks position 1 yields only ties
     consistent = PairwiseJudge(Scripted([reply("2", "2", "2", "2"), reply("1", "1", "1", "1")])).judge(Q, A, B)
     assert position_bias([j]) == {"verdicts": 8, "first_position": 8, "share_first": 1.0}
     assert position_bias([j, consistent]) == {"verdicts": 16, "first_position": 12, "share_first": 0.75}
@@ -68,7 +82,9 @@ def test_position_bias_counts_first_position_verdicts_of_both_orders():
 
 def test_prompt_is_versioned_and_described():
     d = PairwiseJudge(Scripted([])).describe()
-    assert d["prompt"]["name"] == "judge_pairwise" and d["prompt"]["version"] == "v2" and len(d["prompt"]["sha256"]) == 64
+    assert (
+        d["prompt"]["name"] == "judge_pairwise" and d["prompt"]["version"] == "v2" and len(d["prompt"]["sha256"]) == 64
+    )
     assert d["decoding"]["temperature"] == 0.0 and d["criteria"] == list(CRITERIA)
 
 
@@ -98,10 +114,10 @@ def test_one_real_judgment_in_both_orders_with_smollm2(tmp_path):
     finally:
         llm.close()
     assert [o.first for o in j.orders] == ["A", "B"]
-    for o in j.orders:   # decoded under the verdicts' schema: every criterion names exactly one answer
+    for o in j.orders:  # decoded under the verdicts' schema: every criterion names exactly one answer
         assert o.status == "ok" and o.raw_text and o.llm_ms > 0 and not o.cached
         assert set(o.verdicts) == set(CRITERIA) and set(o.verdicts.values()) <= {1, 2}
     for c, w in j.winners.items():
         x, y = j.orders[0].verdicts.get(c), j.orders[1].verdicts.get(c)
         expected = None if x is None or y is None else ({(1, 2): "A", (2, 1): "B"}.get((x, y), "tie"))
-        assert w == expected   # the tie rule applied to what the real model said
+        assert w == expected  # the tie rule applied to what the real model said

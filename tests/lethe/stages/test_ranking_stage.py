@@ -14,9 +14,18 @@ from lethe.core.protocol import Doc, Query
 from lethe.stages.ranking_stage import RankingStage
 from tests.support.method_yaml import build_pipeline
 
-DOCS = [Doc(f"s:{i}", text, i) for i, text in enumerate([
-    "ledgerd memory limit is 512Mi in the helm values", "we discussed lunch plans for friday",
-    "ledgerd kept crashing with OOM kills", "ledgerd memory limit is now 768Mi", "the frontend team owns the style guide"])]
+DOCS = [
+    Doc(f"s:{i}", text, i)
+    for i, text in enumerate(
+        [
+            "ledgerd memory limit is 512Mi in the helm values",
+            "we discussed lunch plans for friday",
+            "ledgerd kept crashing with OOM kills",
+            "ledgerd memory limit is now 768Mi",
+            "the frontend team owns the style guide",
+        ]
+    )
+]
 QUERY = Query("what is the ledgerd memory limit?", (), "q1", "s")
 
 
@@ -42,6 +51,6 @@ def test_the_documented_stage_example_builds_and_reverses_the_top_three(embedder
     before, after = plain.search(QUERY, 5), staged.search(QUERY, 5)
     ids = [d for d, _ in before.ranking]
     assert [d for d, _ in after.ranking] == [*reversed(ids[:3]), *ids[3:]]
-    assert [s for _, s in after.ranking] == [s for _, s in before.ranking]   # each position keeps its score
+    assert [s for _, s in after.ranking] == [s for _, s in before.ranking]  # each position keeps its score
     assert after.flags["reversed"] == 3
     assert staged.describe()["stages"] == {"extra_stages.reverse_top3": {"n": 3}}

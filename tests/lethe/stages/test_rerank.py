@@ -14,8 +14,15 @@ import pytest
 
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, Message
 from lethe.llm.prompts import load_prompt
-from lethe.stages.rerank import (DECODING, BudgetedReranker, RerankResult, _common_prefix, _prompt_text,
-                                 p_yes_from_response, parse_yes_no)
+from lethe.stages.rerank import (
+    DECODING,
+    BudgetedReranker,
+    RerankResult,
+    _common_prefix,
+    _prompt_text,
+    p_yes_from_response,
+    parse_yes_no,
+)
 from lethe.core.paths import PROJECT_ROOT
 from tests.support.fake_llm import FakeLLM
 
@@ -57,6 +64,7 @@ def assert_valid(res: RerankResult, candidates: Sequence[tuple[str, str, float]]
 # protocol, prompt, parsing
 # --------------------------------------------------------------------------------------------
 
+
 def test_fake_implements_protocol_and_prompt_renders():
     assert isinstance(ScriptedLLM(), LLMBackend)
     p = load_prompt("rerank_pointwise", "v1")
@@ -66,8 +74,19 @@ def test_fake_implements_protocol_and_prompt_renders():
     assert "yes or no" in msgs[0].content and "q {x}" in msgs[1].content
 
 
-@pytest.mark.parametrize("text,expect", [("yes", "yes"), (" Yes", "yes"), ("NO.", "no"), ('"no"', "no"),
-                                         ("maybe", None), ("", None), ("yes no", None), ("y", None)])
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("yes", "yes"),
+        (" Yes", "yes"),
+        ("NO.", "no"),
+        ('"no"', "no"),
+        ("maybe", None),
+        ("", None),
+        ("yes no", None),
+        ("y", None),
+    ],
+)
 def test_parse_yes_no(text, expect):
     assert parse_yes_no(text) == expect
 
@@ -97,6 +116,7 @@ def test_calls_use_prompt_decoding_and_truncation():
 # --------------------------------------------------------------------------------------------
 # combination rule
 # --------------------------------------------------------------------------------------------
+
 
 def test_combination_rule_hand_computed():
     # priors 10, 8, 6, 4 -> minmax 1, 2/3, 1/3, 0; w = 0.5
@@ -159,6 +179,7 @@ def test_llm_errors_are_counted_and_loop_continues():
 # top_n, tail, empty input
 # --------------------------------------------------------------------------------------------
 
+
 def test_top_n_limits_calls_and_tail_keeps_prior_order_below():
     c = cands(8)
     llm = ScriptedLLM([("no", None), ("no", None), ("yes", None)])
@@ -193,6 +214,7 @@ def test_bad_arguments():
 # --------------------------------------------------------------------------------------------
 # budget
 # --------------------------------------------------------------------------------------------
+
 
 def test_budget_enforced_with_slow_backend():
     c = cands(10)
@@ -243,6 +265,7 @@ def test_fast_backend_judges_everything_within_budget():
 # --------------------------------------------------------------------------------------------
 # fallback
 # --------------------------------------------------------------------------------------------
+
 
 class VirtualTime:
     """A stand-in for the ``time`` module whose clock only moves when something sleeps, so a budget
@@ -298,8 +321,9 @@ def test_fallback_probability_mode_and_not_used_when_all_judged():
         return [1.7] * len(texts)  # clipped to 1.0
 
     c = cands(3)
-    res = BudgetedReranker(ScriptedLLM([("no", None), ("x", None), ("no", None)]), fallback=prob,
-                           fallback_is_probability=True).rerank(Q, c)
+    res = BudgetedReranker(
+        ScriptedLLM([("no", None), ("x", None), ("no", None)]), fallback=prob, fallback_is_probability=True
+    ).rerank(Q, c)
     assert res.fallback_used and res.parse_failures == 1 and calls == [["passage 1"]]
     assert dict(res.ranking)["d1"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
     calls.clear()
@@ -311,6 +335,7 @@ def test_fallback_probability_mode_and_not_used_when_all_judged():
 # real model end to end
 # --------------------------------------------------------------------------------------------
 
+
 def test_smollm2_end_to_end(tmp_path):
     from omegaconf import OmegaConf
 
@@ -320,17 +345,21 @@ def test_smollm2_end_to_end(tmp_path):
     cfg.n_threads = 1  # shared machine: one thread like the other real-model tests
     llm = make_llm(cfg, cache_dir=tmp_path)
     try:
-        c = [("paris", "Paris is the capital and largest city of France.", 3.0),
-             ("cats", "Cats are small domesticated carnivorous mammals.", 2.0),
-             ("rome", "Rome is the capital city of Italy.", 1.0)]
+        c = [
+            ("paris", "Paris is the capital and largest city of France.", 3.0),
+            ("cats", "Cats are small domesticated carnivorous mammals.", 2.0),
+            ("rome", "Rome is the capital city of Italy.", 1.0),
+        ]
         llm.chat([Message("user", "hi")], Decoding(max_tokens=1))  # load the model outside the budget
         res = BudgetedReranker(llm, budget_ms=60_000, top_n=20).rerank("What is the capital of France?", c)
         assert res.judged == 3 and res.considered == 3 and res.timeouts == 0 and res.parse_failures == 0
         assert res.share_judged == 1.0 and not res.fallback_used
         assert all(0.0 <= v["p_yes"] <= 1.0 for v in res.scores.values())
         assert_valid(res, c)
-        print(f"\nSmolLM2 rerank: {res.llm_ms / res.judged:.1f} ms per candidate, "
-              f"p_yes={ {d: round(v['p_yes'], 3) for d, v in res.scores.items()} }, order={order(res)}")
+        print(
+            f"\nSmolLM2 rerank: {res.llm_ms / res.judged:.1f} ms per candidate, "
+            f"p_yes={ {d: round(v['p_yes'], 3) for d, v in res.scores.items()} }, order={order(res)}"
+        )
     finally:
         llm.close()
 
@@ -428,6 +457,7 @@ def test_predictive_stop_is_not_starved_by_a_repeated_prompt(virtual_time):
 # reach and replay (issue 34: a wall-clock budget judges a CPU-dependent number of candidates)
 # --------------------------------------------------------------------------------------------
 
+
 def test_reach_counts_the_candidates_answered_before_the_budget_stopped(virtual_time):
     """Answers, parse failures and errors are reached; the timed-out candidate and those after it are not."""
     llm = ScriptedLLM([("yes", None), ("maybe", None), LLMError("boom")], default=("no", None), delay_s=0.050)
@@ -445,7 +475,7 @@ def test_a_replayed_reach_judges_the_same_candidates_on_a_fast_and_a_slow_machin
     llm = ScriptedLLM(script, default=("yes", None), delay_s=delay_s)
     res = BudgetedReranker(llm, budget_ms=50, top_n=10, predictive_stop=True).rerank(Q, cands(12), reach=4)
     assert (res.reach, res.judged, res.timeouts, res.predicted_stops, len(llm.calls)) == (4, 4, 0, 0, 4)
-    assert [c["timeout_s"] for c in llm.calls] == [None] * 4   # the backend's own timeout only
+    assert [c["timeout_s"] for c in llm.calls] == [None] * 4  # the backend's own timeout only
     assert order(res)[:2] == ["d0", "d3"] and {res.scores[f"d{i}"]["source"] for i in range(4)} == {"llm"}
     with pytest.raises(ValueError, match="reach=11 is outside the 10 considered candidates"):
         BudgetedReranker(llm, top_n=10).rerank(Q, cands(12), reach=11)
@@ -457,18 +487,21 @@ def test_a_replayed_reach_gives_identical_scores_on_two_thread_counts(tmp_path):
 
     from lethe.llm.backends import make_llm
 
-    c = [("paris", "Paris is the capital and largest city of France.", 3.0),
-         ("cats", "Cats are small domesticated carnivorous mammals.", 2.0),
-         ("rome", "Rome is the capital city of Italy.", 1.0),
-         ("lyon", "Lyon is a city in France.", 0.5)]
+    c = [
+        ("paris", "Paris is the capital and largest city of France.", 3.0),
+        ("cats", "Cats are small domesticated carnivorous mammals.", 2.0),
+        ("rome", "Rome is the capital city of Italy.", 1.0),
+        ("lyon", "Lyon is a city in France.", 0.5),
+    ]
     results = []
     for threads in (1, 2):
         cfg = OmegaConf.load(ROOT / "conf" / "llm" / "smollm2.yaml")
         cfg.n_threads = threads
         llm = make_llm(cfg, cache_dir=tmp_path)
         try:
-            results.append(BudgetedReranker(llm, budget_ms=1, top_n=4).rerank("What is the capital of France?", c,
-                                                                                reach=3))
+            results.append(
+                BudgetedReranker(llm, budget_ms=1, top_n=4).rerank("What is the capital of France?", c, reach=3)
+            )
         finally:
             llm.close()
     one, two = results

@@ -84,7 +84,7 @@ def test_cost_characters_follow_the_prefix_the_backend_reuses():
     for rr in (plain, reuse):
         assert rr.rerank(Q, cands).judged == 3
     assert plain.cost_chars(m) == total
-    user_tail = m[1].content[m[1].content.index("passage number 7") + len("passage number "):]
+    user_tail = m[1].content[m[1].content.index("passage number 7") + len("passage number ") :]
     assert reuse.cost_chars(m) == len(user_tail)  # the previous prompt differed only from the passage's last word
     other = reuse.prompt.render(query="Which team owns the ledger?", passage="passage number 7")
     assert len(user_tail) < reuse.cost_chars(other) < total  # a new query: everything after the instruction
@@ -95,11 +95,14 @@ def test_iteration4_yaml_turns_prefix_reuse_and_the_token_cut_on(tmp_path):
 
     yaml = build_stage("llm_rerank", "lethe_iter4")
     assert yaml.describe()["max_passage_tokens"] == 96 and yaml.llm_cfg["reuse_prompt_cache"] is True
-    assert yaml.llm_cfg["cache"] is False   # the YAML's reranker runs without the response cache
+    assert yaml.llm_cfg["cache"] is False  # the YAML's reranker runs without the response cache
     # The YAML's reranker is Qwen 0.5B, which CI does not install; the same section on SmolLM2.
     small = OmegaConf.to_container(OmegaConf.load(PROJECT_ROOT / "conf" / "llm" / "smollm2.yaml"))
-    stage = build_stage("llm_rerank", "lethe_iter4",
-                        llm={**small, "reuse_prompt_cache": yaml.llm_cfg["reuse_prompt_cache"], "cache": False})
+    stage = build_stage(
+        "llm_rerank",
+        "lethe_iter4",
+        llm={**small, "reuse_prompt_cache": yaml.llm_cfg["reuse_prompt_cache"], "cache": False},
+    )
     llms = LLMPool(tmp_path)
     try:
         stage.bind_llms(llms)

@@ -17,14 +17,64 @@ def test_each_variant_by_hand():
     # english: UAX#29 words (a trailing apostrophe is not part of one; "weren't" and "v2.1" are one word each),
     # possessive 's dropped, lowercased, stopwords (the, is, in) dropped, Porter (runners -> runner, key -> kei)
     assert analyze(TEXT) == ["runner", "shoe", "weren't", "run", "lena", "api", "kei", "v2.1", "config"]
-    assert get_analyzer("no_stem")(TEXT) == ["runners", "shoes", "weren't", "running", "lena", "api", "key", "v2.1",
-                                             "config"]
-    assert get_analyzer("no_stopwords")(TEXT) == ["the", "runner", "shoe", "weren't", "run", "lena", "api", "kei",
-                                                  "v2.1", "is", "in", "the", "config"]
-    assert get_analyzer("simple")(TEXT) == ["the", "runners", "shoes", "weren", "t", "running", "lena", "s", "api",
-                                            "key", "v2", "1", "is", "in", "the", "config"]
-    assert get_analyzer("whitespace")(TEXT) == ["the", "runners'", "shoes", "weren't", "running;", "lena's", "api-key",
-                                                "v2.1", "is", "in", "the", "config."]
+    assert get_analyzer("no_stem")(TEXT) == [
+        "runners",
+        "shoes",
+        "weren't",
+        "running",
+        "lena",
+        "api",
+        "key",
+        "v2.1",
+        "config",
+    ]
+    assert get_analyzer("no_stopwords")(TEXT) == [
+        "the",
+        "runner",
+        "shoe",
+        "weren't",
+        "run",
+        "lena",
+        "api",
+        "kei",
+        "v2.1",
+        "is",
+        "in",
+        "the",
+        "config",
+    ]
+    assert get_analyzer("simple")(TEXT) == [
+        "the",
+        "runners",
+        "shoes",
+        "weren",
+        "t",
+        "running",
+        "lena",
+        "s",
+        "api",
+        "key",
+        "v2",
+        "1",
+        "is",
+        "in",
+        "the",
+        "config",
+    ]
+    assert get_analyzer("whitespace")(TEXT) == [
+        "the",
+        "runners'",
+        "shoes",
+        "weren't",
+        "running;",
+        "lena's",
+        "api-key",
+        "v2.1",
+        "is",
+        "in",
+        "the",
+        "config.",
+    ]
     assert get_analyzer("english") is analyze
     assert sorted(ANALYZERS) == ["english", "no_stem", "no_stopwords", "simple", "whitespace"]
     with pytest.raises(ValueError, match="known"):
@@ -35,9 +85,9 @@ def test_bm25_uses_its_analyzer():
     docs = ["The keys are running out", "A key runs"]
     stem = BM25Index(analyzer="english").fit(docs)
     exact = BM25Index(analyzer="no_stem").fit(docs)
-    assert (stem.score("key") > 0).tolist() == [True, True]     # keys and key share the stem
-    assert (exact.score("key") > 0).tolist() == [False, True]   # only the exact word matches
+    assert (stem.score("key") > 0).tolist() == [True, True]  # keys and key share the stem
+    assert (exact.score("key") > 0).tolist() == [False, True]  # only the exact word matches
     m = InMemoryBM25(analyzer="simple")
     m.index([Doc("a", "the the the cat", 0), Doc("b", "a dog", 1)])
-    assert [d for d, _ in m.search(Query("the"), 5).ranking] == ["a"]   # no stopwords: "the" is a term
+    assert [d for d, _ in m.search(Query("the"), 5).ranking] == ["a"]  # no stopwords: "the" is a term
     assert m.describe()["analyzer"] == "simple"

@@ -13,8 +13,17 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from lethe.stages.contradiction.rules import detect
-from lethe.stages.contradiction.detectors import (DECODING, DetectionResult, LLMContradictionDetector, RulesDetector,
-                                     candidate_pairs, make_detector, subject_keys, value_kinds, value_tokens)
+from lethe.stages.contradiction.detectors import (
+    DECODING,
+    DetectionResult,
+    LLMContradictionDetector,
+    RulesDetector,
+    candidate_pairs,
+    make_detector,
+    subject_keys,
+    value_kinds,
+    value_tokens,
+)
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout, Message
 from lethe.llm.prompts import load_prompt
 from lethe.core.protocol import Doc
@@ -36,8 +45,9 @@ class FakeLLM(BaseFake):
     """``respond(earlier_text, later_text, k)`` -> (text, logprobs) or an exception instance to raise;
     delays and timeouts as tests.support.fake_llm.FakeLLM."""
 
-    def __init__(self, respond: Callable[[str, str, int], Any] = lambda e, l, k: ("no", [math.log(0.9)]),
-                 delay_s: float = 0.0):
+    def __init__(
+        self, respond: Callable[[str, str, int], Any] = lambda e, l, k: ("no", [math.log(0.9)]), delay_s: float = 0.0
+    ):
         super().__init__(delay_s)
         self.respond = respond
 
@@ -75,6 +85,7 @@ def assert_counts_add_up(res: DetectionResult) -> None:
 # blocking
 # --------------------------------------------------------------------------------------------
 
+
 def test_blocking_keeps_updates_and_drops_unrelated_pairs():
     pairs = [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(DOCS)]
     assert sorted(pairs) == [("d0", "d3"), ("d2", "d4")]
@@ -86,9 +97,11 @@ def test_blocking_keeps_updates_and_drops_unrelated_pairs():
 
 
 def test_blocking_uses_scope_vocabulary_and_shared_values():
-    docs = [Doc("a", "# CODEOWNERS\n/services/ledgerd/  @org/team-jackal", 0, "code"),
-            Doc("b", "ledgerd moved from team Jackal to team Marlin.", 5, "prose"),
-            Doc("c", "Team Otter owns mailerd.", 6, "prose")]
+    docs = [
+        Doc("a", "# CODEOWNERS\n/services/ledgerd/  @org/team-jackal", 0, "code"),
+        Doc("b", "ledgerd moved from team Jackal to team Marlin.", 5, "prose"),
+        Doc("c", "Team Otter owns mailerd.", 6, "prose"),
+    ]
     keys = subject_keys(docs)
     assert "ledgerd" in keys["b"]  # a plain word in b, keyed because a names it in a path
     pairs = [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(docs)]
@@ -110,13 +123,15 @@ def test_blocking_all_orders_and_skips_same_position():
 def test_blocking_order_is_deterministic_under_input_order():
     shuffled = DOCS[:]
     random.Random(3).shuffle(shuffled)
-    assert [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(shuffled)] == \
-        [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(DOCS)]
+    assert [(p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(shuffled)] == [
+        (p.earlier.doc_id, p.later.doc_id) for p in candidate_pairs(DOCS)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # judgments with a fake backend
 # --------------------------------------------------------------------------------------------
+
 
 def test_prompt_rendering_and_decoding():
     p = load_prompt("contradiction_pairwise", "v1")
@@ -127,16 +142,20 @@ def test_prompt_rendering_and_decoding():
     assert len(llm.calls) == 2
     assert all(c["decoding"] == DECODING == Decoding(max_tokens=1, temperature=0.0) for c in llm.calls)
     assert all(c["timeout_s"] is None for c in llm.calls)  # no budget, no per-call timeout
-    assert {(c["earlier"], c["later"]) for c in llm.calls} == {(DOCS[0].text[:12], DOCS[3].text[:12]),
-                                                              (DOCS[2].text[:12], DOCS[4].text[:12])}
+    assert {(c["earlier"], c["later"]) for c in llm.calls} == {
+        (DOCS[0].text[:12], DOCS[3].text[:12]),
+        (DOCS[2].text[:12], DOCS[4].text[:12]),
+    }
     d = det.describe()
     assert d["prompt"] == p.describe() and d["decoding"]["max_tokens"] == 1 and d["threshold"] == 0.8
     assert d["llm"] == "fake" and d["llm_describe"] == {"name": "fake"}
 
 
 def test_threshold_rule_is_conservative():
-    scripted = {"The billing-api timeout is 800 ms.": ("yes", [math.log(0.9)]),   # yes, confident -> conflict
-                "auth-svc runs with 3 replicas.": ("yes", [math.log(0.7)])}      # yes, not confident -> none
+    scripted = {
+        "The billing-api timeout is 800 ms.": ("yes", [math.log(0.9)]),  # yes, confident -> conflict
+        "auth-svc runs with 3 replicas.": ("yes", [math.log(0.7)]),
+    }  # yes, not confident -> none
     llm = FakeLLM(lambda e, l, k: scripted[e])
     res = LLMContradictionDetector(llm, threshold=0.8).detect(DOCS)
     assert pairs_of(res) == [("d0", "d3")]
@@ -148,7 +167,9 @@ def test_threshold_rule_is_conservative():
     assert res.judged == 2 and res.parse_failures == res.timeouts == res.errors == res.not_judged == 0
     assert_counts_add_up(res)
     # the same judgments with a lower threshold declare both; p(yes) exactly at the threshold counts
-    res2 = LLMContradictionDetector(FakeLLM(lambda e, l, k: scripted[e]), threshold=math.exp(math.log(0.7))).detect(DOCS)
+    res2 = LLMContradictionDetector(FakeLLM(lambda e, l, k: scripted[e]), threshold=math.exp(math.log(0.7))).detect(
+        DOCS
+    )
     assert sorted(pairs_of(res2)) == [("d0", "d3"), ("d2", "d4")]
     # "no" never declares a conflict, however low p(no) is (p_yes = 1 - p(no) may exceed the threshold)
     res3 = LLMContradictionDetector(FakeLLM(lambda e, l, k: ("No.", [math.log(0.1)])), threshold=0.5).detect(DOCS)
@@ -160,8 +181,10 @@ def test_threshold_rule_is_conservative():
 
 
 def test_stale_is_the_lower_position_whatever_the_input_order():
-    docs = [Doc("late", "Lowered the billing-api timeout to 300 ms.", 9, "prose"),
-            Doc("early", "The billing-api timeout is 800 ms.", 1, "prose")]
+    docs = [
+        Doc("late", "Lowered the billing-api timeout to 300 ms.", 9, "prose"),
+        Doc("early", "The billing-api timeout is 800 ms.", 1, "prose"),
+    ]
     llm = FakeLLM(lambda e, l, k: ("yes", [0.0]))
     res = LLMContradictionDetector(llm).detect(docs)
     assert pairs_of(res) == [("early", "late")]
@@ -209,11 +232,12 @@ def test_budget_stops_judging_and_counts_the_rest():
     timeouts = [c["timeout_s"] for c in llm.calls]
     assert all(t is not None and 0 < t <= 0.18 for t in timeouts)
     assert all(a > b for a, b in zip(timeouts, timeouts[1:]))  # each call gets the remaining budget
-    assert {e["decision"] for e in res.log[len(llm.calls):]} == {"not_judged"}
+    assert {e["decision"] for e in res.log[len(llm.calls) :]} == {"not_judged"}
     assert_counts_add_up(res)
     # a generous budget judges everything
-    res_all = LLMContradictionDetector(FakeLLM(lambda e, l, k: ("no", [0.0])), blocking="all", max_pairs=15,
-                                       budget_ms=60_000).detect(docs)
+    res_all = LLMContradictionDetector(
+        FakeLLM(lambda e, l, k: ("no", [0.0])), blocking="all", max_pairs=15, budget_ms=60_000
+    ).detect(docs)
     assert res_all.judged == 15 and not res_all.budget_exhausted and res_all.not_judged == 0
 
 
@@ -230,9 +254,12 @@ def test_call_timeout_with_budget_ends_the_loop():
 # rules behind the interface, make_detector
 # --------------------------------------------------------------------------------------------
 
+
 def test_rules_detector_wraps_detect():
-    docs = [Doc("a", "The timeout for billing-api is 800 ms.", 0, "prose"),
-            Doc("b", "New timeout for billing-api: 300 ms", 3, "prose")]
+    docs = [
+        Doc("a", "The timeout for billing-api is 800 ms.", 0, "prose"),
+        Doc("b", "New timeout for billing-api: 300 ms", 3, "prose"),
+    ]
     res = RulesDetector().detect(docs)
     assert res.conflicts == detect(docs) and pairs_of(res) == [("a", "b")]
     assert (res.backend, res.pairs_considered, res.judged, res.llm_ms, res.log) == ("rules", 0, 0, 0.0, [])
@@ -251,8 +278,14 @@ def test_make_detector_builds_and_refuses():
         make_detector("rules", llm=FakeLLM())
     with pytest.raises(ValueError, match="takes no options"):
         make_detector("rules", threshold=0.5)
-    for bad in ({"threshold": 1.5}, {"max_pairs": -1}, {"max_doc_chars": 0}, {"budget_ms": 0},
-                {"blocking": "fancy"}, {"max_df_share": 0.0}):
+    for bad in (
+        {"threshold": 1.5},
+        {"max_pairs": -1},
+        {"max_doc_chars": 0},
+        {"budget_ms": 0},
+        {"blocking": "fancy"},
+        {"max_df_share": 0.0},
+    ):
         with pytest.raises(ValueError):
             make_detector("llm", FakeLLM(), **bad)
     with pytest.raises(TypeError):
@@ -264,6 +297,7 @@ def test_make_detector_builds_and_refuses():
 # --------------------------------------------------------------------------------------------
 # real model end to end (structure, not quality)
 # --------------------------------------------------------------------------------------------
+
 
 def test_smollm2_end_to_end(tmp_path):
     from omegaconf import OmegaConf
@@ -280,12 +314,17 @@ def test_smollm2_end_to_end(tmp_path):
         res = det.detect(docs)
         assert res.candidates == res.pairs_considered == 6 and res.timeouts == res.errors == res.not_judged == 0
         assert_counts_add_up(res)
-        assert {(e["stale"], e["current"]) for e in res.log} == {(a.doc_id, b.doc_id) for i, a in enumerate(docs)
-                                                                 for b in docs[i + 1:]}
-        assert all(0.0 <= e["p_yes"] <= 1.0 for e in res.log if e["decision"] in ("conflict", "no", "yes_below_threshold"))
+        assert {(e["stale"], e["current"]) for e in res.log} == {
+            (a.doc_id, b.doc_id) for i, a in enumerate(docs) for b in docs[i + 1 :]
+        }
+        assert all(
+            0.0 <= e["p_yes"] <= 1.0 for e in res.log if e["decision"] in ("conflict", "no", "yes_below_threshold")
+        )
         assert all(c.stale_doc_id < c.current_doc_id for c in res.conflicts)  # ids sort like positions here
         assert res.llm_ms > 0 and det.describe()["llm_describe"]["model_sha256"].startswith("b179c9523d0e6a0f")
-        print(f"\nSmolLM2 contradiction: {res.llm_ms / 6:.0f} ms per pair, decisions "
-              f"{[e['decision'] for e in res.log]}, p_yes {[e['p_yes'] and round(e['p_yes'], 3) for e in res.log]}")
+        print(
+            f"\nSmolLM2 contradiction: {res.llm_ms / 6:.0f} ms per pair, decisions "
+            f"{[e['decision'] for e in res.log]}, p_yes {[e['p_yes'] and round(e['p_yes'], 3) for e in res.log]}"
+        )
     finally:
         llm.close()

@@ -8,7 +8,15 @@ import pandas as pd
 import pytest
 
 from experiments.studies.contradiction_detection import detection_scores, evaluate_rules_on_dataset
-from lethe.stages.contradiction.rules import Conflict, Fact, demote, detect, extract_facts, normalize_attribute, normalize_value
+from lethe.stages.contradiction.rules import (
+    Conflict,
+    Fact,
+    demote,
+    detect,
+    extract_facts,
+    normalize_attribute,
+    normalize_value,
+)
 from lethe.core.protocol import Doc
 from lethebench.schema import write_dataset
 from tests.support.toy import toy_dataset
@@ -23,21 +31,32 @@ def _triples(text: str, kind: str = "prose") -> set[tuple[str, str, str]]:
 
 
 # ---------------------------------------------------------------- extraction
-@pytest.mark.parametrize("text,kind,expected", [
-    ("payments-api belongs to team Otter.", "prose", ("payments-api", "owner", "otter")),
-    ("Team Falcon owns payments-api.", "prose", ("payments-api", "owner", "falcon")),
-    ('{"service": "checkout", "replicas": 3}', "tool", ("checkout", "replicas", "3")),
-    ("cart-svc runs with 7 replicas.", "prose", ("cart-svc", "replicas", "7")),
-    ("requirements.txt:\nrequests==2.31.0", "code", ("requests", "version", "2.31.0")),
-    ("We deployed checkout v1.4.2 today.", "prose", ("checkout", "version", "1.4.2")),
-    ("The memory limit of cart-svc is 2Gi.", "prose", ("cart-svc", "memory", "2048")),
-    ("Bumped the timeout of cart-svc to 3 s.", "prose", ("cart-svc", "timeout", "3000")),
-    ("CART_SVC_TIMEOUT_MS = 750", "code", ("cart-svc", "timeout", "750")),
-    ("$ cat services/cart-svc/OWNERS\nteam-heron", "tool", ("cart-svc", "owner", "heron")),
-    ("INFO [cart-svc] connected to postgres at db-3.internal", "tool", ("cart-svc", "database", "postgres@db-3.internal")),
-    ("Region migration done: cart-svc now in eu-west-1 (was us-east-1).", "prose", ("cart-svc", "region", "eu-west-1")),
-    ("owners:\n  cart-svc: team-lynx", "code", ("cart-svc", "owner", "lynx")),
-])
+@pytest.mark.parametrize(
+    "text,kind,expected",
+    [
+        ("payments-api belongs to team Otter.", "prose", ("payments-api", "owner", "otter")),
+        ("Team Falcon owns payments-api.", "prose", ("payments-api", "owner", "falcon")),
+        ('{"service": "checkout", "replicas": 3}', "tool", ("checkout", "replicas", "3")),
+        ("cart-svc runs with 7 replicas.", "prose", ("cart-svc", "replicas", "7")),
+        ("requirements.txt:\nrequests==2.31.0", "code", ("requests", "version", "2.31.0")),
+        ("We deployed checkout v1.4.2 today.", "prose", ("checkout", "version", "1.4.2")),
+        ("The memory limit of cart-svc is 2Gi.", "prose", ("cart-svc", "memory", "2048")),
+        ("Bumped the timeout of cart-svc to 3 s.", "prose", ("cart-svc", "timeout", "3000")),
+        ("CART_SVC_TIMEOUT_MS = 750", "code", ("cart-svc", "timeout", "750")),
+        ("$ cat services/cart-svc/OWNERS\nteam-heron", "tool", ("cart-svc", "owner", "heron")),
+        (
+            "INFO [cart-svc] connected to postgres at db-3.internal",
+            "tool",
+            ("cart-svc", "database", "postgres@db-3.internal"),
+        ),
+        (
+            "Region migration done: cart-svc now in eu-west-1 (was us-east-1).",
+            "prose",
+            ("cart-svc", "region", "eu-west-1"),
+        ),
+        ("owners:\n  cart-svc: team-lynx", "code", ("cart-svc", "owner", "lynx")),
+    ],
+)
 def test_extracts_one_fact(text, kind, expected):
     assert _triples(text, kind) == {expected}
 
@@ -46,21 +65,29 @@ def test_change_sentence_keeps_only_the_new_value():
     assert _triples("We raised the cart-svc timeout from 500 ms to 2000 ms.") == {("cart-svc", "timeout", "2000")}
 
 
-@pytest.mark.parametrize("text", [
-    "We had 3 incidents and 5 retries on cart-svc last week.",  # unrelated numbers
-    "The ownership of cart-svc is unclear since the reorg.",      # no value
-    "Who owns cart-svc these days?",
-    "It is 2000 ms slower than yesterday.",                        # pronoun, no attribute
-    "The p99 latency of cart-svc is 800 ms.",                      # latency is not an attribute
-    "Timeout is 500 ms.",                                          # no entity
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We had 3 incidents and 5 retries on cart-svc last week.",  # unrelated numbers
+        "The ownership of cart-svc is unclear since the reorg.",  # no value
+        "Who owns cart-svc these days?",
+        "It is 2000 ms slower than yesterday.",  # pronoun, no attribute
+        "The p99 latency of cart-svc is 800 ms.",  # latency is not an attribute
+        "Timeout is 500 ms.",  # no entity
+    ],
+)
 def test_no_fact(text):
     assert _triples(text) == set()
 
 
 def test_synonyms_normalize():
     assert normalize_attribute("owned by") == normalize_attribute("Team") == "owner"
-    assert normalize_attribute("instances") == normalize_attribute("copies") == normalize_attribute("replica_count") == "replicas"
+    assert (
+        normalize_attribute("instances")
+        == normalize_attribute("copies")
+        == normalize_attribute("replica_count")
+        == "replicas"
+    )
     assert normalize_attribute("release") == normalize_attribute("build") == "version"
     assert normalize_attribute("latency") is None
     assert normalize_value("owner", "@org/team-badger") == normalize_value("owner", "team Badger") == "badger"
@@ -69,19 +96,26 @@ def test_synonyms_normalize():
     assert normalize_value("timeout", "2 s") == normalize_value("timeout", "2000 ms") == "2000"
     assert normalize_value("version", "v1.2.3") == "1.2.3"
     assert normalize_value("version", "latest") is None
-    assert normalize_value("database", "postgres://db-1.internal/x") == normalize_value("database", "postgres at db-1.internal")
+    assert normalize_value("database", "postgres://db-1.internal/x") == normalize_value(
+        "database", "postgres at db-1.internal"
+    )
 
 
 # ---------------------------------------------------------------- detection
 def test_owner_change_detected():
-    docs = [_doc(1, "payments-api belongs to team Otter."), _doc(2, "filler"),
-            _doc(5, "Ownership change: team Falcon takes over payments-api from team Otter.")]
+    docs = [
+        _doc(1, "payments-api belongs to team Otter."),
+        _doc(2, "filler"),
+        _doc(5, "Ownership change: team Falcon takes over payments-api from team Otter."),
+    ]
     assert detect(docs) == [Conflict("d1", "d5", "payments-api", "owner", "otter", "falcon")]
 
 
 def test_replica_change_in_json_tool_output():
-    docs = [_doc(3, '{"service": "checkout", "replicas": 3, "healthy": true}', "tool"),
-            _doc(9, '{"service": "checkout", "replicas": 5, "healthy": true}', "tool")]
+    docs = [
+        _doc(3, '{"service": "checkout", "replicas": 3, "healthy": true}', "tool"),
+        _doc(9, '{"service": "checkout", "replicas": 5, "healthy": true}', "tool"),
+    ]
     assert detect(docs) == [Conflict("d3", "d9", "checkout", "replicas", "3", "5")]
 
 
@@ -91,20 +125,30 @@ def test_version_bump():
 
 
 def test_paraphrased_attribute_via_synonyms():
-    docs = [_doc(1, "search-api is maintained by team Heron."),
-            _doc(2, '{"service": "search-api", "team": "team-falcon"}', "tool"),
-            _doc(3, "billing-api instances: 4"),
-            _doc(4, "billing-api replica count is now 6.")]
+    docs = [
+        _doc(1, "search-api is maintained by team Heron."),
+        _doc(2, '{"service": "search-api", "team": "team-falcon"}', "tool"),
+        _doc(3, "billing-api instances: 4"),
+        _doc(4, "billing-api replica count is now 6."),
+    ]
     assert [(c.stale_doc_id, c.current_doc_id, c.attribute) for c in detect(docs)] == [
-        ("d1", "d2", "owner"), ("d3", "d4", "replicas")]
+        ("d1", "d2", "owner"),
+        ("d3", "d4", "replicas"),
+    ]
 
 
 def test_non_conflicts():
-    docs = [_doc(1, "cart-api runs with 3 replicas."), _doc(2, "shop-api runs with 5 replicas."),   # other entity
-            _doc(3, "cart-api belongs to team Otter."), _doc(4, "Team Otter owns cart-api."),      # same value again
-            _doc(5, "The memory limit of cart-api is 1Gi."), _doc(6, "cart-api memory limit: 1024Mi"),  # same, other unit
-            _doc(7, "We had 12 incidents on cart-api."),                                             # unrelated number
-            _doc(8, "cart-api in production runs with 8 replicas."), _doc(9, "cart-api in staging runs with 2 replicas.")]
+    docs = [
+        _doc(1, "cart-api runs with 3 replicas."),
+        _doc(2, "shop-api runs with 5 replicas."),  # other entity
+        _doc(3, "cart-api belongs to team Otter."),
+        _doc(4, "Team Otter owns cart-api."),  # same value again
+        _doc(5, "The memory limit of cart-api is 1Gi."),
+        _doc(6, "cart-api memory limit: 1024Mi"),  # same, other unit
+        _doc(7, "We had 12 incidents on cart-api."),  # unrelated number
+        _doc(8, "cart-api in production runs with 8 replicas."),
+        _doc(9, "cart-api in staging runs with 2 replicas."),
+    ]
     assert detect(docs) == []
 
 
@@ -117,8 +161,11 @@ def test_recency_decides_not_list_order():
 
 
 def test_chain_of_updates_and_order():
-    docs = [_doc(1, "cart-api runs with 2 replicas."), _doc(5, "cart-api runs with 4 replicas."),
-            _doc(9, "cart-api runs with 8 replicas.")]
+    docs = [
+        _doc(1, "cart-api runs with 2 replicas."),
+        _doc(5, "cart-api runs with 4 replicas."),
+        _doc(9, "cart-api runs with 8 replicas."),
+    ]
     assert [(c.stale_doc_id, c.current_doc_id) for c in detect(docs)] == [("d1", "d5"), ("d1", "d9"), ("d5", "d9")]
 
 
@@ -153,7 +200,9 @@ def test_demote_on_ranks_ignores_the_score_scale():
     # kept before it: rank 2 -> 5
     out = demote(inv, conflicts, 0.5, on="rank")
     assert [d for d, _ in out].index("b") == 4 and out[4][1] == pytest.approx(4 / 9)
-    assert demote(inv, conflicts, 0.5, on="rank") == demote([(d, 100.0 - i) for i, (d, _) in enumerate(inv)], conflicts, 0.5)
+    assert demote(inv, conflicts, 0.5, on="rank") == demote(
+        [(d, 100.0 - i) for i, (d, _) in enumerate(inv)], conflicts, 0.5
+    )
     with pytest.raises(ValueError):
         demote(inv, conflicts, 0.5, on="position")
 
@@ -174,14 +223,22 @@ def test_detection_scores_exact_numbers():
 def test_evaluate_rules_on_toy_dataset(tmp_path):
     ds = toy_dataset()
     text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
-    text.update({"chat:3": "The port of daemon-svc is 8080.", "chat:4": "daemon-svc port is now 9090 (was 8080).",
-                 "notes:0": "cache-api replicas: 2", "notes:1": "cache-api replicas: 4"})
+    text.update(
+        {
+            "chat:3": "The port of daemon-svc is 8080.",
+            "chat:4": "daemon-svc port is now 9090 (was 8080).",
+            "notes:0": "cache-api replicas: 2",
+            "notes:1": "cache-api replicas: 4",
+        }
+    )
     ds.corpus["text"] = [text[d] for d in ds.corpus["doc_id"]]
-    ds.contradictions = pd.DataFrame([
-        {"query_id": "q_late", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},
-        {"query_id": "q_early", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},  # duplicate pair
-        {"query_id": "q_late", "stale_doc_id": "chat:0", "current_doc_id": "chat:1"},   # not detectable
-    ])
+    ds.contradictions = pd.DataFrame(
+        [
+            {"query_id": "q_late", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},
+            {"query_id": "q_early", "stale_doc_id": "chat:3", "current_doc_id": "chat:4"},  # duplicate pair
+            {"query_id": "q_late", "stale_doc_id": "chat:0", "current_doc_id": "chat:1"},  # not detectable
+        ]
+    )
     out = evaluate_rules_on_dataset(write_dataset(ds, tmp_path / "toy"))
     assert (out["tp"], out["fp"], out["fn"], out["n_gold"], out["n_predicted"]) == (1, 1, 1, 2, 2)
     assert out["precision"] == 0.5 and out["recall"] == 0.5

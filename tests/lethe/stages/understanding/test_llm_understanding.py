@@ -22,8 +22,18 @@ from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearc
 from lethe.retrieval.fusion import rrf
 from lethe.retrieval.ranking import top_k
 from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
-from lethe.llm.parsing import (ExactTerms, Keywords, ParseError, extract_json, keywords_schema, parse_exact_terms,
-                               parse_keywords, parse_passage, parse_rewrite, parse_subqueries)
+from lethe.llm.parsing import (
+    ExactTerms,
+    Keywords,
+    ParseError,
+    extract_json,
+    keywords_schema,
+    parse_exact_terms,
+    parse_keywords,
+    parse_passage,
+    parse_rewrite,
+    parse_subqueries,
+)
 from lethe.llm.prompts import PROMPT_DIR, _split, available_prompts, load_prompt
 from lethe.stages.understanding.llm import LLMQueryUnderstanding
 from lethe.core.protocol import Doc, Query
@@ -31,8 +41,19 @@ from lethe.stages.understanding.base import QueryUnderstandingBackend, understan
 from lethe.stages.understanding.stage import BACKENDS
 from lethe.stages.understanding.rules import RuleBasedBackend
 
-PROMPTS = ["answer", "contradiction_pairwise", "decompose", "exact_terms", "hyde", "judge_pairwise", "judge_support", "keywords",
-           "rerank_pointwise", "rewrite", "synthetic_query"]
+PROMPTS = [
+    "answer",
+    "contradiction_pairwise",
+    "decompose",
+    "exact_terms",
+    "hyde",
+    "judge_pairwise",
+    "judge_support",
+    "keywords",
+    "rerank_pointwise",
+    "rewrite",
+    "synthetic_query",
+]
 # Shipped prompt files are immutable once used: a change is a new version file, not an edit.
 PINNED_SHA256 = {
     "contradiction_pairwise": "86ffc3d0d30e",
@@ -47,8 +68,12 @@ PINNED_SHA256 = {
     "judge_pairwise": "c39c011282ab",
     "synthetic_query": "192b697a08f2",
 }
-PINNED_V2 = {"answer": "28257552b060", "exact_terms": "76e4378880dc", "judge_pairwise": "084c8c4dffb8",
-             "keywords": "a2deec2d3047"}
+PINNED_V2 = {
+    "answer": "28257552b060",
+    "exact_terms": "76e4378880dc",
+    "judge_pairwise": "084c8c4dffb8",
+    "keywords": "a2deec2d3047",
+}
 SYSTEMS = {load_prompt(n, v).system: n for n in PROMPTS for v in ("v1", "v2") if (n, v) in available_prompts()}
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]
 
@@ -65,8 +90,9 @@ class FakeLLM:
         self.calls: list[tuple[str, list[Message], Decoding, float | None]] = []
         self.closed = False
 
-    def chat(self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None
-             ) -> LLMResponse:
+    def chat(
+        self, messages: Sequence[Message], decoding: Decoding = Decoding(), timeout_s: float | None = None
+    ) -> LLMResponse:
         name = SYSTEMS[messages[0].content]
         self.calls.append((name, list(messages), decoding, timeout_s))
         r = self.responses[name]
@@ -106,6 +132,7 @@ def fake_backends(monkeypatch):
 # prompts
 # --------------------------------------------------------------------------------------------
 
+
 def test_every_prompt_loads_with_a_stable_pinned_sha256():
     assert sorted(n for n, v in available_prompts() if v == "v1") == PROMPTS
     for name in PROMPTS:
@@ -127,11 +154,19 @@ def test_second_versions_are_pinned_and_keep_their_first_versions_contract():
 
 def test_prompt_placeholders():
     got = {n: sorted(load_prompt(n).placeholders) for n in PROMPTS}
-    assert got == {"answer": ["context", "query"], "contradiction_pairwise": ["earlier", "later"],
-                   "decompose": ["max_subqueries", "query"], "exact_terms": ["query"], "hyde": ["query"], "judge_pairwise": ["answer1", "answer2", "query"],
-                   "judge_support": ["answer", "context", "query"], "keywords": ["query"],
-                   "rerank_pointwise": ["passage", "query"], "rewrite": ["history", "query"],
-                   "synthetic_query": ["document"]}
+    assert got == {
+        "answer": ["context", "query"],
+        "contradiction_pairwise": ["earlier", "later"],
+        "decompose": ["max_subqueries", "query"],
+        "exact_terms": ["query"],
+        "hyde": ["query"],
+        "judge_pairwise": ["answer1", "answer2", "query"],
+        "judge_support": ["answer", "context", "query"],
+        "keywords": ["query"],
+        "rerank_pointwise": ["passage", "query"],
+        "rewrite": ["history", "query"],
+        "synthetic_query": ["document"],
+    }
 
 
 def test_render_fills_placeholders_once_and_keeps_json_examples():
@@ -167,26 +202,33 @@ def test_unknown_or_malformed_prompts_are_refused():
 # parsers
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"query": "a"}', {"query": "a"}),
-    ('```json\n{"query": "a"}\n```', {"query": "a"}),
-    ('Sure! Here it is: {"query": "a {b}"} Hope this helps.', {"query": "a {b}"}),
-    ('[note] then {"query": "a"}', {"query": "a"}),
-    ('["x", "y"]', ["x", "y"]),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"query": "a"}', {"query": "a"}),
+        ('```json\n{"query": "a"}\n```', {"query": "a"}),
+        ('Sure! Here it is: {"query": "a {b}"} Hope this helps.', {"query": "a {b}"}),
+        ('[note] then {"query": "a"}', {"query": "a"}),
+        ('["x", "y"]', ["x", "y"]),
+    ],
+)
 def test_extract_json_tolerates_prose_and_fences(text, expected):
     assert extract_json(text) == expected
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("", "empty"),
-    ("   \n", "empty"),
-    ("no json here", "no_json"),
-    ('{"query": "a",}', "malformed_json"),           # trailing comma: not repaired
-    ("{'query': 'a'}", "malformed_json"),            # single quotes: not repaired
-    ('{"query": "a"', "malformed_json"),             # truncated
-    ('["a", "b"}', "malformed_json"),                # mismatched brackets
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ("no json here", "no_json"),
+        ('{"query": "a",}', "malformed_json"),  # trailing comma: not repaired
+        ("{'query': 'a'}", "malformed_json"),  # single quotes: not repaired
+        ('{"query": "a"', "malformed_json"),  # truncated
+        ('["a", "b"}', "malformed_json"),  # mismatched brackets
+    ],
+)
 def test_extract_json_rejects_malformed(text, reason):
     with pytest.raises(ParseError) as e:
         extract_json(text)
@@ -202,25 +244,31 @@ def test_extract_json_wrong_type_is_not_searched_further():
 HIST = ["Who owns catalogd?", "catalogd: Pika."]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"query": "Who owns auth-core?"}', "Who owns auth-core?"),
-    ('```json\n{"query": "Who owns\\n auth-core?"}\n```', "Who owns auth-core?"),
-    ('The standalone query is {"query": "Who owns auth-core?"}.', "Who owns auth-core?"),
-    ('{"query": "What about auth-core?"}', "What about auth-core?"),  # unchanged is allowed
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"query": "Who owns auth-core?"}', "Who owns auth-core?"),
+        ('```json\n{"query": "Who owns\\n auth-core?"}\n```', "Who owns auth-core?"),
+        ('The standalone query is {"query": "Who owns auth-core?"}.', "Who owns auth-core?"),
+        ('{"query": "What about auth-core?"}', "What about auth-core?"),  # unchanged is allowed
+    ],
+)
 def test_parse_rewrite_valid(text, expected):
     assert parse_rewrite(text, "What about auth-core?", HIST) == expected
 
 
-@pytest.mark.parametrize("text, reason", [
-    ('{"query": "   "}', "empty"),
-    ('{"rewrite": "x"}', "missing_key"),
-    ('{"query": 3}', "wrong_type"),
-    ('{"query": "' + "x" * 400 + '"}', "too_long"),
-    ('{"query": "who owns  catalogd"}', "copies_history"),
-    ("Who owns auth-core?", "no_json"),
-    ("", "empty"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"query": "   "}', "empty"),
+        ('{"rewrite": "x"}', "missing_key"),
+        ('{"query": 3}', "wrong_type"),
+        ('{"query": "' + "x" * 400 + '"}', "too_long"),
+        ('{"query": "who owns  catalogd"}', "copies_history"),
+        ("Who owns auth-core?", "no_json"),
+        ("", "empty"),
+    ],
+)
 def test_parse_rewrite_rejects(text, reason):
     with pytest.raises(ParseError) as e:
         parse_rewrite(text, "What about auth-core?", HIST)
@@ -234,23 +282,33 @@ def test_parse_rewrite_allows_a_query_that_repeats_its_own_history():
 def test_parse_subqueries():
     assert parse_subqueries('["A?", "B?", "a? "]', 4) == ["A?", "B?"]
     assert parse_subqueries('Output:\n```\n["Only one?"]\n```', 4) == ["Only one?"]
-    for text, reason in [('["a", "b", "c"]', "too_many"), ("[]", "empty"), ('["a", 1]', "wrong_type"),
-                         ('[" ", ""]', "empty"), ('{"subqueries": ["a"]}', "wrong_type"), ('["a",', "malformed_json"),
-                         ('["' + "x" * 600 + '"]', "too_long")]:
+    for text, reason in [
+        ('["a", "b", "c"]', "too_many"),
+        ("[]", "empty"),
+        ('["a", 1]', "wrong_type"),
+        ('[" ", ""]', "empty"),
+        ('{"subqueries": ["a"]}', "wrong_type"),
+        ('["a",', "malformed_json"),
+        ('["' + "x" * 600 + '"]', "too_long"),
+    ]:
         with pytest.raises(ParseError) as e:
             parse_subqueries(text, 2)
         assert e.value.reason == reason, text
 
 
 def test_parse_keywords():
-    kw = parse_keywords('Keywords: {"high_level_keywords": ["Crash", "crash "], "low_level_keywords": ["ECONNREFUSED", ""]}')
+    kw = parse_keywords(
+        'Keywords: {"high_level_keywords": ["Crash", "crash "], "low_level_keywords": ["ECONNREFUSED", ""]}'
+    )
     assert kw == Keywords(("Crash",), ("ECONNREFUSED",))
     assert kw.as_record() == {"high": ["Crash"], "low": ["ECONNREFUSED"]}
-    for text, reason in [('{"high_level_keywords": ["a"]}', "missing_key"),
-                         ('{"high_level_keywords": [], "low_level_keywords": []}', "empty"),
-                         ('{"high_level_keywords": "a", "low_level_keywords": []}', "wrong_type"),
-                         ('{"high_level_keywords": ["a","b","c"], "low_level_keywords": []}', "too_many"),
-                         ("high: a, low: b", "no_json")]:
+    for text, reason in [
+        ('{"high_level_keywords": ["a"]}', "missing_key"),
+        ('{"high_level_keywords": [], "low_level_keywords": []}', "empty"),
+        ('{"high_level_keywords": "a", "low_level_keywords": []}', "wrong_type"),
+        ('{"high_level_keywords": ["a","b","c"], "low_level_keywords": []}', "too_many"),
+        ("high: a, low: b", "no_json"),
+    ]:
         with pytest.raises(ParseError) as e:
             parse_keywords(text, max_per_list=2)
         assert e.value.reason == reason, text
@@ -258,17 +316,22 @@ def test_parse_keywords():
 
 def test_parse_exact_terms_drops_hallucinated_terms():
     q = "Why does parseJWT throw econnrefused on WPS 6.1.0.6?"
-    got = parse_exact_terms('```json\n{"exact_match_terms": ["parseJWT", "ECONNREFUSED", "OAuth2", "wps 6.1.0.6"],'
-                            ' "use_keyword_boost": true}\n```', q)
+    got = parse_exact_terms(
+        '```json\n{"exact_match_terms": ["parseJWT", "ECONNREFUSED", "OAuth2", "wps 6.1.0.6"],'
+        ' "use_keyword_boost": true}\n```',
+        q,
+    )
     assert got == ExactTerms(("parseJWT", "ECONNREFUSED", "wps 6.1.0.6"), ("OAuth2",), True, True)
     only_fake = parse_exact_terms('{"exact_match_terms": ["OAuth2"], "use_keyword_boost": true}', q)
     assert only_fake == ExactTerms((), ("OAuth2",), True, False)
     no_flag = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": false}', q)
     assert no_flag.terms == ("parseJWT",) and not no_flag.use_boost
-    for text, reason in [('{"exact_match_terms": []}', "missing_key"),
-                         ('{"exact_match_terms": [], "use_keyword_boost": "yes"}', "wrong_type"),
-                         ('{"exact_match_terms": "parseJWT", "use_keyword_boost": true}', "wrong_type"),
-                         ("parseJWT", "no_json")]:
+    for text, reason in [
+        ('{"exact_match_terms": []}', "missing_key"),
+        ('{"exact_match_terms": [], "use_keyword_boost": "yes"}', "wrong_type"),
+        ('{"exact_match_terms": "parseJWT", "use_keyword_boost": true}', "wrong_type"),
+        ("parseJWT", "no_json"),
+    ]:
         with pytest.raises(ParseError) as e:
             parse_exact_terms(text, q)
         assert e.value.reason == reason, text
@@ -279,7 +342,12 @@ def test_parse_passage():
     assert parse_passage("```\nThe worker fails.\n```") == "The worker fails."
     assert parse_passage("x" * 50, max_chars=10) == "x" * 10
     assert parse_passage("[1] is a citation, not JSON") == "[1] is a citation, not JSON"
-    for text, reason in [("", "empty"), ("  \n ", "empty"), ("```\n```", "empty"), ('{"answer": "x"}', "json_not_text")]:
+    for text, reason in [
+        ("", "empty"),
+        ("  \n ", "empty"),
+        ("```\n```", "empty"),
+        ('{"answer": "x"}', "json_not_text"),
+    ]:
         with pytest.raises(ParseError) as e:
             parse_passage(text)
         assert e.value.reason == reason, text
@@ -288,6 +356,7 @@ def test_parse_passage():
 # --------------------------------------------------------------------------------------------
 # LLM query understanding
 # --------------------------------------------------------------------------------------------
+
 
 def qu(responses: Mapping[str, Any], **kw: Any) -> tuple[LLMQueryUnderstanding, FakeLLM]:
     llm = FakeLLM(responses)
@@ -302,10 +371,11 @@ def test_llm_backend_implements_the_protocol():
 def test_llm_rewrite_success():
     b, llm = qu({"rewrite": '{"query": "Who owns auth-core?"}'})
     assert b.rewrite("What about auth-core?", ["", *OWNER]) == ("Who owns auth-core?", ("llm:rewrite",))
-    (name, msgs, decoding, timeout), = llm.calls
+    ((name, msgs, decoding, timeout),) = llm.calls
     assert name == "rewrite" and timeout == 5.0 and decoding == Decoding()
-    assert msgs[1].content == ("Conversation:\n[1] Who owns catalogd?\n[2] catalogd: Pika.\n"
-                               "Question: What about auth-core?\nOutput:")
+    assert msgs[1].content == (
+        "Conversation:\n[1] Who owns catalogd?\n[2] catalogd: Pika.\nQuestion: What about auth-core?\nOutput:"
+    )
     c = b.describe()["counters"]["rewrite"]
     assert (c["calls"], c["fallbacks"], c["timeouts"], c["parse_failures"], len(c["latency_ms"])) == (1, 0, 0, 0, 1)
 
@@ -323,12 +393,15 @@ def test_no_history_means_no_llm_call():
     assert llm.calls == [] and b.describe()["skipped_no_history"] == 2
 
 
-@pytest.mark.parametrize("response, cause, counter", [
-    (LLMTimeout("30 s"), "timeout", "timeouts"),
-    (LLMError("server said 500"), "error", "errors"),
-    ("I cannot help with that.", "parse", "parse_failures"),
-    ('{"query": "Who owns catalogd?"}', "parse", "parse_failures"),   # echoes a history turn
-])
+@pytest.mark.parametrize(
+    "response, cause, counter",
+    [
+        (LLMTimeout("30 s"), "timeout", "timeouts"),
+        (LLMError("server said 500"), "error", "errors"),
+        ("I cannot help with that.", "parse", "parse_failures"),
+        ('{"query": "Who owns catalogd?"}', "parse", "parse_failures"),  # echoes a history turn
+    ],
+)
 def test_llm_rewrite_falls_back_to_rules(response, cause, counter):
     b, llm = qu({"rewrite": response})
     got = b.rewrite("What about auth-core?", OWNER)
@@ -350,7 +423,9 @@ def test_parse_failure_reasons_are_counted():
 def test_fallback_without_a_matching_rule_keeps_the_query():
     b, _ = qu({"rewrite": LLMTimeout()})
     assert b.rewrite("Tell me more about the weather", OWNER) == (
-        "Tell me more about the weather", ("llm_fallback:rewrite:timeout",))
+        "Tell me more about the weather",
+        ("llm_fallback:rewrite:timeout",),
+    )
 
 
 def test_llm_decompose_success_and_fallbacks():
@@ -367,27 +442,41 @@ def test_llm_decompose_success_and_fallbacks():
 
 
 def test_understand_with_the_llm_backend():
-    b, llm = qu({"rewrite": '{"query": "Who owns auth-core and what is its memory limit?"}',
-                 "decompose": '["Who owns auth-core?", "What is the memory limit of auth-core?"]'})
+    b, llm = qu(
+        {
+            "rewrite": '{"query": "Who owns auth-core and what is its memory limit?"}',
+            "decompose": '["Who owns auth-core?", "What is the memory limit of auth-core?"]',
+        }
+    )
     u = understand("And its memory limit?", OWNER, b)
     assert u.backend == "llm" and u.rules == ("llm:rewrite", "llm:decompose")
-    assert u.subqueries == ("Who owns auth-core and what is its memory limit?", "Who owns auth-core?",
-                            "What is the memory limit of auth-core?")
+    assert u.subqueries == (
+        "Who owns auth-core and what is its memory limit?",
+        "Who owns auth-core?",
+        "What is the memory limit of auth-core?",
+    )
     assert llm.names() == ["rewrite", "decompose"]
     lat = b.describe()["counters"]
-    assert b.take_llm_ms() == pytest.approx(lat["rewrite"]["latency_ms"][0] + lat["decompose"]["latency_ms"][0], abs=0.01)
+    assert b.take_llm_ms() == pytest.approx(
+        lat["rewrite"]["latency_ms"][0] + lat["decompose"]["latency_ms"][0], abs=0.01
+    )
     assert b.take_llm_ms() == 0.0
 
 
-@pytest.mark.parametrize("components, calls", [
-    ({"rewrite": "rule", "decompose": "llm"}, ["decompose"]),
-    ({"rewrite": "llm", "decompose": "rule"}, ["rewrite"]),
-    ({"rewrite": "rule", "decompose": "rule"}, []),
-])
+@pytest.mark.parametrize(
+    "components, calls",
+    [
+        ({"rewrite": "rule", "decompose": "llm"}, ["decompose"]),
+        ({"rewrite": "llm", "decompose": "rule"}, ["rewrite"]),
+        ({"rewrite": "rule", "decompose": "rule"}, []),
+    ],
+)
 def test_component_switch(components, calls):
     q, hist = "What about auth-core?", OWNER
-    b, llm = qu({"rewrite": '{"query": "LLM rewrite of auth-core"}', "decompose": '["LLM part one", "LLM part two"]'},
-                components=components)
+    b, llm = qu(
+        {"rewrite": '{"query": "LLM rewrite of auth-core"}', "decompose": '["LLM part one", "LLM part two"]'},
+        components=components,
+    )
     rule = RuleBasedBackend()
     rw = b.rewrite(q, hist)
     dc = b.decompose("Who owns authd and what is its memory limit?")
@@ -419,9 +508,12 @@ def test_describe_reports_prompts_llm_counters_and_options():
 
 
 def test_llm_config_is_built_with_make_llm_and_closed(fake_backends):
-    b = LLMQueryUnderstanding({"backend": "fake", "responses": {"decompose": '["a?"]'}}, cache_dir="/tmp/c",
-                              fallback={"name": "rule", "min_part_terms": 3})
-    (cfg, cache_dir, llm), = fake_backends
+    b = LLMQueryUnderstanding(
+        {"backend": "fake", "responses": {"decompose": '["a?"]'}},
+        cache_dir="/tmp/c",
+        fallback={"name": "rule", "min_part_terms": 3},
+    )
+    ((cfg, cache_dir, llm),) = fake_backends
     assert cfg["backend"] == "fake" and cache_dir == "/tmp/c" and b.llm is llm
     assert b.fallback.describe()["min_part_terms"] == 3 and b.fallback.describe()["max_subqueries"] == 4
     assert b.decompose("a?") == (["a?"], ("llm:decompose",))
@@ -437,8 +529,15 @@ def test_pipeline_uses_the_llm_backend(monkeypatch, embedder):
 
     monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)
     llm = FakeLLM({"rewrite": LLMTimeout(), "decompose": '["Who owns auth-core?"]'})
-    p = build_pipeline(embedder, query_understanding={
-        "rewrite": True, "decompose": True, "backend": "llm", "options": {"llm": llm, "timeout_s": 1.0}})
+    p = build_pipeline(
+        embedder,
+        query_understanding={
+            "rewrite": True,
+            "decompose": True,
+            "backend": "llm",
+            "options": {"llm": llm, "timeout_s": 1.0},
+        },
+    )
     p.index([Doc("a", "auth-core is owned by Pika.", 0), Doc("b", "The weather was sunny.", 1)])
     res = p.search(Query("What about auth-core?", tuple(OWNER)), 2)
     assert res.flags["qu_rules"] == ["llm_fallback:rewrite:timeout", "ellipsis:what_about", "llm:decompose"]
@@ -500,9 +599,15 @@ def test_hyde_answer_only_ranks_by_the_answer(embedder):
 
 
 @pytest.mark.parametrize("mode", ["average", "answer_only"])
-@pytest.mark.parametrize("response, cause, detail", [
-    (LLMTimeout("t"), "timeout", "t"), (LLMError("x"), "error", "LLMError: x"), ("  ", "parse", "empty"),
-    ('{"answer": "json"}', "parse", "json_not_text")])
+@pytest.mark.parametrize(
+    "response, cause, detail",
+    [
+        (LLMTimeout("t"), "timeout", "t"),
+        (LLMError("x"), "error", "LLMError: x"),
+        ("  ", "parse", "empty"),
+        ('{"answer": "json"}', "parse", "json_not_text"),
+    ],
+)
 def test_hyde_failure_falls_back_to_the_plain_query(embedder, vector, mode, response, cause, detail):
     m, _ = make(HyDESearch, embedder, {"hyde": response}, mode=mode)
     q = Query("Who went hiking in the mountains?")
@@ -513,7 +618,9 @@ def test_hyde_failure_falls_back_to_the_plain_query(embedder, vector, mode, resp
     assert m.describe()["counters"]["hyde"]["fallbacks"] == 1
 
 
-KW = '{"high_level_keywords": ["Service outage"], "low_level_keywords": ["ECONNREFUSED", "message broker", "port 5672"]}'
+KW = (
+    '{"high_level_keywords": ["Service outage"], "low_level_keywords": ["ECONNREFUSED", "message broker", "port 5672"]}'
+)
 
 
 def test_keyword_search_fuses_query_and_keywords_by_rrf(embedder, vector):
@@ -537,8 +644,13 @@ def test_keyword_search_with_answer_and_partial_failure(embedder):
     res = m.search(Query("Why does the worker crash at startup?"), 3)
     assert res.flags["fused_lists"] == ["query", "keywords", "answer"] and llm.names() == ["keywords", "hyde"]
     assert res.ranking[0][0] == "broker" and res.flags["llm_calls"] == 2
-    m, _ = make(KeywordSearch, embedder, {"keywords": '{"high_level_keywords": []}', "hyde": DOCS[3].text},
-                with_answer=True, fusion="mean")
+    m, _ = make(
+        KeywordSearch,
+        embedder,
+        {"keywords": '{"high_level_keywords": []}', "hyde": DOCS[3].text},
+        with_answer=True,
+        fusion="mean",
+    )
     res = m.search(Query("Why does the worker crash at startup?"), 3)
     assert res.flags["fused_lists"] == ["query", "answer"] and res.flags["llm_fallback"] == ["keywords:parse"]
     assert res.flags["llm_failure_detail"] == {"keywords": "missing_key"} and res.ranking[0][0] == "broker"
@@ -567,8 +679,7 @@ def test_keyword_search_total_failure_is_vector_search(embedder, vector):
     assert set(d["prompts"]) == {"keywords", "hyde"}
 
 
-def test_keyword_boost_heuristic_without_terms_is_vector_search_and_never_calls_an_llm(embedder, vector,
-                                                                                       fake_backends):
+def test_keyword_boost_heuristic_without_terms_is_vector_search_and_never_calls_an_llm(embedder, vector, fake_backends):
     m = KeywordBoostSearch(embedder, llm={"backend": "fake", "responses": {}})
     m.index(DOCS)
     q = Query("Where did Priya go with her sister?")
@@ -576,7 +687,9 @@ def test_keyword_boost_heuristic_without_terms_is_vector_search_and_never_calls_
     assert fake_backends == [] and m.llm is None  # the heuristic detector never builds an LLM
     assert res.ranking == vector.search(q, 7).ranking  # same ids and scores
     assert res.flags["keyword_boost"] is False and res.flags["exact_terms"] == []
-    assert "llm" not in res.timings_ms and {"detect", "encode_query", "retrieval", "bm25", "fusion"} == set(res.timings_ms)
+    assert "llm" not in res.timings_ms and {"detect", "encode_query", "retrieval", "bm25", "fusion"} == set(
+        res.timings_ms
+    )
     assert res.timings_ms["bm25"] == 0.0 and "prompts" not in m.describe()
 
 
@@ -598,15 +711,22 @@ def test_keyword_boost_heuristic_boosts_exact_matches(embedder, vector):
 
 def test_keyword_boost_llm_detector(embedder, vector):
     q = Query("How do I use parseJWT with OAuth tokens?")
-    m, llm = make(KeywordBoostSearch, embedder,
-                  {"exact_terms": '{"exact_match_terms": ["parseJWT", "JWKS"], "use_keyword_boost": true}'},
-                  detector="llm")
+    m, llm = make(
+        KeywordBoostSearch,
+        embedder,
+        {"exact_terms": '{"exact_match_terms": ["parseJWT", "JWKS"], "use_keyword_boost": true}'},
+        detector="llm",
+    )
     res = m.search(q, 3)
     assert res.flags["exact_terms"] == ["parseJWT"] and res.flags["hallucinated_terms"] == ["JWKS"]
     assert res.ranking[0][0] == "jwt" and llm.names() == ["exact_terms"] and llm.calls[0][2].max_tokens == 160
     assert set(res.timings_ms) == {"llm", "detect", "encode_query", "retrieval", "bm25", "fusion"}
-    m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": '{"exact_match_terms": [], "use_keyword_boost": false}'},
-                detector="llm")
+    m, _ = make(
+        KeywordBoostSearch,
+        embedder,
+        {"exact_terms": '{"exact_match_terms": [], "use_keyword_boost": false}'},
+        detector="llm",
+    )
     res = m.search(q, 7)
     assert res.ranking == vector.search(q, 7).ranking and not res.flags["keyword_boost"]
     assert res.flags["llm_calls"] == 1 and res.flags["llm_fallback"] == []
@@ -616,10 +736,14 @@ def test_parse_exact_terms_reads_an_optional_keyword_importance():
     q = "Why does parseJWT fail?"
     v1 = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true}', q)
     assert v1.importance is None and v1.use_boost
-    hi = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "High"}', q)
+    hi = parse_exact_terms(
+        '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "High"}', q
+    )
     assert hi.importance == "high" and hi.use_boost
-    none = parse_exact_terms('{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "none"}', q)
-    assert none.importance == "none" and not none.use_boost   # "none" means no boost even with a term
+    none = parse_exact_terms(
+        '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "none"}', q
+    )
+    assert none.importance == "none" and not none.use_boost  # "none" means no boost even with a term
     with pytest.raises(ParseError):
         parse_exact_terms('{"exact_match_terms": [], "use_keyword_boost": false, "keyword_importance": "very"}', q)
 
@@ -630,18 +754,34 @@ def test_keyword_boost_adaptive_weight_follows_the_importance(embedder, vector):
     weights = {"low": 0.15, "medium": 0.3, "high": 0.5}
     for level, w in weights.items():
         reply = '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "%s"}' % level
-        m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": reply}, detector="llm",
-                    prompts={"exact_terms": "v2"}, importance_weights=weights)
+        m, _ = make(
+            KeywordBoostSearch,
+            embedder,
+            {"exact_terms": reply},
+            detector="llm",
+            prompts={"exact_terms": "v2"},
+            importance_weights=weights,
+        )
         res = m.search(q, 7)
-        assert res.flags["keyword_importance"] == level and res.flags["weight"] == w and not res.flags["importance_missing"]
+        assert (
+            res.flags["keyword_importance"] == level
+            and res.flags["weight"] == w
+            and not res.flags["importance_missing"]
+        )
         # the best BM25 match gets keyword score 1: (1 - w) * cosine + w
         assert dict(res.ranking)["jwt"] == pytest.approx((1 - w) * cos["jwt"] + w, abs=1e-6)
-    m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true}'},
-                detector="llm", prompts={"exact_terms": "v2"}, importance_weights=weights)
+    m, _ = make(
+        KeywordBoostSearch,
+        embedder,
+        {"exact_terms": '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true}'},
+        detector="llm",
+        prompts={"exact_terms": "v2"},
+        importance_weights=weights,
+    )
     res = m.search(q, 7)
-    assert res.flags["importance_missing"] and res.flags["weight"] == 0.3   # no rating: the fixed weight, flagged
+    assert res.flags["importance_missing"] and res.flags["weight"] == 0.3  # no rating: the fixed weight, flagged
     with pytest.raises(ValueError, match="importance_weights"):
-        KeywordBoostSearch(embedder, importance_weights=weights)   # the heuristic detector rates nothing
+        KeywordBoostSearch(embedder, importance_weights=weights)  # the heuristic detector rates nothing
     with pytest.raises(ValueError, match="importance_weights"):
         make(KeywordBoostSearch, embedder, {}, detector="llm", importance_weights={"low": 0.1})
 
@@ -651,7 +791,9 @@ def test_keyword_boost_llm_failure(embedder, vector):
     m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": LLMTimeout()}, detector="llm")
     res = m.search(q, 7)
     assert res.ranking == vector.search(q, 7).ranking and res.flags["llm_fallback"] == ["exact_terms:timeout"]
-    m, _ = make(KeywordBoostSearch, embedder, {"exact_terms": "parseJWT"}, detector="llm", fallback_detector="heuristic")
+    m, _ = make(
+        KeywordBoostSearch, embedder, {"exact_terms": "parseJWT"}, detector="llm", fallback_detector="heuristic"
+    )
     res = m.search(q, 7)
     assert res.flags["llm_fallback"] == ["exact_terms:parse"] and res.flags["exact_terms"] == ["parseJWT"]
     assert res.ranking[0][0] == "jwt" and m.describe()["counters"]["exact_terms"]["parse_reasons"] == {"no_json": 1}
@@ -672,14 +814,18 @@ def test_constructor_validation(embedder):
 # configs
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method, cls, expect", [
-    ("hyde", HyDESearch, {"mode": "average", "answer_role": "doc"}),
-    ("hyde_answer_only", HyDESearch, {"mode": "answer_only"}),
-    ("keywords", KeywordSearch, {"with_answer": False, "fusion": "rrf"}),
-    ("keywords_hyde", KeywordSearch, {"with_answer": True}),
-    ("keyword_boost", KeywordBoostSearch, {"detector": "heuristic", "weight": 0.3}),
-    ("keyword_boost_llm", KeywordBoostSearch, {"detector": "llm", "fallback_detector": "none"}),
-])
+
+@pytest.mark.parametrize(
+    "method, cls, expect",
+    [
+        ("hyde", HyDESearch, {"mode": "average", "answer_role": "doc"}),
+        ("hyde_answer_only", HyDESearch, {"mode": "answer_only"}),
+        ("keywords", KeywordSearch, {"with_answer": False, "fusion": "rrf"}),
+        ("keywords_hyde", KeywordSearch, {"with_answer": True}),
+        ("keyword_boost", KeywordBoostSearch, {"detector": "heuristic", "weight": 0.3}),
+        ("keyword_boost_llm", KeywordBoostSearch, {"detector": "llm", "fallback_detector": "none"}),
+    ],
+)
 def test_method_configs_build(method, cls, expect, embedder, fake_backends, tmp_path):
     from hydra.utils import get_class
 
