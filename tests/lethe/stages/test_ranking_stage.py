@@ -1,5 +1,5 @@
-"""A new ranking stage is one module plus one YAML block: the worked example of docs/methods.md ("Stages are
-built by Hydra"), its two code blocks taken from the page as written, builds into a pipeline and acts."""
+"""A new ranking stage is one module plus one YAML block: the worked example of the README ("Adding a stage"), its
+two code blocks taken from the page as written, builds into a pipeline and acts."""
 
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ DOCS = [
 QUERY = Query("what is the ledgerd memory limit?", (), "q1", "s")
 
 
+README = (PROJECT_ROOT / "README.md").read_text()
+
+
 def _blocks(lang: str, first_line: str) -> str:
-    page = (PROJECT_ROOT / "docs" / "methods.md").read_text()
-    found = [b for b in re.findall(rf"```{lang}\n(.*?)```", page, re.S) if b.startswith(first_line)]
-    assert len(found) == 1, f"docs/methods.md: one {lang} block starting {first_line!r}"
+    found = [b for b in re.findall(rf"```{lang}\n(.*?)```", README, re.S) if b.startswith(first_line)]
+    assert len(found) == 1, f"README.md: one {lang} block starting {first_line!r}"
     return found[0]
 
 
@@ -54,3 +56,34 @@ def test_the_documented_stage_example_builds_and_reverses_the_top_three(embedder
     assert [s for _, s in after.ranking] == [s for _, s in before.ranking]  # each position keeps its score
     assert after.flags["reversed"] == 3
     assert staged.describe()["stages"] == {"extra_stages.reverse_top3": {"n": 3}}
+
+
+def test_the_documented_run_command_runs_the_new_method(work, tmp_path, monkeypatch):
+    """``python -m experiments.run method=lethe_iter1_reverse3 dataset=locomo`` as the README shows it, with the two
+    blocks as files (the YAML in a config folder on Hydra's search path), on one LoCoMo conversation."""
+    from experiments.config import load_config
+    from experiments.runner import run_experiment
+    from lethebench.runs import RunFolder
+    from tests.conftest import overrides_for
+
+    module = types.ModuleType("lethe.stages.reverse_top3")
+    exec(compile(_blocks("python", "# lethe/stages/reverse_top3.py"), "reverse_top3.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, "lethe.stages.reverse_top3", module)
+    (tmp_path / "conf" / "method").mkdir(parents=True)
+    (tmp_path / "conf" / "method" / "lethe_iter1_reverse3.yaml").write_text(
+        _blocks("yaml", "# conf/method/lethe_iter1_reverse3.yaml")
+    )
+    command = re.search(r"`python -m experiments\.run (method=lethe_iter1_reverse3 dataset=locomo)`", README)
+    assert command, "README.md: the run command of the stage example"
+    cfg = load_config(
+        overrides_for(
+            work,
+            *command.group(1).split(),
+            "dataset.scopes=[conv-26]",
+            f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        )
+    )
+    run = RunFolder(run_experiment(cfg))
+    assert run.is_done and run.method == "lethe_iter1_reverse3"
+    assert run.manifest["method"]["stages"]["extra_stages.reverse_top3"] == {"n": 3}
+    assert (run.flags()["reversed"] == 3).all()
