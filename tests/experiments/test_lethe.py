@@ -3,16 +3,15 @@ never uses the labels of a query it later scores."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from experiments import train_fusion
 from experiments.config import load_config
 from experiments.runner import RunFailed, run_experiment
 from lethe.stages.learned_fusion import FEATURES, LeakageError
+from lethebench.runs import RunFolder
 from lethebench.schema import Dataset
 
 SMALL_LB = [
@@ -51,20 +50,18 @@ def _predictions(model, fold: int) -> np.ndarray:
 
 
 def test_iterations_1_and_2_run_and_record_plans(cfg_for):
-    f1 = run_experiment(cfg_for("method=lethe_iter1", *SMALL_LB))
-    f2 = run_experiment(cfg_for("method=lethe_iter2", *SMALL_LB))
-    for f in (f1, f2):
-        pq = pd.read_parquet(f / "per_query.parquet")
-        assert set(pq["status"]) == {"ok"}
-        flags = [json.loads(x) for x in pq["flags"]]
-        assert {fl["plan"] for fl in flags} <= {"verify", "explore", "exploit"}
-        assert all(fl["alpha"] == {"verify": 0.7, "explore": 0.3, "exploit": 0.5}[fl["plan"]] for fl in flags)
-        timings = json.loads(pq["timings_ms"].iloc[0])
-        assert {"bm25", "encode_query", "plan", "fusion", "diversify"} <= set(timings)
-    m1 = json.loads((f1 / "metrics.json").read_text())["means"]["ndcg@10"]
+    r1 = RunFolder(run_experiment(cfg_for("method=lethe_iter1", *SMALL_LB)))
+    r2 = RunFolder(run_experiment(cfg_for("method=lethe_iter2", *SMALL_LB)))
+    for r in (r1, r2):
+        assert set(r.per_query["status"]) == {"ok"}
+        flags = r.flags()
+        assert set(flags["plan"]) <= {"verify", "explore", "exploit"}
+        assert (flags["alpha"] == flags["plan"].map({"verify": 0.7, "explore": 0.3, "exploit": 0.5})).all()
+        timings = r.timings().iloc[0].dropna()
+        assert {"bm25", "encode_query", "plan", "fusion", "diversify"} <= set(timings.index)
+    m1 = r1.metrics["means"]["ndcg@10"]
     assert m1 > 0.3  # a working retriever on LetheBench (the baselines score 0.52-0.60 on test)
-    flags2 = [json.loads(x) for x in pd.read_parquet(f2 / "per_query.parquet")["flags"]]
-    assert any(fl.get("rewritten") for fl in flags2)  # elliptical follow-ups were made standalone
+    assert r2.flags()["rewritten"].dropna().astype(bool).any()  # elliptical follow-ups were made standalone
 
 
 def test_learned_fusion_with_splits_never_reads_test_labels(cfg_for, monkeypatch):
@@ -92,11 +89,10 @@ def test_iteration_3_scores_only_unseen_queries(cfg_for):
     top = load_config(_cli(cfg_for, *SMALL_LB, *FAST), config_name="train_fusion")
     folder, _ = train_fusion.ensure_model(top, force=bool(top.force))
     assert (folder / "card.json").is_file() and folder == train_fusion.model_folder(cfg_for(*SMALL_LB, *FAST))
-    folder = run_experiment(cfg_for(*SMALL_LB, *FAST))
-    pq = pd.read_parquet(folder / "per_query.parquet")
-    assert set(pq["status"]) == {"ok"} and len(pq) == 12
-    assert {json.loads(x)["fusion_fold"] for x in pq["flags"]} == {0}
-    man = json.loads((folder / "manifest.json").read_text())
+    run = RunFolder(run_experiment(cfg_for(*SMALL_LB, *FAST)))
+    assert set(run.per_query["status"]) == {"ok"} and len(run.per_query) == 12
+    assert set(run.flags()["fusion_fold"]) == {0}
+    man = run.manifest
     assert man["method"]["fusion_model"]["dataset"]["name"] == "lethebench"
     # asked to score its own training queries, the model refuses each one and the run fails loudly
     with pytest.raises(RunFailed, match="LeakageError"):
