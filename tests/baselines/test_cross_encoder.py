@@ -16,6 +16,7 @@ from experiments.config import to_dict
 from experiments.datasets import dataset_build_key
 from lethe.core.protocol import Doc, Query
 from lethe.core.models import ModelNotFoundError, weights_sha256
+from lethebench.runs import RunFolder
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
 TINY_LB = ("dataset.params.splits={test:2,train:3,dev:2}",)
@@ -212,9 +213,9 @@ def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path)
     assert [p.name for p in (tmp_path / "lethebench" / "cross_encoder").iterdir() if not p.name.startswith(".")] == [
         folder.name
     ]
-    m = json.loads((folder / "metrics.json").read_text())
+    m = RunFolder(folder).metrics
     assert m["queries"]["evaluated"] == 8 and set(m["stage_latency_ms"]) == {"bm25", "rerank"}
-    man = json.loads((folder / "manifest.json").read_text())
+    man = RunFolder(folder).manifest
     assert man["method"]["model"]["folds"][0]["weights_sha256"] == weights_sha256(tiny_model.resolve())
 
 

@@ -4,15 +4,14 @@ its depth and seed and keeps BM25's Recall@10 while losing its order."""
 
 from __future__ import annotations
 
-import json
 
-import pandas as pd
 import pytest
 
 from baselines.bm25 import PyseriniBM25
 from baselines.random_rerank import RandomRerank
 from lethe.core.protocol import Query
 from lethe.retrieval.ranking import canonical_order
+from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS
 
 QUERIES = [
@@ -90,11 +89,11 @@ def test_a_real_run_records_its_depth_and_keeps_bm25_recall_at_10(cfg_for, locom
     scope = f"dataset.scopes={TWO_CONVS}"
     bm25 = run_experiment(cfg_for("method=bm25", scope))
     rnd = run_experiment(cfg_for("method=random_rerank", "method.candidates=10", scope))
-    man = json.loads((rnd / "manifest.json").read_text())
+    man = RunFolder(rnd).manifest
     assert man["config"]["method"]["candidates"] == 10 and man["config"]["method"]["seed"] == 0
     assert man["method"]["candidates"] == 10 and man["method"]["first_stage"]["b"] == 0.75
-    a = pd.read_parquet(bm25 / "per_query.parquet").set_index("query_id").sort_index()
-    b = pd.read_parquet(rnd / "per_query.parquet").set_index("query_id").sort_index()
+    a = RunFolder(bm25).per_query.set_index("query_id").sort_index()
+    b = RunFolder(rnd).per_query.set_index("query_id").sort_index()
     assert list(a.index) == list(b.index) and len(a) == 302
     # the same 10 docs on top: every set metric at 10 and the tail's recall are BM25's, the order is not
     for col in ("recall@10", "precision@10", "recall@50"):

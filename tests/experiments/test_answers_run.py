@@ -4,10 +4,7 @@ MiniLM similarity; and the section's effect on run identity and its config error
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pandas as pd
 import pytest
 
 from analysis.answers import score_answer
@@ -15,22 +12,23 @@ from experiments.config import to_dict
 from experiments.run_identity import config_hash, hashed_config
 from experiments.runner import run_experiment, validate_run_config
 from lethe.core.typed_config import ConfigError
+from lethebench.runs import RunFolder
+from lethebench.schema import read_table
 from tests.conftest import TWO_CONVS
 
 ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
 
 
 def test_bm25_answers_a_seeded_sample_scored_against_locomo_gold(cfg_for, embedder):
-    folder = run_experiment(cfg_for("method=bm25", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS))
-    pq = pd.read_parquet(folder / "per_query.parquet")
+    run = RunFolder(run_experiment(cfg_for("method=bm25", f"dataset.scopes={TWO_CONVS}", "dataset.sample=5", *ANSWERS)))
+    pq = run.per_query
     assert len(pq) == 5 and set(pq["status"]) == {"ok"}
     gen = pq[pq["answer_status"].notna()]
     assert len(gen) == 3  # the seeded answer sample
-    queries = pd.read_parquet(
-        json.loads((folder / "manifest.json").read_text())["dataset"]["folder"] + "/queries.parquet"
-    ).set_index("query_id")
-    timings = gen["timings_ms"].map(json.loads)
-    assert all("generation" in t and "judge" not in t for t in timings)  # judge off by default
+    queries = read_table(run.dataset_folder, "queries").set_index("query_id")
+    timings = run.timings().loc[gen["query_id"]]
+    assert timings["generation"].notna().all()  # judge off by default
+    assert "judge" not in timings or timings["judge"].isna().all()
     for row in gen.itertuples():
         gold = queries.loc[row.query_id, "answer"]
         if row.answer_status != "ok" or not isinstance(gold, str) or not gold.strip():
@@ -39,10 +37,10 @@ def test_bm25_answers_a_seeded_sample_scored_against_locomo_gold(cfg_for, embedd
         assert (row.answer_f1, row.answer_rouge_l, row.answer_em) == (s["f1"], s["rouge_l"], s["em"])
         a, b = embedder.encode([row.answer, gold], role="query")
         assert row.answer_similarity == pytest.approx(float(np.dot(a, b)), abs=1e-5)
-    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics = run.metrics
     assert metrics["answers"]["generated"] == 3
     assert metrics["answers"]["similarity"] == pytest.approx(gen["answer_similarity"].dropna().mean())
-    man = json.loads((folder / "manifest.json").read_text())
+    man = run.manifest
     assert man["answers"]["sample"] == 3 and man["answers"]["generator"]["prompt"]["name"] == "answer"
     assert man["hashed_config"]["answers"]["enabled"] is True and "answer_embedder" in man["hashed_config"]
 

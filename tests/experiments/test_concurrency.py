@@ -4,12 +4,11 @@ complete and no temporary debris stays behind."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 from lethe.core.paths import PROJECT_ROOT
+from lethebench.runs import RunFolder
 from tests.conftest import DATA_ROOT
 
 SCRIPT = """
@@ -52,7 +51,7 @@ def test_identical_and_different_jobs_at_once(tmp_path):
     folders = {l[1] for l in lines}
     assert len(folders) == 3
     for f in folders:
-        m = json.loads((Path(f) / "metrics.json").read_text())
+        m = RunFolder(f).metrics
         assert m["queries"]["evaluated"] > 0
     debris = [p for p in tmp_path.rglob("*") if p.name.endswith((".tmp", ".old"))]
     assert debris == []

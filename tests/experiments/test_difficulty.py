@@ -5,11 +5,11 @@ have, so the runs the tests already made are reused (same config hash, same fold
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from experiments.config import load_config
 from experiments.difficulty import difficulty, method_run_config
 from experiments.run_identity import run_identity
+from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS, overrides_for
 
 
@@ -38,5 +38,5 @@ def test_writes_the_card_table_from_the_existing_runs(work, e2e_runs, tmp_path):
     assert section["queries"] > 0 and all(0.0 <= v <= 1.0 for v in section["overall"].values())
     card = (tmp_path / "locomo.md").read_text()
     assert "bm25" in card and "vector" in card
-    ds_folder = json.loads((e2e_runs["bm25"] / "manifest.json").read_text())["dataset"]["folder"]
-    assert json.loads((Path(ds_folder) / "difficulty.json").read_text()) == section
+    ds_folder = RunFolder(e2e_runs["bm25"]).dataset_folder
+    assert json.loads((ds_folder / "difficulty.json").read_text()) == section

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from experiments.runner import EligibilityViolation, run_experiment
 from lethe.retrieval.ranking import top_k
 from lethebench.schema import write_dataset
+from lethebench.runs import RunFolder
 from tests.support.toy import toy_dataset
 
 
@@ -44,9 +44,9 @@ def test_only_earlier_turns_of_the_same_scope_are_visible(toy_cfg):
     assert seen["which port does the daemon use?"] == [f"chat:{i}" for i in range(5)]
     assert seen["what captures paraphrase?"] == ["notes:0", "notes:1"]
     assert "anything before the chat?" not in seen  # position 0: nothing eligible, method not called
-    pq = pd.read_parquet(folder / "per_query.parquet").set_index("query_id")
+    pq = RunFolder(folder).per_query.set_index("query_id")
     assert pq.loc["q_first", "status"] == "no_eligible_docs" and pq.loc["q_first", "ndcg@10"] == 0.0
-    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics = RunFolder(folder).metrics
     assert metrics["queries"]["evaluated"] == 4 and metrics["queries"]["status"] == {"no_eligible_docs": 1, "ok": 3}
     # q_first scores 0 and is averaged in, never dropped
     assert metrics["means"]["recall@10"] == pytest.approx(pq["recall@10"].mean())

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
-
 from analysis.answers import score_answer
 from experiments.runner import run_experiment
+from lethebench.runs import RunFolder
+from lethebench.schema import read_table
 
 SMALL_LB = [
     "dataset=lethebench",
@@ -35,20 +35,19 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
         "method.llm_rerank.top_n=3",
         "method.generation.options.max_tokens=16",
     )
-    folder = run_experiment(cfg)
-    pq = pd.read_parquet(folder / "per_query.parquet")
+    run = RunFolder(run_experiment(cfg))
+    pq = run.per_query
     assert len(pq) == 4 and set(pq["status"]) == {"ok"}
-    flags = [json.loads(f) for f in pq["flags"]]
-    for f, t in zip(flags, pq["timings_ms"].map(json.loads)):
-        r = f["rerank"]
-        assert r["considered"] == 3 and r["judged"] + r["parse_failures"] + r["timeouts"] + r["errors"] <= 3
-        assert "llm_rerank" in t and "contradiction" in t and f["contradiction"]["scope"] == "eligible"
-    assert sum(f["rerank"]["judged"] for f in flags) > 0  # the real model did judge candidates
+    rerank, timings = run.flag("rerank"), run.timings()
+    assert (rerank["considered"] == 3).all()
+    assert (rerank["judged"] + rerank["parse_failures"] + rerank["timeouts"] + rerank["errors"] <= 3).all()
+    assert timings["llm_rerank"].notna().all() and timings["contradiction"].notna().all()
+    assert (run.flag("contradiction")["scope"] == "eligible").all()
+    assert rerank["judged"].sum() > 0  # the real model did judge candidates
     gen = pq[pq["answer_status"].notna()]
     assert len(gen) == 2  # the seeded generation sample
-    man_all = json.loads((folder / "manifest.json").read_text())
-    queries = pd.read_parquet(f"{man_all['dataset']['folder']}/queries.parquet").set_index("query_id")
-    metrics = json.loads((folder / "metrics.json").read_text())
+    queries = read_table(run.dataset_folder, "queries").set_index("query_id")
+    metrics = run.metrics
     a = metrics["answers"]
     assert a["generated"] == 2 and sum(a["judge_status"].values()) == 2
     assert a["judged"] == a["judge_status"].get("ok", 0)
@@ -60,7 +59,7 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
             assert row.answer_f1 == score_answer(row.answer, gold, None)["f1"]  # not LoCoMo: plain token F1
     if a["judged"]:
         assert 0.0 <= a["hallucination_rate"] <= 1.0
-    man = json.loads((folder / "manifest.json").read_text())["method"]["stages"]
+    man = run.manifest["method"]["stages"]
     assert list(man) == ["llm_rerank", "contradiction", "generation"]  # the three stages, in the order applied
     assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
     judge = man["generation"]["judge_model"]
@@ -72,7 +71,7 @@ def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
     """A wall-clock run records each query's reach; replaying its reach file under a 1 ms budget (which alone would
     judge nothing) judges exactly those candidates, and the file's content is part of the run's identity (issue 34)."""
     from experiments.reference_store import recorded_reach
-    from lethebench.runs import RunFolder, flag_frame
+    from lethebench.runs import flag_frame
 
     base = [
         "method=lethe_iter4",

@@ -4,13 +4,13 @@ the rules fallback's nDCG filed under the LLM method's name."""
 
 from __future__ import annotations
 
-import json
 import socket
 
 import pytest
 
 from experiments.config import load_config
 from experiments.runner import RunFailed, run_experiment
+from lethebench.runs import RunFolder
 from tests.conftest import overrides_for
 from tests.support.chat_server import ChatServer
 
@@ -56,14 +56,14 @@ def test_a_server_that_never_answers_in_time_fails_the_run(tmp_path):
 
 def test_a_tolerated_share_is_recorded(tmp_path):
     folder = _run(tmp_path, f"http://127.0.0.1:{_free_port()}", "run.max_error_share=1.0")
-    llm = json.loads((folder / "metrics.json").read_text())["llm"]
+    llm = RunFolder(folder).metrics["llm"]
     assert llm["queries"] == 6 and llm["infra_failure_queries"] == 6 and llm["infra_failure_share"] == 1.0
 
 
 def test_unparseable_output_marks_the_run_degraded(tmp_path):
     with ChatServer(reply="%%% not json %%%").running() as srv:
         folder = _run(tmp_path, srv.url)
-    m = json.loads((folder / "metrics.json").read_text())
-    assert (folder / "DONE").is_file()
+    m = RunFolder(folder).metrics
+    assert RunFolder(folder).is_done
     assert m["llm"]["infra_failure_queries"] == 0 and m["llm"]["parse_fallback_queries"] == 6
     assert m["llm"]["degraded"] is True and m["llm"]["parse_fallback_share"] == 1.0

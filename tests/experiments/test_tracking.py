@@ -3,7 +3,6 @@ back; the +tracking=mlflow config registers the callback; and a whole job throug
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 
 from experiments.tracking import MLflowCallback, flatten, log_run, metric_name
 from lethe.core.paths import PROJECT_ROOT
+from lethebench.runs import RunFolder
 
 mlflow = pytest.importorskip("mlflow")  # an optional dependency; the dev extra (make install) has it
 
@@ -26,8 +26,7 @@ def test_a_finished_run_is_logged_with_params_metrics_and_manifest(e2e_runs, tmp
     uri = (tmp_path / "mlruns").as_uri()
     run_id = log_run(folder, uri, "test")
     run = mlflow.MlflowClient(uri).get_run(run_id)
-    metrics = json.loads((folder / "metrics.json").read_text())
-    manifest = json.loads((folder / "manifest.json").read_text())
+    metrics, manifest = RunFolder(folder).metrics, RunFolder(folder).manifest
     assert run.data.metrics["ndcg_at_10"] == pytest.approx(metrics["means"]["ndcg@10"])
     assert run.data.params["config_hash"] == manifest["config_hash"] and run.data.params["method.k1"] == "1.2"
     assert run.info.run_name == f"locomo/bm25/{manifest['config_hash']}"

@@ -3,7 +3,6 @@ in the manifest and stays out of the config hash; a CUDA run agrees with the CPU
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from experiments.run_identity import run_identity
 from experiments.runner import run_experiment
 from lethe.core.devices import DeviceError, check_device, onnx_providers, resolve_device
+from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS
 
 
@@ -48,9 +48,10 @@ def test_device_auto_runs_here_records_its_choice_and_keeps_the_config_hash(cfg_
     key = "k"
     assert run_identity(cpu, key).config_hash == run_identity(auto, key).config_hash  # placement is not hashed
     folder = run_experiment(auto)
-    emb = json.loads((folder / "manifest.json").read_text())["method"]["embedder"]
+    manifest = RunFolder(folder).manifest
+    emb = manifest["method"]["embedder"]
     assert emb["device_config"] == "auto" and emb["device"] == resolve_device("auto")
-    assert json.loads((folder / "manifest.json").read_text())["config"]["embedder"]["device"] == "auto"
+    assert manifest["config"]["embedder"]["device"] == "auto"
 
 
 @pytest.mark.gpu
