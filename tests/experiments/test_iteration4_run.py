@@ -60,7 +60,7 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
     if a["judged"]:
         assert 0.0 <= a["hallucination_rate"] <= 1.0
     man = run.manifest["method"]["stages"]
-    assert list(man) == ["llm_rerank", "contradiction", "generation"]  # the three stages, in the order applied
+    assert set(man) == {"llm_rerank", "contradiction", "generation"}  # the three stages (the manifest sorts keys)
     assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
     judge = man["generation"]["judge_model"]
     assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)

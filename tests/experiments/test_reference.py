@@ -310,10 +310,12 @@ def test_resolve_errors_name_the_declared_run(isolated):
 
 @pytest.fixture(scope="module")
 def resolved_tiers(tmp_path_factory) -> dict[str, list[ResolvedRun]]:
-    """Every declared run of every real tier, resolved once (about 30 s) for the tests below."""
+    """Every declared run of every real tier, resolved once (about 30 s) for the tests below, as experiments.reproduce
+    resolves them: a ``replay: true`` run replays the reach the committed reference store recorded."""
     base = tmp_path_factory.mktemp("resolved")
     extra = [f"data.root={DATA_ROOT}", f"data.processed={base / 'processed'}", f"cache_dir={base / 'cache'}"]
-    return {name: [resolve(run, extra) for run in load_tier(name).runs] for name in TIERS}
+    store = PROJECT_ROOT / "results" / "reference"
+    return {name: [resolve(run, extra, store) for run in load_tier(name).runs] for name in TIERS}
 
 
 def test_every_declared_run_resolves_to_a_valid_config(resolved_tiers):
