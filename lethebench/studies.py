@@ -50,16 +50,16 @@ class StudyFolder:
         ``manifest.json``, then ``DONE``."""
         if MANIFEST in files or DONE in files:
             raise ValueError(f"a study's files may not be named {MANIFEST} or {DONE}: write() writes them")
-        with atomic_dir(self.path) as tmp:
-            for name, text in files.items():
-                (tmp / name).write_text(text)
-            (tmp / MANIFEST).write_text(json.dumps(dict(manifest), indent=2, default=str) + "\n")
-            (tmp / DONE).write_text("complete\n")
-        return self
+        manifest_text = json.dumps(dict(manifest), indent=2, default=str) + "\n"
+        return self._replace({**files, MANIFEST: manifest_text, DONE: "complete\n"})
 
     def write_failed(self, files: Mapping[str, str]) -> StudyFolder:
         """Replace the folder by ``files`` alone, without manifest or ``DONE``: what a study that failed its own check
         leaves for inspection (e.g. the judge's replies); readers see it as not done."""
+        return self._replace(files)
+
+    def _replace(self, files: Mapping[str, str]) -> StudyFolder:
+        """Swap in a folder holding exactly ``files`` (name -> text, written in order) atomically."""
         with atomic_dir(self.path) as tmp:
             for name, text in files.items():
                 (tmp / name).write_text(text)
