@@ -3,6 +3,7 @@
 One Lucene index per set of indexed docs, cached on disk under
 ``<cache_dir>/indexes/lucene/<key>`` where ``key`` hashes the doc ids and texts and the
 indexing parameters; Anserini's default analysis (Porter stemming, Lucene English stopwords).
+``conf/method/bm25.yaml`` and ``conf/method/bm25_beir.yaml`` (Anserini's BEIR regression settings) configure it.
 """
 
 from __future__ import annotations
@@ -24,10 +25,23 @@ INDEX_VERSION = "1"
 
 
 class PyseriniBM25:
-    """Lucene BM25 (k1, b) over the indexed docs; scores are Lucene's float32 BM25."""
+    """Lucene BM25 (k1, b) over the indexed docs; scores are Lucene's float32 BM25.
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, cache_dir: str | Path | None = None, progress: bool = True):
+    ``remove_query``: drop the hit whose doc id is the query's id, as Pyserini's ``--remove-query`` and Anserini's
+    ``-removeQuery`` do in the BEIR regressions (in ArguAna and Quora a query is also a corpus document); one more
+    hit is retrieved so the ranking still holds ``k`` docs.
+    """
+
+    def __init__(
+        self,
+        k1: float = 1.2,
+        b: float = 0.75,
+        remove_query: bool = False,
+        cache_dir: str | Path | None = None,
+        progress: bool = True,
+    ):
         self.k1, self.b = float(k1), float(b)
+        self.remove_query = bool(remove_query)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._tmp: str | None = None
         self._searcher = None
@@ -74,7 +88,10 @@ class PyseriniBM25:
         t0 = time.perf_counter()
         if self._searcher is None or self._n_docs == 0:
             return SearchResult([], {"search": 0.0})
-        hits = self._searcher.search(query.text, k=k)
+        if self.remove_query:
+            hits = [h for h in self._searcher.search(query.text, k=k + 1) if h.docid != query.query_id][:k]
+        else:
+            hits = self._searcher.search(query.text, k=k)
         ranking = [(h.docid, float(h.score)) for h in hits]
         return SearchResult(ranking, {"search": (time.perf_counter() - t0) * 1e3})
 
@@ -91,6 +108,7 @@ class PyseriniBM25:
             "implementation": f"pyserini {md.version('pyserini')} (Lucene)",
             "k1": self.k1,
             "b": self.b,
+            "remove_query": self.remove_query,
             "analyzer": "Anserini default (Porter stemmer, Lucene English stopwords)",
             "indexes_built": self.indexes_built,
             "indexes_reused": self.indexes_reused,

@@ -25,7 +25,8 @@ from typing import Any, Mapping
 from lethe.retrieval.embedder import Embedder
 from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethe.core.hashing import content_hash, sha256_file_cached
-from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels
+from lethe.core.paths import project_path
+from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels, whole_corpus
 from lethebench.duplicates import duplicate_params, inject_duplicates
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
 from lethebench.source_pins import pinned_version
@@ -67,6 +68,24 @@ def loader_version(loader: str, params: Mapping[str, Any] | None = None) -> str:
     return pinned_version(loader, source_version(loader, params))
 
 
+def input_root(dataset_cfg: Mapping[str, Any], data_root: Path) -> Path:
+    """The folder the relative entries of ``dataset_cfg['files']`` are read from: ``data_root`` (``data.root``), or
+    the config's ``files_root`` when it sets one (absolute, or relative to the work root, :mod:`lethe.core.paths`;
+    ``conf/dataset/beir.yaml`` sets ``.`` so a BEIR folder is found where the user runs, not under data.root)."""
+    given = dataset_cfg.get("files_root")
+    return data_root if given is None else project_path(str(given))
+
+
+def input_paths(dataset_cfg: Mapping[str, Any], data_root: Path) -> list[Path]:
+    """The dataset's input files (:func:`input_root` joined with each entry of ``files``; an absolute entry is kept).
+    A loader module may check its own keys first (``check_config(dataset_cfg, root)``, e.g. ``beir_dir``)."""
+    root = input_root(dataset_cfg, data_root)
+    mod = importlib.import_module(LOADERS[dataset_cfg["loader"]].split(":")[0])
+    if hasattr(mod, "check_config"):
+        mod.check_config(dataset_cfg, root)
+    return [root / f for f in dataset_cfg.get("files", [])]
+
+
 def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> SourceDataset:
     """Run a registered loader on its input files."""
     if loader not in LOADERS:
@@ -78,13 +97,16 @@ def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> S
 def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkParams, tokenizer_sha: str) -> str:
     """Content hash naming a processed dataset folder."""
     inputs = {}
-    for f in dataset_cfg.get("files", []):
-        p = data_root / f
+    for f, p in zip(dataset_cfg.get("files", []), input_paths(dataset_cfg, data_root)):
         if not p.is_file():
-            raise FileNotFoundError(
-                f"dataset '{dataset_cfg['name']}': input file not found: {p}. Set data.root (or the "
-                f"LETHE_DATA_ROOT environment variable) to the folder holding '{f}'; see ../shared/data/README.md."
+            where = (
+                f"dataset.files_root={dataset_cfg['files_root']!r}: relative entries of dataset.files are read "
+                f"from {input_root(dataset_cfg, data_root)}"
+                if dataset_cfg.get("files_root") is not None
+                else "Set data.root (or the LETHE_DATA_ROOT environment variable) to the folder holding "
+                f"'{f}'; see ../shared/data/README.md."
             )
+            raise FileNotFoundError(f"dataset '{dataset_cfg['name']}': input file not found: {p}. {where}")
         inputs[f] = sha256_file_cached(p)  # stat-keyed: resolving many declared runs hashes each input once
     blob = {
         "build_version": BUILD_VERSION,
@@ -121,7 +143,7 @@ def build_dataset(
         return folder
     prov = provenance_entries(dataset_cfg.get("provenance"), name)
     t0 = time.perf_counter()
-    files = [data_root / f for f in dataset_cfg.get("files", [])]
+    files = input_paths(dataset_cfg, data_root)
     src = load_sources(dataset_cfg["loader"], files, dataset_cfg.get("params") or {})
     dup = duplicate_params(dataset_cfg.get("duplicates"), name)
     if dup:
@@ -135,11 +157,25 @@ def build_dataset(
         corpus = src.sources.reset_index(drop=True)
         src_to_docs = {d: [d] for d in corpus["doc_id"]}
         chunk_stats = {"prechunked": True, "note": "the loader's docs were kept as they are (not chunked again)"}
+    elif src.keep_whole:  # the loader asked for whole documents (e.g. BEIR, dataset.params.chunk=false)
+        corpus, src_to_docs, chunk_stats = whole_corpus(
+            src.sources, hf_token_spans(embedder.tokenizer), embedder.max_seq_length
+        )
     else:
         embed = (lambda texts: embedder.encode(texts, role="query")) if chunking.strategy == "semantic" else None
         corpus, src_to_docs, chunk_stats = chunk_corpus(
             src.sources, hf_token_spans(embedder.tokenizer), chunking, embedder.max_seq_length, embed
         )
+        if chunk_stats["sources_split"]:
+            log.info(
+                "dataset %s: chunked %d sources into %d docs (%d split into windows of chunking.size_tokens=%d); "
+                "the metrics count these docs",
+                name,
+                chunk_stats["sources"],
+                chunk_stats["chunks"],
+                chunk_stats["sources_split"],
+                chunking.size,
+            )
     # before the card is copied: a chunk_qrels hook may add measured facts to src.card and query meta
     qrels = src.chunk_qrels(corpus, src_to_docs) if src.chunk_qrels else map_qrels(src.qrels, src_to_docs)
     log_dropped(name, src.dropped)

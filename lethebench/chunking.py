@@ -229,6 +229,14 @@ def chunk_corpus(
         "sources": int(len(sources)),
         "chunks": int(len(corpus)),
         "sources_split": int(sum(len(v) > 1 for v in src_to_docs.values())),
+        **_length_stats(arr, max_seq_length),
+    }
+    return corpus, src_to_docs, stats
+
+
+def _length_stats(arr: np.ndarray, max_seq_length: int | None) -> dict[str, Any]:
+    """Token-length percentiles of the docs and, given the embedder's limit, the share longer than it."""
+    stats: dict[str, Any] = {
         "tokens_p50": float(np.percentile(arr, 50)) if len(arr) else 0.0,
         "tokens_p95": float(np.percentile(arr, 95)) if len(arr) else 0.0,
         "tokens_max": int(arr.max()) if len(arr) else 0,
@@ -236,7 +244,26 @@ def chunk_corpus(
     if max_seq_length:
         stats["embedder_max_seq_length"] = int(max_seq_length)
         stats["share_longer_than_embedder_max"] = float((arr > max_seq_length).mean()) if len(arr) else 0.0
-    return corpus, src_to_docs, stats
+    return stats
+
+
+def whole_corpus(
+    sources: pd.DataFrame, spans: TokenSpans, max_seq_length: int | None = None
+) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, Any]]:
+    """Every source as one doc, whatever its length (``doc_id == source_id``), in :func:`chunk_corpus`'s order and
+    shape: the corpus, source_id -> [doc_id], and statistics (token lengths in ``spans``' tokens; the share longer
+    than ``max_seq_length``, the part an embedder with that limit never reads)."""
+    corpus = sources.sort_values(["scope_id", "position"], kind="stable").reset_index(drop=True)
+    corpus["position"] = corpus["position"].astype("int64")
+    arr = np.asarray([len(spans(t)) for t in corpus["text"]])
+    stats = {
+        "whole_documents": True,
+        "note": "the loader asked for whole documents: no source was chunked, whatever its length",
+        "sources": int(len(sources)),
+        "docs": int(len(corpus)),
+        **_length_stats(arr, max_seq_length),
+    }
+    return corpus, {d: [d] for d in corpus["doc_id"]}, stats
 
 
 def map_qrels(source_qrels: Qrels, src_to_docs: dict[str, list[str]]) -> Qrels:

@@ -407,4 +407,7 @@ class SourceDataset:
     # True: ``sources`` are docs already (chunks with their own source_id, e.g. a restored BEIR export); the
     # build keeps them as they are, whatever its chunking settings, and ``qrels`` are on them
     prechunked: bool = False
+    # True: every source is one doc whatever its length (e.g. BEIR's whole documents, dataset.params.chunk=false);
+    # the build does not chunk them, and ``qrels`` on sources are qrels on docs
+    keep_whole: bool = False
     dropped: dict[str, list[str]] = field(default_factory=dict)

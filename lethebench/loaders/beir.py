@@ -18,9 +18,16 @@ What the loader does, and where it differs from BEIR's own loader:
   at positions 0..n-1 in file order; every query sits at position n, so every document is eligible.
 * **Text.** A document's text is ``title + " " + text`` when it has a title (BEIR's dense models
   encode ``title + " " + text``; Pyserini's "flat" BEIR indexes also join the two), else ``text``; the title is also
-  kept in ``meta.title``. Documents longer than the chunk size are chunked like any other corpus, every
-  chunk of a relevant document relevant at its grade. A document whose title and text are both empty
-  cannot be a retrieval unit here: it is dropped (listed in the card, with any qrels naming it).
+  kept in ``meta.title``. A document whose title and text are both empty cannot be a retrieval unit
+  here: it is dropped (listed in the card, with any qrels naming it).
+* **Retrieval unit.** As in BEIR, one document of ``corpus.jsonl`` is one retrieval unit, its doc id the
+  ``_id``, whatever its length (``chunk=False``, the default; a dense model still reads only its first
+  ``max_seq_length`` tokens, as in BEIR, and the card says how many documents are longer). ``chunk=True``
+  chunks documents longer than ``chunking.size_tokens`` like any other corpus (``<_id>#<i>``), every chunk
+  of a relevant document relevant at its grade: metrics then count chunks and are not comparable with
+  published BEIR numbers; the build logs the document and chunk counts and the card says so.
+* **Where.** ``dataset.beir_dir`` is absolute or relative to the work root (``conf/dataset/beir.yaml`` sets
+  ``files_root: .``), not ``data.root``; :func:`check_config` names the key and the folder tried.
 * **Relevance.** Graded scores are kept as grades; rows with score <= 0 mean "not relevant" (as
   ``pytrec_eval`` reads them in BEIR's evaluation) and give no qrel. A query whose rows are all <= 0
   has no relevant document: the runner excludes it from retrieval metrics and counts it (BEIR's
@@ -48,7 +55,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
@@ -70,6 +77,14 @@ FORMAT = ("BEIR folder: corpus.jsonl ({_id, title, text} per line), queries.json
           "qrels/<split>.tsv (query-id, corpus-id, score; header line)")
 SIDECAR_OPTIONS = ("auto", "ignore")
 UNKNOWN_ID_OPTIONS = ("error", "drop")
+RETRIEVAL_UNIT = {
+    False: ("whole documents (dataset.params.chunk=false): one retrieval unit per corpus.jsonl document, its doc id "
+            "the _id, whatever its length, as BEIR evaluates; a dense model reads the first max_seq_length tokens "
+            "of each (chunking.share_longer_than_embedder_max)"),
+    True: ("chunks (dataset.params.chunk=true): a document longer than chunking.size_tokens is split into windows "
+           "<_id>#<i> (counts: chunking.sources documents -> chunking.chunks docs), each relevant at its document's "
+           "grade; every metric counts chunks, so scores are not comparable with published BEIR numbers"),
+}
 EXAMPLES = 10   # ids named in the card for large counts (queries of splits not loaded)
 
 
@@ -254,8 +269,8 @@ def _classify(paths: tuple[str | Path, ...]) -> tuple[Path, Path, dict[str, Path
     qrels: dict[str, Path] = {}
     for f in files:
         if not f.is_file():
-            raise FileNotFoundError(f"beir: input file not found: {f}. Point data.root (or LETHE_DATA_ROOT) and "
-                                    f"dataset.beir_dir at the BEIR folder (corpus.jsonl, queries.jsonl, "
+            raise FileNotFoundError(f"beir: input file not found: {f}. Point dataset.beir_dir (absolute, or relative "
+                                    f"to the work root) at the BEIR folder (corpus.jsonl, queries.jsonl, "
                                     f"qrels/<split>.tsv)")
         if f.name == CORPUS_FILE:
             corpus.append(f)
@@ -292,8 +307,23 @@ def _label(path: Path, folder: Path) -> str:
         return path.name
 
 
+def check_config(dataset_cfg: Mapping[str, Any], root: Path) -> None:
+    """FileNotFoundError naming ``dataset.beir_dir`` and the folder tried when the config's BEIR folder is missing.
+    ``root``: where its relative paths are read from (``lethebench.build.input_root``: the work root)."""
+    given = dataset_cfg.get("beir_dir")
+    if given is None:
+        return
+    folder = root / str(given)
+    if not folder.is_dir():
+        rule = (f"a relative beir_dir is read from the work root {root} (the folder the command runs from; the "
+                f"checkout's root inside the checkout), not data.root; give an absolute path, or "
+                f"dataset.beir_dir='${{data.root}}/{given}' for a folder under data.root")
+        raise FileNotFoundError(f"dataset.beir_dir={str(given)!r}: no such folder {folder} ("
+                                f"{'the path is absolute' if Path(str(given)).is_absolute() else rule})")
+
+
 def load_beir(*paths: str | Path, scope: str | None = None, sidecar: str = "auto",
-              unknown_ids: str = "error") -> SourceDataset:
+              unknown_ids: str = "error", chunk: bool = False) -> SourceDataset:
     """Read a BEIR folder (see the module docstring) into one scope.
 
     ``paths``: its ``corpus.jsonl``, ``queries.jsonl``, one or more ``qrels/<split>.tsv`` and, for a
@@ -301,8 +331,12 @@ def load_beir(*paths: str | Path, scope: str | None = None, sidecar: str = "auto
     the sidecar if present). ``scope``: the scope id of plain BEIR (default: the folder's name; an export
     keeps its own scopes). ``sidecar``: ``auto``
     (restore from the sidecar when given; stop if the folder holds one that is not given) or ``ignore``.
-    ``unknown_ids``: ``error`` or ``drop`` (qrels rows naming an unknown query or doc).
+    ``unknown_ids``: ``error`` or ``drop`` (qrels rows naming an unknown query or doc). ``chunk``: False keeps
+    every document whole (one retrieval unit each, as BEIR); True lets the build chunk long ones. An export
+    restored from its sidecar keeps its exported docs either way.
     """
+    if not isinstance(chunk, bool):
+        raise ValueError(f"beir: chunk={chunk!r}; expected true or false (dataset.params.chunk)")
     if sidecar not in SIDECAR_OPTIONS:
         raise ValueError(f"beir: sidecar={sidecar!r}; expected one of {list(SIDECAR_OPTIONS)}")
     if unknown_ids not in UNKNOWN_ID_OPTIONS:
@@ -319,7 +353,7 @@ def load_beir(*paths: str | Path, scope: str | None = None, sidecar: str = "auto
             f"positions, or set dataset.params.sidecar=ignore to load the folder as plain BEIR (one scope, every "
             f"doc eligible for every query)"
         )
-    params = {"scope": scope, "sidecar": sidecar, "unknown_ids": unknown_ids}
+    params = {"scope": scope, "sidecar": sidecar, "unknown_ids": unknown_ids, "chunk": chunk}
     files = [corpus_path, queries_path, *qrels_paths.values(), *([side_path] if side_path else [])]
     inputs = {_label(f, folder): sha256_file(f) for f in files}
 
@@ -346,14 +380,14 @@ def load_beir(*paths: str | Path, scope: str | None = None, sidecar: str = "auto
     scope_id = scope or folder.name or "beir"
     if any(c.isspace() for c in scope_id):
         raise ValueError(f"beir: scope {scope_id!r} contains whitespace; set dataset.params.scope")
-    return _plain(scope_id, docs, queries, q, card, dropped)
+    return _plain(scope_id, docs, queries, q, card, dropped, chunk)
 
 
 # ----------------------------------------------------------------------------- plain BEIR
 
 
 def _plain(scope_id: str, docs: list[dict[str, Any]], queries: list[dict[str, Any]], q: _Qrels,
-           card: dict[str, Any], dropped: dict[str, list[str]]) -> SourceDataset:
+           card: dict[str, Any], dropped: dict[str, list[str]], chunk: bool) -> SourceDataset:
     if not docs:
         raise DatasetError(f"beir: {CORPUS_FILE} holds no document with text: nothing to retrieve from")
     n = len(docs)
@@ -377,9 +411,11 @@ def _plain(scope_id: str, docs: list[dict[str, Any]], queries: list[dict[str, An
     card.update({
         "scope": (f"one scope '{scope_id}' holding every document of {CORPUS_FILE} ({n}) at positions 0..{n - 1} "
                   f"in file order; every query sits at position {n}: every document is eligible for every query"),
+        "retrieval_unit": RETRIEVAL_UNIT[chunk],
         "relevance": ("the qrels files' scores as grades (graded relevance kept); rows with score <= 0 are not "
                       "relevant. Documents are 'title text' (title prepended with one space, as BEIR's dense "
-                      "models encode them); a document split into chunks gives every chunk its grade."),
+                      "models encode them)" + ("; a document split into chunks gives every chunk its grade."
+                                               if chunk else ".")),
         "queries_by_split_loaded": {s: sum(1 for v in q.split_of.values() if v == s) for s in sorted(q.rows_by_split)},
         "exclusions": {
             "queries_in_file": len(queries),
@@ -396,7 +432,8 @@ def _plain(scope_id: str, docs: list[dict[str, Any]], queries: list[dict[str, An
                  len(not_loaded), len(queries))
     dropped["queries whose qrels rows all have score <= 0 (no relevant doc: excluded from retrieval metrics)"] = \
         no_relevant
-    return SourceDataset(scope_id, sources, qdf, q.qrels, card, dropped={k: v for k, v in dropped.items() if v})
+    return SourceDataset(scope_id, sources, qdf, q.qrels, card, keep_whole=not chunk,
+                         dropped={k: v for k, v in dropped.items() if v})
 
 
 # ----------------------------------------------------------------------------- the sidecar

@@ -5,6 +5,8 @@ conventions, and malformed ones stop with the file and line named."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -253,7 +255,7 @@ def test_only_the_listed_qrels_files_are_read_and_the_scope_can_be_named(scifact
         "beir", [scifact / "corpus.jsonl", scifact / "queries.jsonl", scifact / "qrels" / "dev.tsv"], {"scope": "sci"}
     )
     assert list(src.queries["query_id"]) == ["q5"] and set(src.sources["scope_id"]) == {"sci"}
-    assert src.card["loader"]["params"] == {"scope": "sci", "sidecar": "auto", "unknown_ids": "error"}
+    assert src.card["loader"]["params"] == {"scope": "sci", "sidecar": "auto", "unknown_ids": "error", "chunk": False}
 
 
 @pytest.mark.parametrize(
@@ -347,9 +349,10 @@ def test_unknown_ids_can_be_dropped_and_listed(tmp_path):
     ]
 
 
-def test_the_dataset_config_builds_a_folder_and_hashes_its_files(scifact, embedder, tmp_path):
+def test_the_dataset_config_builds_a_folder_and_hashes_its_files(scifact, embedder, tmp_path, monkeypatch):
+    monkeypatch.setenv("LETHE_ROOT", str(tmp_path))  # the work root: where a relative beir_dir is read from
     over = [
-        f"data.root={scifact.parent}",
+        f"data.root={tmp_path / 'elsewhere'}",  # not where a BEIR folder is looked for
         f"data.processed={tmp_path / 'processed'}",
         "dataset=beir",
         "dataset.beir_dir=scifact",
@@ -366,3 +369,62 @@ def test_the_dataset_config_builds_a_folder_and_hashes_its_files(scifact, embedd
     assert dataset_build_key(cfg) != folder.name  # an edited input file builds a new folder
     with pytest.raises(Exception, match="beir_dir"):
         prepare_dataset(load_config(["dataset=beir"]), embedder=embedder)  # the folder must be given
+
+
+def test_beir_dir_is_absolute_or_relative_to_the_work_root_and_a_missing_one_is_named(
+    scifact, embedder, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("LETHE_ROOT", str(tmp_path / "work"))
+    (tmp_path / "work").mkdir()
+    base = [f"data.processed={tmp_path / 'processed'}", "dataset=beir", "dataset.name=scifact"]
+    absolute = prepare_dataset(load_config([*base, f"dataset.beir_dir={scifact}"]), embedder=embedder)
+    assert len(read_dataset(absolute).corpus) == 4
+    # a folder under data.root, the rule before issue 38, is one interpolation away
+    under_root = load_config([*base, f"data.root={scifact.parent}", "dataset.beir_dir=${data.root}/scifact"])
+    assert read_dataset(prepare_dataset(under_root, embedder=embedder)).corpus.equals(read_dataset(absolute).corpus)
+    # a relative path is not read from data.root: the error names the key, the folder tried and the rule
+    relative = load_config([*base, f"data.root={scifact.parent}", "dataset.beir_dir=scifact"])
+    tried = re.escape(str(tmp_path / "work" / "scifact"))
+    with pytest.raises(FileNotFoundError, match=rf"dataset\.beir_dir='scifact': no such folder {tried} \(.*work root"):
+        dataset_build_key(relative)
+    # an existing folder without a listed file: the file tried is named
+    (scifact / "qrels" / "test.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"input file not found: .*scifact/qrels/test\.tsv"):
+        dataset_build_key(load_config([*base, f"dataset.beir_dir={scifact}"]))
+
+
+LONG = [
+    {"_id": "long", "title": "Tides", "text": " ".join(["The moon pulls the oceans and the tides rise and fall."] * 4)},
+    {"_id": "short", "title": "", "text": "Volcanoes erupt lava."},
+]
+
+
+@pytest.mark.parametrize("chunk", [False, True])
+def test_documents_stay_whole_unless_chunking_is_asked_for(tmp_path, embedder, chunk, caplog):
+    folder = _write(tmp_path / "long", LONG, QUERIES[:2], {"test": HEADER + "q1\tlong\t2\nq2\tshort\t1\n"})
+    cfg = load_config(
+        [
+            f"data.processed={tmp_path / 'processed'}",
+            "dataset=beir",
+            "dataset.name=long",
+            f"dataset.beir_dir={folder}",
+            f"dataset.params.chunk={str(chunk).lower()}",
+            "chunking.size_tokens=16",
+            "chunking.overlap_tokens=4",
+        ]
+    )
+    caplog.set_level(logging.INFO, logger="lethebench.build")
+    ds = read_dataset(prepare_dataset(cfg, embedder=embedder))
+    if not chunk:  # one retrieval unit per line of corpus.jsonl, doc id = _id, whatever chunking.size_tokens says
+        assert list(ds.corpus["doc_id"]) == ["long", "short"] and ds.qrels == {"q1": {"long": 2}, "q2": {"short": 1}}
+        assert ds.card["chunking"]["whole_documents"] is True and ds.card["chunking"]["tokens_max"] > 16
+        assert ds.card["retrieval_unit"].startswith("whole documents") and "chunked" not in caplog.text
+        with pytest.raises(ValueError, match=r"chunk='yes'; expected true or false \(dataset\.params\.chunk\)"):
+            load_beir(folder, chunk="yes")
+        return
+    n = len(ds.corpus) - 1
+    assert n > 1 and list(ds.corpus["doc_id"]) == [*(f"long#{i}" for i in range(n)), "short"]
+    assert ds.qrels == {"q1": {f"long#{i}": 2 for i in range(n)}, "q2": {"short": 1}}  # every chunk at its grade
+    assert ds.card["chunking"]["sources"] == 2 and ds.card["chunking"]["chunks"] == n + 1
+    assert ds.card["retrieval_unit"].startswith("chunks") and "not comparable" in ds.card["retrieval_unit"]
+    assert f"dataset long: chunked 2 sources into {n + 1} docs (1 split into windows" in caplog.text
