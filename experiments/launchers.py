@@ -20,6 +20,7 @@ CONCURRENT_ON_ONE_MACHINE = {
     "local": True,
     "submitit_local": True,
     "slurm": False,
+    "slurm_gpu": False,
     "submitit_slurm": False,
 }
 
