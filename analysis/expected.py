@@ -11,6 +11,7 @@ MISSING (no finished results folder), or DAMAGED (a finished folder missing or w
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -396,6 +397,28 @@ def format_verification(df: pd.DataFrame, title: str) -> str:
         )
     lines += ["", summary_line(df)]
     return "\n".join(lines) + "\n"
+
+
+VERIFICATION_COLUMNS = ("run", "metric", "expected", "measured", "diff", "tolerance", "status", "note")
+
+
+def parse_verification(text: str) -> list[dict[str, str]]:
+    """The rows of a table :func:`format_verification` wrote, as its cells' text. A study's metric name joins its row
+    key with `` | ``, written as ``\\|`` (tables written before that hold it bare, so the status cell, the first
+    status word from the seventh cell on, tells where the metric ends). Other lines (title, summary) are skipped."""
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("| ") or line.startswith("| run | metric |"):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        at = next((i for i in range(6, len(cells)) if cells[i] in STATUSES), None)
+        if at is None:
+            continue
+        metric = " | ".join(cells[1 : at - 4])
+        rows.append(
+            dict(zip(VERIFICATION_COLUMNS, [cells[0], metric, *cells[at - 4 : at + 1], " | ".join(cells[at + 1 :])]))
+        )
+    return rows
 
 
 def summary_line(df: pd.DataFrame) -> str:

@@ -12,10 +12,11 @@ from omegaconf import DictConfig
 from analysis.declared_runs import RunRef, undeclared
 from analysis.report import build_report, load_cfg
 from analysis.seed_report import build_seed_report, named_refs
+from analysis.site import SiteStudy, SiteTier, build_site
 from experiments import reference_store as RS
 from experiments.reference import Tier, report_tiers, resolve
-from experiments.reproduce_settings import base_overrides, from_store, store_if_read
-from experiments.study_jobs import publish_studies, study_docs, study_tables
+from experiments.reproduce_settings import base_overrides, from_store, store_if_read, verify_metrics
+from experiments.study_jobs import publish_studies, study_docs, study_folder, study_tables
 from lethe.core.paths import plain_name, project_path
 from lethebench.runs import RunFolder
 
@@ -169,3 +170,26 @@ def write_report(report: str, cfg: DictConfig) -> Path:
             for r in extra:
                 print(f"  {r.dataset}/{r.method}/{r.config_hash}")
     return path
+
+
+def site_wanted(report: str, cfg: DictConfig) -> bool:
+    """Whether the report group ``report`` gets a static site: the committed report, written from the reference store
+    (``make report``); the seed report's tables join the reference report's site."""
+    return from_store(cfg) and report in (cfg.get("committed_dir") or {}) and report != SEEDS_GROUP
+
+
+def write_site(report: str, cfg: DictConfig) -> Path:
+    """``<report folder>/site/`` (analysis/site.py) from the report just written there, the seed report beside it and
+    the declared runs and studies of the report's tiers, as the report read them."""
+    refs = refs_for(report, cfg)
+    tiers = [
+        SiteTier(
+            t.name,
+            t.description,
+            tuple(r for r in refs if r.tier == t.name),
+            tuple(SiteStudy(t.name, st.name, study_folder(st, cfg)) for st in t.studies),
+        )
+        for t in report_tiers(report, cfg.reference_dir)
+    ]
+    seeds = report_dir(SEEDS_GROUP, cfg) if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir else None
+    return build_site(report_dir(report, cfg), tiers, ["evaluated", *verify_metrics(cfg)], seeds)

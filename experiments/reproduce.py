@@ -35,7 +35,15 @@ from experiments.config import load_config
 from experiments.expected_scores import record_reach_tier, store_tier, verify_tier, write_expected_tier
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
 from experiments.progress import Progress
-from experiments.publishing import SEEDS_GROUP, ReportRefused, refs_for, report_groups, write_report
+from experiments.publishing import (
+    SEEDS_GROUP,
+    ReportRefused,
+    refs_for,
+    report_groups,
+    site_wanted,
+    write_report,
+    write_site,
+)
 from experiments.reference import (
     ResolvedRun,
     Tier,
@@ -196,9 +204,11 @@ def reproduce(cfg: DictConfig) -> int:
             code = 1
         tiers = resolve_tiers(cfg)  # done flags after running
     if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
+        written = []
         for report in report_groups([t for t, _ in tiers], cfg):
             try:
                 write_report(report, cfg)
+                written.append(report)
             except ReportRefused as exc:
                 # the seed report comes with every reference tier unasked; its runs are other tiers' (TIER=label_free)
                 if report == SEEDS_GROUP and not cfg.get("reports"):
@@ -217,6 +227,13 @@ def reproduce(cfg: DictConfig) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
+                code = 2
+        for report in [r for r in written if site_wanted(r, cfg)]:  # after the seed report, whose tables it shows
+            try:
+                write_site(report, cfg)
+            except Exception as exc:  # noqa: BLE001 - the report is written; say what failed
+                traceback.print_exception(exc)
+                print(f"!! the {report!r} report's site failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 code = 2
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
