@@ -20,27 +20,44 @@ import time
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
+from omegaconf import OmegaConf, open_dict
 
 from analysis import tables as T
 from analysis import views as V
 from analysis.metric_names import canonical_or_other, display_metric
 from analysis.report import load_cfg
-from experiments.reference import DeclaredRun, ResolvedRun, resolve
+from experiments.byo import adhoc_dataset, names_of, register
+from experiments.config import load_config
+from experiments.datasets import dataset_build_key
+from experiments.reference import DeclaredRun, ResolvedRun, processed_folder, resolve
+from experiments.run_identity import run_identity
 from lethe.core.paths import project_path
 
 CORRECTIONS = {"bonferroni": "p_bonferroni", "holm": "p_holm", "bh": "p_bh", None: None}
-Spec = str | Mapping[str, Sequence[str]] | Sequence[str]
+FORMATS = ("wide", "long")
+Spec = Any  # a name, a list of names or systems, or a mapping name -> overrides (a config method) or system
 
 
-def _named(spec: Spec, what: str) -> dict[str, list[str]]:
-    """``"bm25"``, ``["bm25", "vector"]`` or ``{"bm25": ["method.k1=0.9"], ...}`` -> {name: overrides}."""
+def _is_overrides(v: Any) -> bool:
+    return v is None or (isinstance(v, (list, tuple)) and all(isinstance(o, str) for o in v))
+
+
+def _named(spec: Spec, what: str) -> dict[str, Any]:
+    """``"bm25"``, ``["bm25", retriever, Path("run.trec")]`` or ``{"bm25": ["method.k1=0.9"], "mine": retriever}``
+    -> {name: list of overrides (a config name) or the system itself (bring your own, experiments.byo)}."""
     if isinstance(spec, str):
         return {spec: []}
     if isinstance(spec, Mapping):
-        return {str(k): [str(o) for o in (v or [])] for k, v in spec.items()}
-    if isinstance(spec, Sequence) and all(isinstance(s, str) for s in spec) and spec:
-        return {str(s): [] for s in spec}
-    raise TypeError(f"{what}: a name, a list of names, or a mapping name -> list of overrides; got {spec!r}")
+        return {str(k): ([str(o) for o in (v or [])] if _is_overrides(v) else v) for k, v in spec.items()}
+    if isinstance(spec, Sequence) and spec:
+        names = names_of(spec)
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"{what}: two entries are both named {dupes}; give them names in a mapping name -> system")
+        return {n: ([] if isinstance(s, str) else s) for n, s in zip(names, spec)}
+    raise TypeError(
+        f"{what}: a name, a list of names or systems, or a mapping name -> list of overrides or system; got {spec!r}"
+    )
 
 
 def _method_spec(name: str) -> tuple[str, str | None]:
@@ -54,20 +71,47 @@ def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -
     overrides apply in this order: ``overrides``, the dataset's, the method's."""
     out = []
     for ds, ds_over in _named(datasets, "datasets").items():
+        if isinstance(ds_over, Mapping):  # your own corpus, topics and qrels: a BEIR folder (experiments.byo)
+            root = project_path(load_config(list(overrides)).cache_dir) / "adhoc"
+            ds, ds_over = "beir", adhoc_dataset(ds, ds_over, root)
+        elif not _is_overrides(ds_over):
+            raise TypeError(
+                f"datasets: {ds!r} maps to {type(ds_over).__name__}; expected a list of overrides or a mapping "
+                "with corpus, queries and qrels"
+            )
         for name, m_over in _named(methods, "methods").items():
+            if not _is_overrides(m_over):
+                out.append(_resolve_own(name, m_over, ds, [*overrides, *ds_over]))
+                continue
             method, variant = _method_spec(name)
             run = DeclaredRun("api", ds, method, None, variant, None, tuple([*overrides, *ds_over, *m_over]))
             out.append(resolve(run))
     return out
 
 
+def _resolve_own(name: str, system: Any, dataset: str, overrides: Sequence[str]) -> ResolvedRun:
+    """A bring-your-own system (experiments.byo) on ``dataset`` as a resolved run: the run config of
+    ``dataset=<dataset>`` with its method section replaced by the system's; a Python object's run is always made
+    again (``run.overwrite=true``: its code may have changed under the same name)."""
+    own = register(name, system)
+    cfg = load_config([f"dataset={dataset}", *overrides])
+    with open_dict(cfg):
+        cfg.method = OmegaConf.create(own.method)
+        if own.live:
+            cfg.run.overwrite = True
+    key = dataset_build_key(cfg)
+    ident = run_identity(cfg, key)
+    declared = DeclaredRun("api", dataset, name, overrides=tuple(overrides))
+    return ResolvedRun(declared, cfg, ident.config_hash, ident.folder, processed_folder(cfg, key))
+
+
 def run_missing(runs: Sequence[ResolvedRun], progress: bool = True) -> None:
     """Build the prerequisites of the runs that are not done, then run them one at a time (in this process,
-    so their latencies stay comparable)."""
+    so their latencies stay comparable); a run whose config says ``run.overwrite=true`` is made again."""
     from experiments.prerequisites import prepare_steps
     from experiments.runner import run_job
 
-    pending = [r for r in runs if not r.done]
+    pending = [r for r in runs if not r.done or r.cfg.run.get("overwrite")]
     steps = [s for s in prepare_steps(pending) if not s.done] if pending else []
     jobs = [(s.name, s.make) for s in steps] + [(r.key, lambda c=r.cfg: run_job(c)) for r in pending]
     t0 = time.perf_counter()
@@ -88,32 +132,49 @@ def experiment(
     run: bool = True,
     analysis: Mapping[str, Any] | None = None,
     progress: bool = True,
+    format: str = "wide",
+    perquery: bool = False,
+    verbose: bool = False,
 ) -> pd.DataFrame:
     """Run (or reuse) ``methods`` on ``datasets`` and test each against ``baseline`` per dataset and metric.
 
-    ``methods`` / ``datasets``: config names (``conf/method/``, ``conf/dataset/``), a list of them, or a
-    mapping name -> its overrides (a method ``name+variant`` is filed under that label, e.g.
-    ``{"bm25+k1_09": ["method.k1=0.9"]}``). ``metrics``: ranx or ir_measures names (``nDCG@10``, ``R@50``,
-    ``RR@10``, ``P@10``, ``recall@50``; ``coverage@10`` / ``contradiction@10`` where labelled). ``baseline``:
-    a method name, or None for each dataset's best baseline by the report's rule (the report's Table 2).
-    ``correction``: which adjusted p value fills ``p_adjusted`` (``holm``, ``bonferroni``, ``bh`` or None for the
-    unadjusted p of the primary test, ``analysis.primary_test.table2``); all three are always returned, adjusted
-    over the whole returned family. ``overrides``: run overrides for every
-    run (e.g. ``data.root=...``); ``save_dir``: the results folder (``results_dir``; default the project's).
-    ``run=False`` only reads finished runs (a missing one raises). ``analysis``: report settings
-    (conf/analysis/default.yaml), e.g. ``{"bootstrap_resamples": 2000}``.
+    ``methods``: config names (``conf/method/``), systems of your own (experiments.byo: an object with
+    ``index``/``search``, a callable ``text -> [(doc_id, score)]``, a TREC run file as a ``pathlib.Path``, a ranx
+    ``Run``, a DataFrame ``query_id, doc_id, score``), a list of them, or a mapping name -> overrides (a config
+    method; ``name+variant`` is filed under that label, e.g. ``{"bm25+k1_09": ["method.k1=0.9"]}``) or name ->
+    system. ``datasets``: config names (``conf/dataset/``), a list, or a mapping name -> overrides, or name -> your
+    own ``{"corpus", "queries", "qrels"}`` (frames, dicts or files; an ad-hoc BEIR dataset, experiments.byo). ``metrics``:
+    ranx or ir_measures names (``nDCG@10``, ``R@50``, ``AP@100``, ``Rprec``, ``Success@10``, ...;
+    ``coverage@10`` / ``contradiction@10`` where labelled). ``baseline``: a method name, or None for each dataset's
+    best baseline by the report's rule (the report's Table 2). ``correction``: which adjusted p value fills
+    ``p_adjusted`` and the marks (``holm``, ``bonferroni``, ``bh`` or None for the unadjusted p of the primary
+    test, ``analysis.primary_test.table2``), adjusted over the whole family of comparisons. ``overrides``: run
+    overrides for every run (e.g. ``data.root=...``); ``save_dir``: the results folder (``results_dir``; default
+    the project's). ``run=False`` only reads finished runs (a missing one raises). ``analysis``: report settings
+    (conf/analysis/default.yaml), e.g. ``{"bootstrap_resamples": 2000}``. ``verbose=False`` (default) keeps each
+    run's summary table and progress bar out of the output (``run.print_summary``/``run.progress`` false);
+    ``progress`` prints one line per job made.
 
-    Returns one row per (dataset, metric, method): n, baseline_mean, method_mean, mean_diff, ci_low, ci_high
-    (of the mean difference), p_wilcoxon, p_randomization, d_z, wins, ties, losses, p_bonferroni, p_holm, p_bh,
-    p_adjusted, ci_vs_test (the CI and the primary test disagree), the metric's ir_measures name (``measure``) and
-    the method's gate mark (below its first stage). ``attrs``: correction, baseline, family_size, primary_test.
+    ``format="wide"`` (default): one row per (dataset, system), the baseline first; per metric its mean, the mean
+    difference to the baseline (``Δ``) with its BCa CI (``CI low``/``CI high``), ``p`` (``p_adjusted``) and
+    ``sig`` (``+``/``-``: significantly better/worse at 1 - ``analysis.confidence``, ``base`` on the baseline
+    row); then ``n`` (queries), ``folder`` and ``config_hash`` of the run. Use ``.round(4)``, ``.to_markdown()``,
+    ``.to_latex()``. ``format="long"``: one row per (dataset, metric, method): n, baseline_mean, method_mean,
+    mean_diff, ci_low, ci_high, p_wilcoxon, p_randomization, d_z, wins, ties, losses, p_bonferroni, p_holm,
+    p_bh, p_adjusted, ci_vs_test, ``measure`` (the ir_measures name) and the gate mark. ``perquery=True``: the
+    per-query scores instead, one row per (dataset, system, query_id), a column per metric. Every form's
+    ``attrs`` holds ``runs`` ({(dataset, system): {folder, config_hash}}), correction, baseline, family_size,
+    primary_test.
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"correction={correction!r}: expected one of {sorted(k for k in CORRECTIONS if k)} or None")
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r}: expected one of {list(FORMATS)}")
     if isinstance(metrics, str):
         metrics = [metrics]
     family = list(dict.fromkeys(canonical_or_other(m) for m in metrics))  # label metrics (coverage@10) kept as is
-    over = [*overrides, *([f"results_dir={project_path(save_dir)}"] if save_dir else [])]
+    quiet = [] if verbose else ["run.print_summary=false", "run.progress=false"]
+    over = [*quiet, *overrides, *([f"results_dir={project_path(save_dir)}"] if save_dir else [])]
     runs = resolve_runs(methods, datasets, over)
     if run:
         run_missing(runs, progress)
@@ -143,10 +204,86 @@ def experiment(
             "(a retrieval metric is computed from the run files when asked for; a label metric such as "
             "coverage@N only where the dataset has its labels, at the report's coverage_n)"
         )
+    _warn_dropped(runs)
+    where = {
+        (str(r.cfg.dataset.name), r.declared.label): {"folder": str(r.folder), "config_hash": r.config_hash}
+        for r in runs
+    }
+    if perquery:
+        return _per_query(views, family, where)
     df = T.table2(views, cfg, baseline=baseline)
-    if df.empty:
+    df.attrs.update(
+        correction=correction, baseline=baseline or "best per dataset", family_size=int(len(df)), runs=where
+    )
+    if df.empty:  # one system per dataset, or nothing comparable: no comparison to show
         return df
     df.insert(df.columns.get_loc("metric") + 1, "measure", [display_metric(m) for m in df["metric"]])
     df["p_adjusted"] = df[CORRECTIONS[correction]] if correction else df[f"p_{df.attrs['primary_test']}"]
-    df.attrs.update(correction=correction, baseline=baseline or "best per dataset", family_size=int(len(df)))
-    return df
+    return df if format == "long" else wide(df, where, alpha=1.0 - float(cfg["confidence"]))
+
+
+def wide(long: pd.DataFrame, runs: Mapping[tuple[str, str], Mapping[str, str]], alpha: float = 0.05) -> pd.DataFrame:
+    """The long comparison frame as one row per (dataset, system), the baseline first (see :func:`experiment`)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for ds, part in long.groupby("dataset", sort=False):
+        for _, r in part.iterrows():
+            m = r["measure"]
+            base = rows.setdefault((ds, r["baseline"]), {})
+            base[m], base[f"{m} sig"], base["n"] = r["baseline_mean"], "base", int(r["n"])
+            mine = rows.setdefault((ds, r["method"]), {})
+            significant = bool(r["p_adjusted"] < alpha)
+            mine.update(
+                {
+                    m: r["method_mean"],
+                    f"{m} Δ": r["mean_diff"],
+                    f"{m} CI low": r["ci_low"],
+                    f"{m} CI high": r["ci_high"],
+                    f"{m} p": r["p_adjusted"],
+                    f"{m} sig": ("+" if r["mean_diff"] > 0 else "-") if significant else "",
+                }
+            )
+            mine["n"] = int(r["n"])
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["dataset", "system"])
+    measures = list(dict.fromkeys(long["measure"]))
+    cols = [c for m in measures for c in (m, f"{m} Δ", f"{m} CI low", f"{m} CI high", f"{m} p", f"{m} sig")]
+    out = out.reindex(columns=[*cols, "n"])
+    out["folder"] = [runs.get(i, {}).get("folder") for i in out.index]
+    out["config_hash"] = [runs.get(i, {}).get("config_hash") for i in out.index]
+    out.attrs.update(long.attrs)
+    return out
+
+
+def _per_query(views: Mapping[str, Any], metrics: Sequence[str], runs: Mapping[tuple[str, str], Any]) -> pd.DataFrame:
+    """One row per (dataset, system, query_id), a column per asked metric (ir_measures names)."""
+    frames = []
+    for ds, v in views.items():
+        for system, pq in v.per_query.items():
+            cols = [m for m in metrics if m in pq.columns]
+            f = pq[cols].rename(columns=display_metric).reset_index()
+            f.insert(0, "system", system)
+            f.insert(0, "dataset", ds)
+            frames.append(f)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    out.attrs["runs"] = dict(runs)
+    return out
+
+
+def _warn_dropped(runs: Sequence[ResolvedRun]) -> None:
+    """Print how many scored docs a bring-your-own ranking or callable named that a query could not see (later
+    turns, other scopes): they were cut (experiments.byo), so the user knows their run was not taken whole."""
+    from lethebench.runs import RunFolder
+
+    for r in runs:
+        if OmegaConf.select(r.cfg, "method._target_") != "experiments.byo.registered":
+            continue
+        flags = RunFolder(r.folder).flags()
+        dropped = flags["byo_dropped"].fillna(0) if "byo_dropped" in flags else pd.Series(0, index=flags.index)
+        absent = int(flags["byo_missing"].fillna(False).astype(bool).sum()) if "byo_missing" in flags else 0
+        if dropped.sum() or absent:
+            print(
+                f"{r.key}: {int(dropped.sum())} scored docs of {int((dropped > 0).sum())} queries were not eligible "
+                f"for their query (later turns or other scopes) and were cut; {absent} of {len(flags)} queries "
+                "were absent from the ranking (scored 0)",
+                flush=True,
+            )

@@ -162,6 +162,7 @@ def _api_smoke(smoke, **kw):
         overrides=run_paths,
         run=False,
         analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000},
+        format="long",
         **kw,
     )
 
