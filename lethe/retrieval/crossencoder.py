@@ -29,6 +29,7 @@ import numpy as np
 from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_write_text
 from lethe.core.devices import resolve_device
+from lethe.core.library_logs import quiet_model_loading
 from lethe.core.heldout import may_score
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
 from lethe.core.paths import project_path
@@ -130,6 +131,7 @@ def load_cross_encoder(
     from sentence_transformers import CrossEncoder
 
     device = resolve_device(device, "method.model.device")
+    quiet_model_loading()
     model = CrossEncoder(
         str(path), num_labels=num_labels, max_length=max_length, device=device, local_files_only=offline
     )

