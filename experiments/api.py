@@ -26,7 +26,7 @@ from analysis import tables as T
 from analysis import views as V
 from analysis.metric_names import canonical_or_other, display_metric
 from analysis.report import load_cfg
-from experiments.byo import adhoc_dataset, names_of, register
+from experiments.byo import Registered, adhoc_dataset, names_of, register
 from experiments.config import load_config
 from experiments.datasets import dataset_build_key
 from experiments.reference import DeclaredRun, ResolvedRun, processed_folder, resolve
@@ -69,6 +69,9 @@ def _method_spec(name: str) -> tuple[str, str | None]:
 def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -> list[ResolvedRun]:
     """Every (dataset, method) as a resolved run (config composed, results folder located by config hash);
     overrides apply in this order: ``overrides``, the dataset's, the method's."""
+    systems = _named(methods, "methods")
+    # a system of your own is registered once (a run file read and hashed once), then paired with every dataset
+    own = {name: register(name, s) for name, s in systems.items() if not _is_overrides(s)}
     out = []
     for ds, ds_over in _named(datasets, "datasets").items():
         if isinstance(ds_over, Mapping):  # your own corpus, topics and qrels: a BEIR folder (experiments.byo)
@@ -79,9 +82,9 @@ def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -
                 f"datasets: {ds!r} maps to {type(ds_over).__name__}; expected a list of overrides or a mapping "
                 "with corpus, queries and qrels"
             )
-        for name, m_over in _named(methods, "methods").items():
-            if not _is_overrides(m_over):
-                out.append(_resolve_own(name, m_over, ds, [*overrides, *ds_over]))
+        for name, m_over in systems.items():
+            if name in own:
+                out.append(_resolve_own(own[name], ds, [*overrides, *ds_over]))
                 continue
             method, variant = _method_spec(name)
             run = DeclaredRun("api", ds, method, None, variant, None, tuple([*overrides, *ds_over, *m_over]))
@@ -89,11 +92,10 @@ def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -
     return out
 
 
-def _resolve_own(name: str, system: Any, dataset: str, overrides: Sequence[str]) -> ResolvedRun:
-    """A bring-your-own system (experiments.byo) on ``dataset`` as a resolved run: the run config of
+def _resolve_own(own: Registered, dataset: str, overrides: Sequence[str]) -> ResolvedRun:
+    """A registered bring-your-own system (experiments.byo) on ``dataset`` as a resolved run: the run config of
     ``dataset=<dataset>`` with its method section replaced by the system's; a Python object's run is always made
     again (``run.overwrite=true``: its code may have changed under the same name)."""
-    own = register(name, system)
     cfg = load_config([f"dataset={dataset}", *overrides])
     with open_dict(cfg):
         cfg.method = OmegaConf.create(own.method)
@@ -101,7 +103,7 @@ def _resolve_own(name: str, system: Any, dataset: str, overrides: Sequence[str])
             cfg.run.overwrite = True
     key = dataset_build_key(cfg)
     ident = run_identity(cfg, key)
-    declared = DeclaredRun("api", dataset, name, overrides=tuple(overrides))
+    declared = DeclaredRun("api", dataset, own.method["name"], overrides=tuple(overrides))
     return ResolvedRun(declared, cfg, ident.config_hash, ident.folder, processed_folder(cfg, key))
 
 

@@ -7,7 +7,7 @@
   query's eligible docs, and an ineligible doc in its ranking stops the run (as for every method);
 * a callable ``text -> [(doc_id, score), ...]`` (or ``{doc_id: score}``): a retriever over the whole collection;
   its results are cut to each query's eligible docs (later turns and other scopes dropped, counted per query in
-  the flag ``byo_dropped``), sorted by score (ties: doc id descending, trec_eval's rule) and cut to ``run.k``;
+  the flag ``byo_dropped``), put in the runner's canonical order (lethe.retrieval.ranking) and cut to ``run.k``;
 * a finished ranking: a TREC run file (a :class:`pathlib.Path`), a ranx ``Run``, a dict
   ``{query_id: {doc_id: score}}`` or a DataFrame with columns ``query_id`` (or ``q_id``), ``doc_id``, ``score``;
   each query's ranking is cut to its eligible docs as for a callable; a query the ranking lacks has no results
@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pandas as pd
 
 from lethe.core.protocol import Doc, Method, Query, SearchResult
+from lethe.retrieval.ranking import top_k
 from lethebench.trec import read_run
 
 TARGET = "experiments.byo.registered"
@@ -51,8 +52,7 @@ def _eligible_ranking(scores: Mapping[str, float], allowed: set[str], k: int) ->
     """The top ``k`` of ``scores`` among ``allowed`` docs (score descending, then doc id descending) and how many
     scored docs were not allowed."""
     kept = [(d, float(s)) for d, s in scores.items() if d in allowed]
-    kept.sort(key=lambda x: (x[1], x[0]), reverse=True)
-    return kept[:k], len(scores) - len(kept)
+    return top_k(kept, k), len(scores) - len(kept)
 
 
 def _as_scores(pairs: Any, what: str) -> dict[str, float]:
@@ -111,8 +111,7 @@ class ObjectAdapter(Adapter):
         res = self.obj.search(query, k)
         if isinstance(res, SearchResult):
             return res
-        ranked = sorted(_as_scores(res, f"{self.name}.search").items(), key=lambda x: (x[1], x[0]), reverse=True)
-        return SearchResult(ranked[:k])
+        return SearchResult(top_k(_as_scores(res, f"{self.name}.search"), k))
 
     def describe(self) -> dict[str, Any]:
         own = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else None
@@ -165,8 +164,10 @@ class RankingAdapter(Adapter):
 
 
 def _qualname(obj: Any) -> str:
-    t = obj if isinstance(obj, type) or callable(obj) and not hasattr(obj, "search") else type(obj)
-    return f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', type(t).__qualname__)}"
+    t = (
+        obj if hasattr(obj, "__qualname__") else type(obj)
+    )  # a function or class by its own name, an instance by its class
+    return f"{getattr(t, '__module__', '?')}.{t.__qualname__}"
 
 
 def ranking_scores(system: Any) -> tuple[Scores, str] | None:
