@@ -209,7 +209,7 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
                 d.get("build_key"),
                 (d.get("card_counts") or {}).get("docs"),
                 r.metrics["queries"]["evaluated"],
-                f"results/cards/{v.name}.md",
+                card if (PROJECT_ROOT / (card := f"results/cards/{v.name}.md")).is_file() else "- (no core-tier runs)",
             ]
         )
     lines += [
