@@ -26,7 +26,7 @@ from analysis import tables as T
 from analysis import views as V
 from analysis.metric_names import canonical_or_other, display_metric
 from analysis.report import load_cfg
-from experiments.byo import Registered, adhoc_dataset, names_of, register
+from experiments.byo import TARGET, Registered, adhoc_dataset, names_of, register
 from experiments.config import load_config
 from experiments.datasets import dataset_build_key
 from experiments.reference import DeclaredRun, ResolvedRun, processed_folder, resolve
@@ -277,7 +277,7 @@ def _warn_dropped(runs: Sequence[ResolvedRun]) -> None:
     from lethebench.runs import RunFolder
 
     for r in runs:
-        if OmegaConf.select(r.cfg, "method._target_") != "experiments.byo.registered":
+        if OmegaConf.select(r.cfg, "method._target_") != TARGET:
             continue
         flags = RunFolder(r.folder).flags()
         dropped = flags["byo_dropped"].fillna(0) if "byo_dropped" in flags else pd.Series(0, index=flags.index)

@@ -26,7 +26,6 @@ folder named by the sha256 of its content and loaded by ``dataset=beir`` (:func:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from lethe.core.hashing import content_hash
 from lethe.core.protocol import Doc, Method, Query, SearchResult
 from lethe.retrieval.ranking import top_k
 from lethebench.trec import read_run
@@ -42,10 +42,6 @@ TARGET = "experiments.byo.registered"
 Scores = dict[str, dict[str, float]]  # query_id -> doc_id -> score
 
 _REGISTRY: dict[str, tuple[str, Any]] = {}  # key -> (kind, what the runner calls)
-
-
-def _sha256(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _eligible_ranking(scores: Mapping[str, float], allowed: set[str], k: int) -> tuple[list[tuple[str, float]], int]:
@@ -164,9 +160,8 @@ class RankingAdapter(Adapter):
 
 
 def _qualname(obj: Any) -> str:
-    t = (
-        obj if hasattr(obj, "__qualname__") else type(obj)
-    )  # a function or class by its own name, an instance by its class
+    # a function or class by its own name, an instance by its class
+    t = obj if hasattr(obj, "__qualname__") else type(obj)
     return f"{getattr(t, '__module__', '?')}.{t.__qualname__}"
 
 
@@ -186,12 +181,11 @@ def ranking_scores(system: Any) -> tuple[Scores, str] | None:
                 raise ValueError(f"ranking DataFrame: query {q!r} names doc {d!r} twice")
             out[q][d] = s
         return out, "DataFrame"
-    if type(system).__name__ == "Run" and callable(
-        getattr(system, "to_dict", None)
-    ):  # ranx.Run, without importing ranx
-        return {str(q): {str(d): float(s) for d, s in r.items()} for q, r in system.to_dict().items()}, "ranx.Run"
+    source = "dict"
+    if type(system).__name__ == "Run" and callable(getattr(system, "to_dict", None)):  # ranx.Run, not importing ranx
+        system, source = system.to_dict(), "ranx.Run"
     if isinstance(system, Mapping) and system and all(isinstance(v, Mapping) for v in system.values()):
-        return {str(q): {str(d): float(s) for d, s in r.items()} for q, r in system.items()}, "dict"
+        return {str(q): {str(d): float(s) for d, s in r.items()} for q, r in system.items()}, source
     return None
 
 
@@ -208,16 +202,16 @@ def register(name: str, system: Any) -> Registered:
     ranking = ranking_scores(system)
     if ranking is not None:
         scores, source = ranking
-        fingerprint = _sha256(scores)
+        fingerprint = content_hash(scores)
         adapter: Any = RankingAdapter(name, scores, source, fingerprint)
     elif callable(getattr(system, "index", None)) and callable(getattr(system, "search", None)):
         # the whole protocol: the runner calls the object itself, optional abilities (set_collection, ...) included
         adapter = system if isinstance(system, Method) else ObjectAdapter(name, system)
         own = system.describe() if callable(getattr(system, "describe", None)) else None
-        fingerprint = _sha256({"class": _qualname(system), "describe": own})
+        fingerprint = content_hash({"class": _qualname(system), "describe": own})
     elif callable(system):
         adapter = CallableAdapter(name, system)
-        fingerprint = _sha256({"callable": _qualname(system)})
+        fingerprint = content_hash({"callable": _qualname(system)})
     else:
         raise TypeError(
             f"system {name!r}: expected a method config name, an object with index/search, a callable "
@@ -324,7 +318,7 @@ def adhoc_dataset(name: str, spec: Mapping[str, Any], root: Path) -> list[str]:
         "queries.jsonl": "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in queries),
         "qrels/test.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels),
     }
-    folder = root / f"{name}-{_sha256(files)[:16]}"
+    folder = root / f"{name}-{content_hash(files, 16)}"
     if not (folder / "qrels" / "test.tsv").is_file():
         from lethe.core.atomic import atomic_write_text
 
