@@ -192,7 +192,7 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.st.get_sentence_embedding_dimension())
+        return int(self.st.get_embedding_dimension())
 
     def flush(self) -> None:
         """Write pending cache entries (call when a run ends)."""

@@ -343,7 +343,7 @@ class OnnxBiEncoder(_OnnxModel):
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         if not texts:
-            return np.zeros((0, int(self.model.get_sentence_embedding_dimension())), np.float32)
+            return np.zeros((0, int(self.model.get_embedding_dimension())), np.float32)
         vecs = self._run(list(texts), batch_size)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return (vecs / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
