@@ -203,13 +203,14 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
     for v in sorted(views.values(), key=lambda v: v.name):
         r = max(v.runs.values(), key=lambda x: x.metrics["queries"]["evaluated"])  # not a sampled run
         d = r.manifest["dataset"]
+        card = f"results/cards/{v.name}.md"  # written only for datasets with the core tier's difficulty runs
         datasets.append(
             [
                 v.name,
                 d.get("build_key"),
                 (d.get("card_counts") or {}).get("docs"),
                 r.metrics["queries"]["evaluated"],
-                card if (PROJECT_ROOT / (card := f"results/cards/{v.name}.md")).is_file() else "- (no core-tier runs)",
+                card if (PROJECT_ROOT / card).is_file() else "- (no core-tier runs)",
             ]
         )
     lines += [
