@@ -115,6 +115,21 @@ def canonical_metric(name: str, key: str = "metric") -> str:
     return canon
 
 
+def metric_cutoff(name: str) -> int | None:
+    """The cutoff of a retrieval metric in either spelling (``R@50`` -> 50); None for one without a cutoff
+    (``ndcg``, ``r-precision``) and for any other name."""
+    canon = _parse(name) if isinstance(name, str) else None
+    if canon is None or "@" not in canon:
+        return None
+    return int(canon.rpartition("@")[2])
+
+
+def deeper_than(names: Iterable[str], depth: int) -> list[str]:
+    """The metrics of ``names`` whose cutoff exceeds ``depth`` documents (a run's ``run.k``): on a ranking cut at
+    ``depth`` they see only its top ``depth`` documents, so ``recall@1000`` of a depth-100 run is its recall@100."""
+    return [n for n in names if (metric_cutoff(n) or 0) > depth]
+
+
 def canonical_metrics(names: Iterable[str], key: str = "metrics") -> tuple[str, ...]:
     """:func:`canonical_metric` of each name, in order; two spellings of one metric are refused (they
     would give one column twice)."""

@@ -9,13 +9,16 @@ by the ranx name. ranx is imported lazily because it compiles numba kernels on f
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Mapping, Sequence
 
 import pandas as pd
 
-from analysis.metric_names import canonical_metrics
+from analysis.metric_names import canonical_metrics, deeper_than
 from lethebench.runs import RunFolder
+
+log = logging.getLogger(__name__)
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
@@ -62,6 +65,12 @@ def run_scores(folder: RunFolder | str | os.PathLike, metrics: Sequence[str]) ->
     added to ``run.metrics`` after the run needs no rerun (the metrics are not part of a run's identity)."""
     f = folder if isinstance(folder, RunFolder) else RunFolder(folder)
     names = list(canonical_metrics(metrics, "metrics"))
+    depth = ((f.manifest.get("config") or {}).get("run") or {}).get("k")
+    deep = deeper_than(names, depth) if isinstance(depth, int) else []
+    if deep:
+        log.warning(
+            "%s: %s cut deeper than its run.k=%d, so they see only its top %d documents", f.path, deep, depth, depth
+        )
     stored = f.per_query.set_index("query_id")
     out = stored[[m for m in names if m in stored.columns]].copy()
     missing = [m for m in names if m not in stored.columns]

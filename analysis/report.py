@@ -11,6 +11,7 @@ as claims beside measurements.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -156,16 +157,30 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
     )
 
 
+def hardware_line(manifests: Sequence[Mapping[str, Any]]) -> str:
+    """The setup's hardware line: the one machine every run was made on, or each machine with its number of runs."""
+    machines = Counter(
+        "{cpu}, {cores} cores, {ram_gib} GiB RAM; Python {python}".format_map(
+            {k: (m.get("hardware") or {}).get(k) for k in ("cpu", "cores", "ram_gib", "python")}
+        )
+        for m in manifests
+    )
+    if len(machines) == 1:
+        return f"- Hardware: {next(iter(machines))}"
+    return "- Hardware (the runs were made on more than one machine; each run's manifest names its own): " + "; ".join(
+        f"{m} ({n} run{'s' * (n != 1)})" for m, n in machines.most_common()
+    )
+
+
 def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: Mapping[str, Any]) -> str:
     """Hardware, versions, and every declared run: tier, subset, config hash, seed, commit, dirty flag."""
     runs = [r for v in views.values() for r in v.runs.values()]
     if not runs:
         return "No declared run has finished yet.\n"
     man = runs[0].manifest
-    hw = man.get("hardware", {})
     pk = man.get("packages", {})
     lines = [
-        f"- Hardware: {hw.get('cpu')}, {hw.get('cores')} cores, {hw.get('ram_gib')} GiB RAM; Python {hw.get('python')}",
+        hardware_line([r.manifest for r in runs]),
         "- Packages: " + ", ".join(f"{k} {v}" for k, v in sorted(pk.items()) if v),
         f"- {len(runs)} of {len(refs)} declared runs are finished; the tiers are declared in `conf/reference/` and "
         "their expected scores are in `results/expected/`.",

@@ -27,7 +27,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from analysis.answers import embedding_similarity, score_answer
-from analysis.metric_names import UnknownMetric, canonical_metrics
+from analysis.metric_names import UnknownMetric, canonical_metrics, deeper_than
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
 from lethe.core.paths import plain_name, project_path
@@ -361,9 +361,17 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
     if not isinstance(run.get("metrics"), (list, tuple)) or not run["metrics"]:
         raise ConfigError(f"run.metrics={run.get('metrics')!r}: must be a non-empty list of metric names")
     try:
-        canonical_metrics(run["metrics"], "run.metrics")
+        metrics = canonical_metrics(run["metrics"], "run.metrics")
     except UnknownMetric as exc:
         raise ConfigError(str(exc)) from exc
+    deep = deeper_than(metrics, run["k"])
+    if deep:
+        log.warning(
+            "run.metrics %s cut deeper than run.k=%d, the most documents a ranked list holds: they see only its top "
+            "run.k (recall@N equals recall@run.k); raise run.k or lower the cutoff",
+            deep,
+            run["k"],
+        )
     threads = run.get("threads", "auto")
     if threads not in (None, "auto") and not _int_at_least(threads, 1):
         raise ConfigError(

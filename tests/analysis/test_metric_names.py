@@ -12,8 +12,10 @@ from analysis.metric_names import (
     canonical_metric,
     canonical_metrics,
     canonical_or_other,
+    deeper_than,
     display_metric,
     display_text,
+    metric_cutoff,
 )
 
 # (ranx, ir_measures): every family, two cutoffs each, and the ones without a cutoff
@@ -119,3 +121,11 @@ def test_a_rendered_table_prints_ir_measures_names_and_keeps_the_frame():
     )
     assert list(printed(df)["metric"]) == ["nDCG@10", "R@50", "coverage@10"]
     assert list(df["metric"]) == ["ndcg@10", "recall@50", "coverage@10"]  # the computed frame is not changed
+
+
+def test_a_cutoff_is_read_in_either_spelling_and_compared_with_a_run_depth():
+    names = ("R@50", "recall@50", "nDCG@10", "ndcg", "Rprec", "coverage@10")
+    assert [metric_cutoff(n) for n in names] == [50, 50, 10, None, None, None]
+    # only a cutoff deeper than the ranked list is flagged; no cutoff means the whole list, which is what it holds
+    assert deeper_than(["nDCG@10", "R@50", "map", "r-precision", "P@20"], 20) == ["R@50"]
+    assert deeper_than(["ndcg@10", "recall@50"], 100) == []

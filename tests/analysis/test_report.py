@@ -206,3 +206,20 @@ def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_pa
     assert "## Seed 002" not in seeds  # no declared run of seed 002 here
     assert "| locomo | vector+seed001 | test |" in seeds and "| locomo | window |" not in seeds  # named runs only
     assert (seeds_dir / "tables" / "table_seed001_1.md").is_file()
+
+
+def test_the_hardware_line_names_every_machine_the_runs_were_made_on():
+    """Runs stored from two machines are not reported as made on one (the setup used to print the first run's)."""
+    import copy
+    import json
+
+    from analysis.report import hardware_line
+
+    stored = json.loads((PROJECT_ROOT / "results/reference/core/locomo/bm25/manifest.json").read_text())
+    cpu = stored["hardware"]["cpu"]
+    assert hardware_line([stored, stored]).startswith(f"- Hardware: {cpu}, ")
+    other = copy.deepcopy(stored)
+    other["hardware"]["cpu"] = "another CPU"
+    line = hardware_line([stored, other, stored])
+    assert "more than one machine" in line
+    assert f"{cpu}, " in line and "(2 runs); another CPU, " in line and line.endswith("(1 run)")

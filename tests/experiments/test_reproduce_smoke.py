@@ -220,6 +220,20 @@ def test_adding_a_metric_reuses_every_finished_run(smoke, capsys):
     assert 0 < scores["map@100"].mean() < 1
 
 
+def test_a_metric_deeper_than_a_finished_run_is_named(smoke, caplog):
+    """recall@1000 asked of a finished run cut at run.k=100 sees only its top 100 documents: the warning names both."""
+    from analysis.metrics import run_scores
+
+    cfg = R.load(["tier=smoke", "action=verify", *smoke["paths"]])
+    ((_, runs),) = R.resolve_tiers(cfg)
+    run = RunFolder(next(r.folder for r in runs if r.key == "locomo/bm25"))
+    with caplog.at_level("WARNING", logger="analysis.metrics"):
+        scores = run_scores(run, ["R@100", "R@1000"])
+    (named,) = [r.getMessage() for r in caplog.records if "cut deeper than its run.k" in r.getMessage()]
+    assert "['recall@1000']" in named and "run.k=100" in named
+    assert scores["recall@1000"].tolist() == scores["recall@100"].tolist()  # what the warning says
+
+
 def test_verification_recomputes_the_metrics_from_the_run_files(smoke, tmp_path, capsys):
     """An edited run.trec FAILs even when its per-query scores and metrics.json are left claiming the old values;
     an edited metrics.json cannot pass for the run files, and the note says it differs (issue 34, item 5)."""

@@ -103,3 +103,20 @@ def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
     assert default.hashed["method"]["llm_rerank"]["llm"]["n_threads"] is None
     other = run_identity(_cfg(tmp_path, *base, "llm@method.llm_rerank.llm=smollm2"), "k")
     assert other.config_hash != default.config_hash
+
+
+@pytest.mark.parametrize("k, warned", [(20, True), (100, False)])
+def test_a_metric_cutting_deeper_than_run_k_is_named_before_any_compute(tmp_path, caplog, k, warned):
+    """recall@50 of a run that writes 20 documents per query is its recall@20: the run says so, naming both keys."""
+    from omegaconf import OmegaConf
+
+    from experiments.runner import validate_run_config
+
+    resolved = OmegaConf.to_container(_cfg(tmp_path, f"run.k={k}", "run.metrics=[nDCG@10,R@50]"), resolve=True)
+    with caplog.at_level("WARNING", logger="experiments.runner"):
+        validate_run_config(resolved)
+    named = [r.getMessage() for r in caplog.records if "cut deeper than run.k" in r.getMessage()]
+    if warned:
+        assert named and "'recall@50'" in named[0] and "run.k=20" in named[0] and "ndcg@10" not in named[0]
+    else:
+        assert not named
