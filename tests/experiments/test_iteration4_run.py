@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 from analysis.answers import score_answer
 from experiments.runner import run_experiment
 from lethebench.runs import RunFolder
@@ -95,3 +97,48 @@ def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
     file.write_text(json.dumps({q: 0 for q in reach}))  # another reach: another run, in another folder
     none = RunFolder(run_experiment(cfg_for(*replay)))
     assert none.path != replayed.path and (flag_frame(none.per_query, "rerank")["judged"] == 0).all()
+
+
+def test_a_replayed_run_gives_identical_answers_on_one_and_two_threads(cfg_for, tmp_path):
+    """Replay reproduces on any thread count (issue 34): iteration 4 replaying a recorded reach with the real SmolLM2
+    on 1 and on 2 llama.cpp threads, no response cache, gives the same judgments, answers, verdicts and answer
+    metrics (the thread count is placement, left out of the run's identity, so the second run overwrites the first)."""
+    from experiments.reference_store import recorded_reach
+
+    base = [
+        "method=lethe_iter4",
+        *SMALL_LB,
+        *SMOL,
+        "method.learned_fusion.enabled=false",
+        "dataset.sample=3",
+        "method.llm_rerank.top_n=3",
+        "method.generation.sample=2",
+        "method.generation.options.max_tokens=16",
+    ]
+    first = RunFolder(
+        run_experiment(cfg_for(*base, "method.generation.enabled=false", "method.llm_rerank.budget_ms=2500"))
+    )
+    file = tmp_path / "reach.json"
+    file.write_text(json.dumps(recorded_reach(first.per_query)))
+    runs = []
+    for threads in (1, 2):
+        placement = [
+            f"method.{s}.n_threads={threads}" for s in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")
+        ]
+        no_cache = [f"method.{s}.cache=false" for s in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")]
+        run = RunFolder(
+            run_experiment(
+                cfg_for(*base, f"+method.llm_rerank.replay={file}", *placement, *no_cache, "run.overwrite=true")
+            )
+        )
+        assert run.manifest["config"]["method"]["generation"]["llm"]["n_threads"] == threads
+        runs.append(
+            (run.per_query.drop(columns=["latency_ms", "timings_ms"]), run.metrics["answers"], run.flag("rerank"))
+        )
+    (pq1, answers1, rerank1), (pq2, answers2, rerank2) = runs
+    assert pq1["answer"].notna().sum() == 2 and answers1["generated"] == 2
+    scored = ["answer", "answer_status", "answer_supported", "answer_f1", "ndcg@10"]
+    pd.testing.assert_frame_equal(pq1[scored], pq2[scored])
+    assert answers1 == answers2
+    cols = ["reach", "judged", "parse_failures", "errors"]
+    pd.testing.assert_frame_equal(rerank1[cols], rerank2[cols])
