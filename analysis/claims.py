@@ -169,6 +169,19 @@ def diff_row(
 # --------------------------------------------------------------------------- the paper
 
 
+def no_run(v: DatasetView | None, methods: list[str], dataset: str) -> str:
+    """Why a paper claim about ``methods`` has no measurement on ``dataset`` (its view ``v``): a method the reference
+    tiers do not declare there, or one declared and not finished (:data:`NO_RUN`; also when ``dataset`` has no
+    finished run at all, so no view tells what is declared)."""
+    if v is None:
+        return NO_RUN
+    declared = set(v.per_query) | set(v.missing)
+    undeclared = [m for m in methods if m not in declared]
+    if undeclared:
+        return f"{', '.join(undeclared)} not declared on {dataset}, the dataset the paper's claims are judged on"
+    return NO_RUN
+
+
 def paper_rows(
     views: Mapping[str, DatasetView],
     t2: pd.DataFrame,
@@ -203,7 +216,7 @@ def paper_rows(
                     )
                 )
             elif pq is None:
-                out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, NO_RUN)))
+                out.append(row(src, text, VD.Claim.point(value), fixed=(VD.NOT_MEASURED, no_run(v, [method], dataset))))
             elif key == "hallucination_rate":
                 rate, n = hallucination(pq)
                 if rate is None:
@@ -242,7 +255,7 @@ def paper_rows(
                 fixed=(VD.NOT_COMPARABLE, PAPER_TABLE3),
             )
         )
-    out += _paper_table4(v, claims.get("table4_ndcg_at_10_by_domain") or {}, cfg)
+    out += _paper_table4(v, claims.get("table4_ndcg_at_10_by_domain") or {}, cfg, dataset)
     return out
 
 
@@ -270,14 +283,17 @@ def _paper_table2(
     return out
 
 
-def _paper_table4(v: DatasetView | None, spec: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _paper_table4(
+    v: DatasetView | None, spec: Mapping[str, Any], cfg: Mapping[str, Any], dataset: str
+) -> list[dict[str, Any]]:
     out = []
     dom = v.queries.set_index("query_id")["domain"] if v is not None and "domain" in v.queries else None
     for domain, (hybrid, iter4) in spec.items():
         text = f"{domain}: lethe_iter4 - hybrid, nDCG@10: {iter4} - {hybrid}"
         claimed = VD.Claim.point(round(float(iter4) - float(hybrid), 6), null=0.0)
         if v is None or dom is None or not {"lethe_iter4", "hybrid"} <= set(v.per_query):
-            out.append(row("paper Table 4", text, claimed, fixed=(VD.NOT_MEASURED, NO_RUN)))
+            why = no_run(v, ["lethe_iter4", "hybrid"], dataset)
+            out.append(row("paper Table 4", text, claimed, fixed=(VD.NOT_MEASURED, why)))
             continue
         sub = {m: v.per_query[m][v.per_query[m].index.map(dom) == domain] for m in ("lethe_iter4", "hybrid")}
         if sub["lethe_iter4"].empty:
