@@ -120,17 +120,12 @@ def test_a_replayed_run_gives_identical_answers_on_one_and_two_threads(cfg_for, 
     )
     file = tmp_path / "reach.json"
     file.write_text(json.dumps(recorded_reach(first.per_query)))
+    models = ("llm_rerank.llm", "generation.llm", "generation.judge.llm")
+    replay = [*base, f"+method.llm_rerank.replay={file}", "run.overwrite=true"]
+    replay += [f"method.{m}.cache=false" for m in models]  # each thread count computes its own replies
     runs = []
     for threads in (1, 2):
-        placement = [
-            f"method.{s}.n_threads={threads}" for s in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")
-        ]
-        no_cache = [f"method.{s}.cache=false" for s in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")]
-        run = RunFolder(
-            run_experiment(
-                cfg_for(*base, f"+method.llm_rerank.replay={file}", *placement, *no_cache, "run.overwrite=true")
-            )
-        )
+        run = RunFolder(run_experiment(cfg_for(*replay, *(f"method.{m}.n_threads={threads}" for m in models))))
         assert run.manifest["config"]["method"]["generation"]["llm"]["n_threads"] == threads
         runs.append(
             (run.per_query.drop(columns=["latency_ms", "timings_ms"]), run.metrics["answers"], run.flag("rerank"))
