@@ -8,7 +8,10 @@ All of it is read from results folders (per-query flags and timings written by i
   the hallucination rate (unsupported / judged, with the judged count).
 - :func:`budget_points`: one row per run of ``lethe_iter4`` variants on a dataset, with the budget
   and reranker model read from the run's manifest (Figure 4's budget curve and model frontier).
-- :func:`hallucination_cell`: the Table 1 cell (rate and judged count), n/m without judged answers.
+- :func:`hallucination_cell`: the Table 1 cell (rate, Wilson interval and judged count, marked when the judge
+  failed its validation: analysis.instruments), n/m without judged answers.
+- :func:`mean_cell` / :func:`rate_cell`: an answer metric's cell, mean with its BCa interval / share with its
+  Wilson interval, and n.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from analysis import stats
 from analysis.formatting import NM
 from analysis.formatting import fmt as _f
+from analysis.instruments import hallucination_judge_unfit, judge_mark
 from analysis.views import DatasetView, cached_mean_ci
 from lethebench.runs import flag_frame, timings_frame
 
@@ -44,9 +49,47 @@ def hallucination(pq: pd.DataFrame) -> tuple[float | None, int]:
     return (float((~sup).mean()) if len(sup) else None), int(len(sup))
 
 
-def hallucination_cell(pq: pd.DataFrame) -> str:
+def rate_cell(k: int, n: int, confidence: float, mark: str = "") -> str:
+    """``k / n`` with its Wilson interval and n ("0.2500 [0.1118, 0.4687] n=28"), then ``mark`` if any; n/m when
+    n == 0."""
+    if n == 0:
+        return NM
+    ci = stats.proportion_ci(k, n, confidence)
+    return f"{_f(ci['share'])} [{_f(ci['ci_low'])}, {_f(ci['ci_high'])}] n={n}" + (f" {mark}" if mark else "")
+
+
+def mean_cell(x: pd.Series, cfg: Mapping[str, Any]) -> str:
+    """Mean of the non-missing values of ``x`` with its BCa interval (analysis.views.cached_mean_ci) and n
+    ("0.3512 [0.2811, 0.4290] n=30"); where no interval can be estimated (n < 2, BCa undefined) the cell says so;
+    n/m when no value."""
+    v = x.dropna().to_numpy(float)
+    if not len(v):
+        return NM
+    ci = cached_mean_ci(v, cfg)
+    if np.isnan(ci["ci_low"]):
+        return f"{_f(ci['mean'])} [no CI: {ci['method'].removeprefix('degenerate: ')}] n={len(v)}"
+    return f"{_f(ci['mean'])} [{_f(ci['ci_low'])}, {_f(ci['ci_high'])}] n={len(v)}"
+
+
+def _answer_cell(pq: pd.DataFrame, col: str, cfg: Mapping[str, Any]) -> str:
+    """The cell of answer metric ``col``: a 0/1 metric (exact match) as a rate with its Wilson interval, any
+    other as a mean with its BCa interval; n/m when the run has no value of it."""
+    if col not in pq:
+        return NM
+    x = pq[col].dropna().astype(float)
+    if len(x) and x.isin([0.0, 1.0]).all() and col == "answer_em":
+        return rate_cell(int(x.sum()), len(x), float(cfg["confidence"]))
+    return mean_cell(x, cfg)
+
+
+def hallucination_cell(pq: pd.DataFrame, cfg: Mapping[str, Any], unfit: str | None) -> str:
+    """The hallucination rate of a run (:func:`hallucination`) with its Wilson interval and the number judged,
+    marked (analysis.instruments.judge_mark) when ``unfit`` says the judge failed or was not validated
+    (:func:`analysis.instruments.hallucination_judge_unfit`); n/m without judged answers."""
     rate, n = hallucination(pq)
-    return NM if rate is None else f"{rate:.4f} (n={n})"
+    if rate is None:
+        return NM
+    return rate_cell(round(rate * n), n, float(cfg["confidence"]), judge_mark(unfit))
 
 
 def rerank_model(run: Any) -> tuple[str | None, float | None]:
@@ -58,8 +101,25 @@ def rerank_model(run: Any) -> tuple[str | None, float | None]:
     return (rr.get("llm") or {}).get("name"), float(rr.get("budget_ms"))
 
 
-def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd.DataFrame:
+ANSWER_METRICS = {  # per-query column -> the iteration-4 table's column (mean or rate, 95% CI, n)
+    "answer_f1": "answer F1 [95% CI]",
+    "answer_em": "EM [95% Wilson CI]",
+    "answer_rouge_l": "ROUGE-L [95% CI]",
+    "answer_similarity": "similarity [95% CI]",
+}
+HALLUCINATION = "hallucination [95% Wilson CI] n judged"
+
+
+def iteration4_table(
+    views: Mapping[str, DatasetView],
+    cfg: Mapping[str, Any],
+    studies: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """One row per (dataset, ``lethe_iter4*`` run) (module docstring); every answer metric with its 95% interval
+    and n, the hallucination rate marked when the judge failed its validation on ``studies`` (the finished studies'
+    JSON documents by name; None = none finished, so the judge counts as not validated)."""
     k = int(cfg["contradiction_k"])
+    unfit = hallucination_judge_unfit(cfg, studies)
     rows = []
     for ds, v in sorted(views.items()):
         ref = v.per_query.get("lethe_iter3")
@@ -70,7 +130,6 @@ def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -
             st = _stage(pq, "llm_rerank")
             p95 = float(st.quantile(0.95)) if len(st) else None
             same = ref.reindex(pq.index)["ndcg@10"] if ref is not None else None
-            rate, n_j = hallucination(pq)
             gen = pq["answer_status"].notna() if "answer_status" in pq else pd.Series(False, index=pq.index)
             con = pq[f"contradiction@{k}"].dropna() if f"contradiction@{k}" in pq else pd.Series(dtype=float)
             rows.append(
@@ -93,13 +152,8 @@ def iteration4_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -
                     else NM,
                     f"contradiction@{k}": _f(float(con.mean())) if len(con) else NM,
                     "answers": int(gen.sum()),
-                    "answer F1": _f(float(pq["answer_f1"].dropna().mean()))
-                    if "answer_f1" in pq and pq["answer_f1"].notna().any()
-                    else NM,
-                    "ROUGE-L": _f(float(pq["answer_rouge_l"].dropna().mean()))
-                    if "answer_rouge_l" in pq and pq["answer_rouge_l"].notna().any()
-                    else NM,
-                    "hallucination (judged)": NM if rate is None else f"{rate:.4f} ({n_j})",
+                    **{name: _answer_cell(pq, col, cfg) for col, name in ANSWER_METRICS.items()},
+                    HALLUCINATION: hallucination_cell(pq, cfg, unfit),
                 }
             )
     return pd.DataFrame(rows)

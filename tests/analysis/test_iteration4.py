@@ -46,8 +46,9 @@ def pq(
 def test_hallucination_rate_counts_only_judged_answers():
     df = pq([0.5] * 5, supported=[True, False, None, False, True])
     assert hallucination(df) == (0.5, 4)
-    assert hallucination_cell(df) == "0.5000 (n=4)"
-    assert hallucination(pq([0.5]))[0] is None and hallucination_cell(pq([0.5])) == "n/m"
+    # 2 of 4 with its 95% Wilson interval (scipy: [0.1500, 0.8500]); no mark without a declared judge rule
+    assert hallucination_cell(df, CFG, None) == "0.5000 [0.1500, 0.8500] n=4"
+    assert hallucination(pq([0.5]))[0] is None and hallucination_cell(pq([0.5]), CFG, None) == "n/m"
     # an abstention stored as supported by an older run is still not a judgment
     old = pq([0.5] * 2, supported=[True, False])
     old["flags"] = [json.dumps({"generation": {"judge_status": s}}) for s in ("abstention", "ok")]
@@ -70,8 +71,11 @@ def test_table_compares_with_iter3_on_the_same_queries_and_checks_the_budget():
     assert t.loc["lethe_iter4", "share judged"] == "0.1500"
     # P95 of [1000, 1300] = 1285 <= 1320; of [1000, 1400] = 1380 > 1320
     assert t.loc["lethe_iter4", "P95 <= budget+10%"] == "yes" and t.loc["lethe_iter4+late", "P95 <= budget+10%"] == "NO"
-    assert t.loc["lethe_iter4", "hallucination (judged)"] == "0.5000 (2)"
-    assert t.loc["lethe_iter4", "answer F1"] == "0.5000" and t.loc["lethe_iter4+late", "answer F1"] == "n/m"
+    # CFG declares no judge rule: the rate is unmarked, with its Wilson interval (1 of 2: [0.0945, 0.9055])
+    assert t.loc["lethe_iter4", "hallucination [95% Wilson CI] n judged"] == "0.5000 [0.0945, 0.9055] n=2"
+    # two equal F1 values: a zero-width interval, said as such by its bounds
+    assert t.loc["lethe_iter4", "answer F1 [95% CI]"] == "0.5000 [0.5000, 0.5000] n=2"
+    assert t.loc["lethe_iter4+late", "answer F1 [95% CI]"] == "n/m"
 
 
 def test_budget_points_read_model_and_budget_from_manifests():
