@@ -319,6 +319,9 @@ def run_keys(spec: Mapping[str, Any]) -> set[str]:
     for s in spec.values():
         for t in s.get("tables") or [{"rows": s.get("rows") or []}]:
             out |= {r.get(k) for r in t["rows"] for k in ("run", "full")} - {None}
+        # claims that set a run against another run (the paper text's, seed 002's components and plan shares)
+        for c in [*(s.get("claims") or []), *(s.get("components") or []), *(s.get("plan_shares") or [])]:
+            out |= {c.get(k) for k in ("run", "versus")} - {None}
     return out
 
 
@@ -337,6 +340,8 @@ def seed_sections(
 
     out = []
     for seed, s in spec.items():
+        if s.get("kind") == "paper_text":  # claims only: they appear in the claims table, not as a seed study
+            continue
         if declared is not None and not run_keys({seed: s}) & declared:
             continue
         fidelity = [f"What this approximates: {s['fidelity']}", ""] if s.get("fidelity") else []

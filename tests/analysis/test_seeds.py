@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats as sps
 
 from analysis import seeds as S
@@ -16,6 +17,7 @@ from analysis import views as V
 from analysis.formatting import fmt_p
 from analysis.declared_runs import RunRef
 from lethebench.runs import RunFolder
+from lethe.core.paths import CONF_DIR
 from tests.conftest import TWO_CONVS
 
 ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
@@ -28,6 +30,8 @@ CFG = {
     "contradiction_k": 10,
     "answer_recall_chars": 3000,
     "primary_test": {"seeds": "randomization"},
+    # the verdict rule's declared margins and small-n limits (the claims table, tests/analysis/test_claims.py)
+    "verdicts": yaml.safe_load((CONF_DIR / "analysis" / "default.yaml").read_text())["verdicts"],
 }
 TABLE = {
     "name": "t",
@@ -195,3 +199,33 @@ def test_sections_print_the_judgment_study_after_the_dev_studies_that_chose_its_
         "| judged table |",
     ]
     assert [md.index(w) for w in want] == sorted(md.index(w) for w in want)
+
+
+def test_run_keys_name_the_runs_of_claims_that_set_one_run_against_another():
+    """Seed 002's components and plan shares and the paper text's claims name runs (``run`` and ``versus``), which the
+    report must declare for their rows; a table row's ``versus`` is a row name, not a run."""
+    spec = {
+        "s1": {"tables": [{"rows": [{"row": "a", "run": "locomo/bm25", "versus": "b", "full": "locomo/x"}]}]},
+        "s2": {
+            "rows": [{"row": "w", "run": "d/window"}],
+            "components": [{"run": "d/lethe_iter1", "versus": "d/lethe_iter1+corpus_idf"}],
+            "plan_shares": [{"run": "d/lethe_iter3"}],
+        },
+        "s0": {"kind": "paper_text", "claims": [{"run": "d/lethe_iter2", "versus": "d/lethe_iter1"}]},
+    }
+    assert S.run_keys(spec) == {
+        "locomo/bm25",
+        "locomo/x",
+        "d/window",
+        "d/lethe_iter1",
+        "d/lethe_iter1+corpus_idf",
+        "d/lethe_iter3",
+        "d/lethe_iter2",
+    }
+    assert S.run_keys({"s0": spec["s0"]}) == {"d/lethe_iter2", "d/lethe_iter1"}
+
+
+def test_the_paper_text_is_claims_only_never_a_seed_section(views):
+    spec = {"s0": {"kind": "paper_text", "claims": [{"run": "locomo/bm25", "versus": "locomo/vector"}]}}
+    assert S.seed_sections(views, spec, CFG) == []
+    assert S.seed_sections(views, spec, CFG, declared={"locomo/bm25"}) == []
