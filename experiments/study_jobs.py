@@ -12,6 +12,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from analysis.site import printed_command
 from experiments import reference_store as RS
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
@@ -153,7 +154,7 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
                 RS.publish_portable(f, dest / (f"{st.name}.{f.name}" if f.name == MANIFEST else f.name), roots)
             md = folder.tables
             link = f"{st.publish}/{md[0].name}" if md else st.publish
-            command = RS.portable_text(str(folder.command), roots)
+            command = printed_command(RS.portable_text(str(folder.command), roots))  # as it runs now
             lines.append(f"- [`{st.name}`]({link}) (tier {t.name}): `{command}`")
     return lines
 
