@@ -8,8 +8,10 @@ assumed. The comparison holds only when the manifests show the reranker started 
 stage: the same processed dataset (build key), ``run.k`` and the declared method keys; otherwise the gate
 says which setting differs and marks nothing.
 
-A reranker whose mean is below its first stage's (paired mean difference < 0) is marked in Table 1, Table 2
-and the claims section and is never "the best baseline" (:func:`excluded_from_best`).
+A reranker is below its first stage only when the 95% CI of the paired mean difference lies below 0; it is then
+marked in Table 1, Table 2 and the claims section and is never "the best baseline" (:func:`excluded_from_best`).
+A CI that holds 0 is "no detectable difference", whatever the sign of the point estimate; the random control is
+judged by the same rule.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from analysis.views import DatasetView, paired_row
 
 BELOW = "▼"
 BELOW_NOTE = (
-    f"{BELOW} = below its own first stage (paired mean difference < 0 on the queries both scored): "
-    "reranking made the order worse; never used as the best baseline (section 'Sanity gates')."
+    f"{BELOW} = below its own first stage (the 95% CI of the paired mean difference on the queries both scored lies "
+    "below 0): reranking made the order worse; never used as the best baseline (section 'Sanity gates'). A CI that "
+    "holds 0 is 'no detectable difference'."
 )
 
 # verdicts
-V_BELOW, V_OK = "below first stage", "not below first stage"
+V_BELOW, V_OK, V_NO_DIFF = "below first stage", "above first stage", "no detectable difference from first stage"
 V_NOT_COMPARABLE, V_NOT_RUN, V_NOT_DECLARED = (
     "not comparable",
     "first stage not run (n/m†)",
@@ -153,7 +156,7 @@ def gate(v: DatasetView, label: str, cfg: Mapping[str, Any]) -> Gate | None:
             g.verdict = V_NOT_COMPARABLE
             g.notes.append(f"no common queries with {metric}")
         else:
-            g.verdict = V_BELOW if g.test["mean_diff"] < 0 else V_OK
+            g.verdict = side(g.test, V_BELOW, V_OK, V_NO_DIFF)
     if rnd:
         g.random = str(rnd)
         if rnd in v.per_query and rnd in v.runs:
@@ -168,6 +171,15 @@ def gate(v: DatasetView, label: str, cfg: Mapping[str, Any]) -> Gate | None:
             g.notes.append(f"random control {rnd} not run (n/m†)")
     _GATE_CACHE[key] = g
     return g
+
+
+def side(test: Mapping[str, Any], below: str, above: str, neither: str) -> str:
+    """``below``/``above`` when the 95% CI of the paired mean difference (``ci_low``, ``ci_high``) excludes 0 on that
+    side, else ``neither`` (a CI that holds 0, or none)."""
+    lo, hi = test.get("ci_low"), test.get("ci_high")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return neither
+    return below if hi < 0 else above if lo > 0 else neither
 
 
 def gates(v: DatasetView, cfg: Mapping[str, Any]) -> dict[str, Gate]:
@@ -220,7 +232,11 @@ def sanity_table(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> pd
                     "reranker - random": (f"{rt['mean_diff']:+.4f} (n={rt['n']})" if rt else NM),
                     "verdict": (f"{BELOW} " if g.below else "")
                     + g.verdict
-                    + ("; not above its random reordering" if rt and rt["mean_diff"] <= 0 else ""),
+                    + (
+                        f"; {side(rt, 'below', 'above', 'no detectable difference from')} its random reordering"
+                        if rt
+                        else ""
+                    ),
                     "notes": "; ".join(g.notes) or "",
                 }
             )

@@ -128,7 +128,7 @@ def test_no_mark_when_not_below_or_not_comparable(base_cfg, refs):
     )
     v = _view(cfg, refs, ["window", "bm25", "random_rerank+top1", "random_rerank+k1"])
     top1 = G.gate(v, "random_rerank+top1", cfg)
-    assert top1.verdict == G.V_OK and top1.depth == 1
+    assert top1.verdict == G.V_NO_DIFF and top1.depth == 1  # CI [0, 0] holds 0
     assert top1.test["mean_diff"] == 0 and top1.test["ties"] == 302
     k1 = G.gate(v, "random_rerank+k1", cfg)
     assert k1.test["mean_diff"] < 0  # it is below bm25, but it did not start from that bm25: no verdict on it
@@ -149,7 +149,7 @@ def test_first_stage_not_run_and_own_keys(base_cfg, refs, tmp_path):
     own = {"first_stage": "random_rerank", "random": None, "depth": "candidates"}
     v = _view(cfg, refs, ["random_rerank", "random_rerank+seed1"])
     ok = G.gate(v, "random_rerank+seed1", _cfg(base_cfg, {"random_rerank+seed1": {**own, "own_keys": ["seed"]}}))
-    assert ok.verdict in (G.V_OK, G.V_BELOW) and ok.test["n"] == 302
+    assert ok.verdict in (G.V_OK, G.V_BELOW, G.V_NO_DIFF) and ok.test["n"] == 302
     bad = G.gate(
         v, "random_rerank+seed1", _cfg(base_cfg, {"random_rerank+seed1": {**own, "own_keys": ["first_stage"]}})
     )
@@ -192,3 +192,15 @@ def test_the_regime_table_sets_each_variant_beside_the_first_stage_and_states_th
     finding = CS.regime_finding(CS.regime_table(shuffled, cfg, reranker="random_rerank"))
     assert finding.startswith("Finding: on locomo, no training regime")
     assert CS.regime_table(V.collect(cfg, [refs["bm25"], refs["random_rerank"]]), cfg, reranker="random_rerank").empty
+
+
+def test_a_ci_that_holds_zero_is_no_detectable_difference():
+    """Below (or above) only when the CI excludes 0 on that side: a negative point estimate whose CI holds 0 (as the
+    UltraDomain cs cross-encoder's -0.0037 [-0.0176, +0.0091]) is no detectable difference, and not excluded."""
+    words = ("below", "above", "neither")
+    assert G.side({"mean_diff": -0.0037, "ci_low": -0.0176, "ci_high": 0.0091}, *words) == "neither"
+    assert G.side({"mean_diff": -0.02, "ci_low": -0.03, "ci_high": -0.001}, *words) == "below"
+    assert G.side({"mean_diff": 0.02, "ci_low": 0.001, "ci_high": 0.03}, *words) == "above"
+    assert G.side({"ci_low": float("nan"), "ci_high": float("nan")}, *words) == "neither"
+    g = G.Gate("d", "r", "bm25", G.side({"ci_low": -0.0176, "ci_high": 0.0091}, G.V_BELOW, G.V_OK, G.V_NO_DIFF))
+    assert g.verdict == G.V_NO_DIFF and not g.below
