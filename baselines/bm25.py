@@ -13,8 +13,9 @@ import logging
 import shutil
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from baselines.pyserini_jvm import ensure_jvm
 from lethe.core.atomic import atomic_dir
@@ -24,12 +25,25 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = "1"
 
 
+@dataclass(frozen=True)
+class Rm3:
+    """RM3's settings (Pyserini's and Anserini's defaults: 10 terms from 10 docs, the original query weighted 0.5)."""
+
+    fb_terms: int = 10
+    fb_docs: int = 10
+    original_query_weight: float = 0.5
+
+
 class PyseriniBM25:
     """Lucene BM25 (k1, b) over the indexed docs; scores are Lucene's float32 BM25.
 
     ``remove_query``: drop the hit whose doc id is the query's id, as Pyserini's ``--remove-query`` and Anserini's
     ``-removeQuery`` do in the BEIR regressions (in ArguAna and Quora a query is also a corpus document); one more
     hit is retrieved so the ranking still holds ``k`` docs.
+
+    ``rm3``: RM3 pseudo-relevance feedback as Pyserini's ``LuceneSearcher.set_rm3`` runs it (``fb_terms``
+    expansion terms from the top ``fb_docs`` docs, the original query weighted ``original_query_weight``); None for
+    plain BM25. The index then stores document vectors (RM3 reads them), under its own cache key.
     """
 
     def __init__(
@@ -37,11 +51,13 @@ class PyseriniBM25:
         k1: float = 1.2,
         b: float = 0.75,
         remove_query: bool = False,
+        rm3: Mapping[str, Any] | None = None,
         cache_dir: str | Path | None = None,
         progress: bool = True,
     ):
         self.k1, self.b = float(k1), float(b)
         self.remove_query = bool(remove_query)
+        self.rm3 = None if rm3 is None else Rm3(**rm3)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._tmp: str | None = None
         self._searcher = None
@@ -51,7 +67,8 @@ class PyseriniBM25:
         ensure_jvm()
 
     def _index_dir(self, docs: Sequence[Doc]) -> Path:
-        h = hashlib.sha256(f"pyserini-1.6.0/{INDEX_VERSION}".encode())
+        # an index with document vectors (RM3) has its own key; plain BM25's keys are unchanged
+        h = hashlib.sha256(f"pyserini-1.6.0/{INDEX_VERSION}{'/docvectors' if self.rm3 else ''}".encode())
         for d in docs:
             h.update(d.doc_id.encode() + b"\0" + d.text.encode() + b"\0")
         key = h.hexdigest()[:24]
@@ -76,13 +93,18 @@ class PyseriniBM25:
             # one atomic swap (lethe.core.atomic): a leftover without DONE is replaced, concurrent builders
             # of the same index never fail, and the folder gets the umask's mode
             with atomic_dir(final) as tmp:
-                writer = LuceneIndexer(str(tmp), threads=1)
+                if self.rm3 is None:
+                    writer = LuceneIndexer(str(tmp), threads=1)
+                else:  # RM3 reads each feedback doc's term vector
+                    writer = LuceneIndexer(args=["-index", str(tmp), "-storeDocvectors"], threads=1)
                 writer.add_batch_dict([{"id": d.doc_id, "contents": d.text} for d in docs])
                 writer.close()
                 (tmp / "DONE").write_text("ok\n")
             self.indexes_built += 1
         self._searcher = LuceneSearcher(str(final))
         self._searcher.set_bm25(self.k1, self.b)
+        if self.rm3 is not None:
+            self._searcher.set_rm3(self.rm3.fb_terms, self.rm3.fb_docs, self.rm3.original_query_weight)
 
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
@@ -109,6 +131,7 @@ class PyseriniBM25:
             "k1": self.k1,
             "b": self.b,
             "remove_query": self.remove_query,
+            "rm3": None if self.rm3 is None else asdict(self.rm3),
             "analyzer": "Anserini default (Porter stemmer, Lucene English stopwords)",
             "indexes_built": self.indexes_built,
             "indexes_reused": self.indexes_reused,

@@ -88,17 +88,22 @@ def _pyserini_index(collection: str, input_dir: Path, index: Path) -> Path:
     return index
 
 
-def _pyserini_rankings(index: Path, queries: dict[str, str]) -> dict[str, list[tuple[str, float]]]:
-    """Every query's hits from Pyserini's LuceneSearcher with Anserini's BEIR settings, the query's own doc removed
-    as ``python -m pyserini.search.lucene --remove-query`` removes it."""
+def _pyserini_rankings(
+    index: Path, queries: dict[str, str], bm25: tuple[float, float] = (0.9, 0.4), rm3: bool = False
+) -> dict[str, list[tuple[str, float]]]:
+    """Every query's hits from Pyserini's LuceneSearcher with Anserini's BEIR settings (``bm25``: k1, b), the query's
+    own doc removed as ``python -m pyserini.search.lucene --remove-query`` removes it; ``rm3``: with
+    ``set_rm3()``'s defaults (10 terms, 10 docs, original query weight 0.5), no query removal."""
     ensure_jvm()
     from pyserini.search.lucene import LuceneSearcher
 
     searcher = LuceneSearcher(str(index))
-    searcher.set_bm25(0.9, 0.4)
+    searcher.set_bm25(*bm25)
+    if rm3:
+        searcher.set_rm3()
     try:
         return {
-            qid: [(h.docid, float(h.score)) for h in searcher.search(text, k=1000) if h.docid != qid]
+            qid: [(h.docid, float(h.score)) for h in searcher.search(text, k=1000) if rm3 or h.docid != qid]
             for qid, text in queries.items()
         }
     finally:
@@ -145,7 +150,8 @@ def _overrides(folder: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def runs(cfg_for, beir) -> dict[str, RunFolder]:
     return {
-        m: RunFolder(run_experiment(cfg_for(f"method={m}", *_overrides(beir["folder"])))) for m in ("bm25_beir", "bm25")
+        m: RunFolder(run_experiment(cfg_for(f"method={m}", *_overrides(beir["folder"]))))
+        for m in ("bm25_beir", "bm25", "bm25_rm3")
     }
 
 
@@ -187,3 +193,17 @@ def test_bm25_defaults_do_not_rank_as_pyserini_beir_does(beir, runs):
     self_id = beir["corpus"][SELF_QUERY]["_id"]
     assert bm25[self_id][0][0] == self_id  # the query's own doc, first without removal
     assert self_id not in {d for d, _ in runs["bm25_beir"].run[self_id]}
+
+
+def test_bm25_rm3_ranks_as_pyserinis_rm3_searcher_does(beir, runs):
+    """method=bm25_rm3 (k1 1.2, b 0.75, RM3 10/10/0.5) equals Pyserini's LuceneSearcher with set_bm25(1.2, 0.75) and
+    set_rm3()'s defaults over Pyserini's own index (document vectors stored), every doc and float32 score; and RM3
+    changes the order of plain BM25's ranking, so the comparison can fail."""
+    queries = _queries(beir["folder"])
+    rm3 = runs["bm25_rm3"].run
+    ref = _pyserini_rankings(beir["indexes"]["JsonCollection"], {q: queries[q] for q in rm3}, (1.2, 0.75), rm3=True)
+    for qid in rm3:
+        assert _f32(rm3[qid]) == _f32(canonical_order(ref[qid])), qid
+    bm25 = runs["bm25"].run
+    assert sum([d for d, _ in rm3[q]] != [d for d, _ in bm25[q]] for q in rm3) >= 2
+    assert runs["bm25_rm3"].manifest["method"]["rm3"] == {"fb_terms": 10, "fb_docs": 10, "original_query_weight": 0.5}
