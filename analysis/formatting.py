@@ -31,10 +31,11 @@ def fmt(x: float | None, nd: int = 4) -> str:
 
 
 def fmt_p(p: float | None) -> str:
-    """A p-value with 4 decimals, ``<1e-4`` below that, n/m when missing."""
+    """A p-value with 4 decimals, in scientific notation with 2 significant digits below 0.001 (the confirmatory
+    family's sign-flip tests resolve down to 5e-6), n/m when missing."""
     if p is None or np.isnan(p):
         return NM
-    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.4f}"
 
 
 def with_p_strings(show: pd.DataFrame) -> pd.DataFrame:

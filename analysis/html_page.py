@@ -42,7 +42,7 @@ figcaption{max-width:60em;color:#424a53;margin-top:.3em}
 
 JS = """\
 // Sortable tables (click a header; click again to reverse) and a row filter on long tables. Numbers sort as numbers
-// ("<1e-4" below every number it bounds); missing cells (n/m, -, n/a) sort last either way; other text sorts
+// (a bound such as "<1e-4" just below the number it bounds); missing cells (n/m, -, n/a) sort last either way; other text sorts
 // naturally (q2 before q10). <html data-sorter="N"> records that the script ran over N sortable tables.
 (function () {
   "use strict";

@@ -21,6 +21,8 @@ from omegaconf import OmegaConf
 
 from analysis import ce_recipe as CR
 from analysis import ce_selection as CS
+from analysis import families as FAM
+from analysis import findings as FI
 from analysis import claims as CL
 from analysis import verdicts as VD
 from analysis import gates as G
@@ -29,7 +31,8 @@ from analysis import seeds as SEEDS
 from analysis import formatting as F
 from analysis import views as V
 from analysis import tables as T
-from analysis.figures import draw_all
+from analysis.figures import caption_fields, draw_all
+from analysis import instruments as INS
 from analysis.iteration4 import iteration4_table
 from analysis.metric_names import canonical_or_other, display_metric
 from lethe.core.atomic import atomic_write_text
@@ -37,14 +40,14 @@ from lethe.core.faults import kill_point
 from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
-CAPTIONS = {
-    "fig1": "Figure 1: entity Coverage@10 per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only.",
-    "fig2": "Figure 2: iteration-2 ablation (left); nDCG@10 per method by query complexity, means with 95% BCa CIs (right); main family only.",
-    "fig3": "Figure 3: learned fusion (iteration 3, and its alpha-only variant) against static fusion (iteration 2), paired nDCG@10 differences with 95% BCa CIs (left); mean nDCG@10 per iteration with 95% BCa CIs against the best baseline's mean and CI band (right).",
-    "fig4": "Figure 4: iteration 4 on LetheBench: quality vs LLM rerank budget, the share of the top 10 judged, the stale-doc rate, the model-choice frontier and latency by stage; and iteration 4 against iteration 3 on the same queries per dataset. A budget shorter than one LLM call judges nothing (share 0): the predictive stop never starts a call it cannot finish, so there the LLM reorders nothing.",
-    "fig5": "Figure 5: per dataset, paired mean differences in nDCG@10 against the best baseline with BCa CIs and d_z (top), and mean nDCG@10 with 95% CIs (bottom); main family only.",
-    "fig6": "Figure 6: nDCG@10, Recall@50, Coverage@10 and contradiction rate per method by LetheBench domain, means with 95% BCa CIs (one marker per domain); main family only.",
-    "fig7": "Figure 7: Lethe steps, ablations and side studies against their references (nDCG@10, paired, 95% BCa CIs), per dataset.",
+CAPTIONS = {  # templates: analysis.figures.caption_fields fills {paper}, {families}, ... from the settings and runs drawn
+    "fig1": "Figure 1, {families}: entity {coverage} per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only. n per method in its row label or legend entry (a method run on a query sample has a smaller n; a panel whose methods differ in n says so in its title). The latency axis is symmetric-log, linear below {linthresh} ms, so a method measured at 0 ms is drawn at 0, not left out or moved.",
+    "fig2": "Figure 2, {paper}: iteration-2 ablation (left); nDCG@10 per method by query complexity, means with 95% BCa CIs (right); main family only. n per method in its row label, n per complexity level in the legend.",
+    "fig3": "Figure 3, {families}: learned fusion (iteration 3, and its alpha-only variant) against static fusion (iteration 2), paired nDCG@10 differences with 95% BCa CIs and n (left); mean nDCG@10 per iteration with 95% BCa CIs against the best baseline's mean and CI band (right), n under each iteration (an iteration without a run there says 'not run').",
+    "fig4": "Figure 4, iteration 4: (a) quality vs LLM rerank budget, (b) the share of the top 10 judged, (c) the model-choice frontier, (d, e) the share of queries with a stale document in the top {k}, (f) iteration 4 against iteration 3 on the same queries per dataset, (g, h) mean latency by stage, Table 3's numbers: the bar of the stages inside the per-query latency ends at Table 3's total mean (its part no stage timed is drawn as 'untimed'), and answer generation and its judge, timed after the search and not in that total, are a bar of their own (means over all the run's queries). {it4} n in every legend or row label; a mean of 0 is marked '0'. A budget shorter than one LLM call judges nothing (share 0): the predictive stop never starts a call it cannot finish, so there the LLM reorders nothing.",
+    "fig5": "Figure 5: per dataset ({all}), paired mean differences in nDCG@10 against the best baseline with BCa CIs, n and d_z (upper row of each pair), and mean nDCG@10 with 95% CIs and n (lower row); main family only; a mean of 0 is marked '0'.",
+    "fig6": "Figure 6, {paper}: nDCG@10, Recall@50, {coverage} and the stale-document rate (top {k}) per method by LetheBench domain, means with 95% BCa CIs (one marker per domain); main family only. n per method in its row label, n per domain in the legend.",
+    "fig7": "Figure 7: Lethe steps, ablations and side studies against their references (nDCG@10, paired, 95% BCa CIs, n per row), one panel per dataset: {fig7}.",
 }
 
 
@@ -84,19 +87,24 @@ def claims_section(
     seeds = yaml.safe_load(Path(cfg["seeds"]).read_text()) or {} if cfg.get("seeds") else {}
     if declared is not None:
         seeds = {k: s for k, s in seeds.items() if SEEDS.run_keys({k: s}) & declared}
-    table = CL.claims_table(all_views, t2, paper, seeds, cfg, studies)
+    table, per_dataset = CL.claims_tables(all_views, t2, paper, seeds, cfg, studies)
     missing = "" if paper else f"The paper's claims file {path} was not found: only the seeds' claims are below. "
     note = (
         f"{missing}The paper's numbers were **not measurements**: the repository behind the paper produced them from "
         "hard-coded formulas plus random noise; its claims are tested on this harness's LetheBench, dataset "
         f"`{cfg['paper_dataset']}` (test split; not the paper's dataset, which never existed as described). The seeds' numbers are copied from "
         f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
-        f"{VD.RULE} {CL.verdict_counts(table)}."
+        f"{VD.rule_text(VD.Rules.from_cfg(cfg))} {CL.verdict_counts(table)} ({CL.source_counts(table)})."
     )
     F.write_table(table, tdir, "table_claims", "Claims: every printed claim, measured, with its verdict", footnote=note)
+    groups = []
+    if not per_dataset.empty:
+        title = "Claims measured on several datasets: the per-dataset rows under each claim's one verdict above"
+        F.write_table(per_dataset, tdir, "table_claims_per_dataset", title, footnote=VD.GROUP_RULE)
+        groups = [f"**{title}** (rule: {VD.GROUP_RULE}):", "", F.to_markdown(per_dataset), ""]
     fidelity = CL.fidelity_lines(seeds)
     fidelity = ["What each seed study approximates:", "", *fidelity, ""] if fidelity else []
-    return "\n".join([note, "", F.to_markdown(table), *fidelity]) + "\n" + gate_claims(views, cfg)
+    return "\n".join([note, "", F.to_markdown(table), "", *groups, *fidelity]) + "\n" + gate_claims(views, cfg)
 
 
 def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> str:
@@ -237,6 +245,90 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
     return "\n".join(lines) + "\n"
 
 
+def contradiction_notes(cfg: Mapping[str, Any], studies: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+    """Per dataset, what the rules contradiction detector found there (``findings.contradiction_studies``: dataset ->
+    study of the detector over every scope), in words: how many labelled stale pairs it found, and what follows."""
+    out = {}
+    for ds, name in ((cfg.get("findings") or {}).get("contradiction_studies") or {}).items():
+        doc = (studies or {}).get(name)
+        rows = [
+            r
+            for r in (doc or {}).get("rows", [])
+            if r.get("backend") == "rules" and str(r.get("scopes", "")).startswith("all")
+        ]
+        if not rows:
+            out[ds] = f"The contradiction stage's detector study `{name}` was not run."
+            continue
+        r = rows[0]
+        found, gold = int(r["tp"]), int(r["n_gold"])
+        what = (
+            "so iteration 4's contradiction handling cannot act there (`lethe_iter4+contradiction_only` equals iteration 3)"
+            if found == 0
+            else f"precision {float(r['precision']):.3f}, recall {float(r['recall']):.3f}"
+        )
+        out[ds] = (
+            f"The rules contradiction detector finds {found} of {gold} labelled stale pairs on all {r['n_scopes']} "
+            f"scopes (study `{name}`), {what}."
+        )
+    return out
+
+
+def findings_section(
+    conf: pd.DataFrame,
+    t2: pd.DataFrame,
+    best: Mapping[str, str | None],
+    views: Mapping[str, V.DatasetView],
+    cfg: Mapping[str, Any],
+    tdir: Path,
+    studies: Mapping[str, Mapping[str, Any]] | None,
+) -> list[str]:
+    """The report's first section: what was found (analysis/findings.py), the confirmatory family's table and how it
+    was declared; writes ``table_findings`` (and ``findings.json``, the raw rows the README's summary is made from)
+    and ``table_confirmatory``."""
+    table = FI.findings_table(conf, t2, best, cfg)
+    printed = FI.printable(table)
+    note = FAM.note(conf, cfg) if not conf.empty else "No confirmatory comparison has both runs finished yet."
+    F.write_table(
+        printed,
+        tdir,
+        "table_findings",
+        "Findings: each Lethe iteration against the best baseline and the iteration before",
+        footnote=note,
+    )
+    atomic_write_text(tdir / "findings.json", table.to_json(orient="records", indent=1, double_precision=10) + "\n")
+    md = ["## Findings", "", FI.section(table, cfg, contradiction_notes(cfg, studies)), F.to_markdown(printed, note)]
+    if not conf.empty:
+        show = conf[
+            [
+                "dataset",
+                "role",
+                "metric",
+                "baseline",
+                "method",
+                "n",
+                "mean_diff",
+                "ci_low",
+                "ci_high",
+                "p_randomization",
+                "p_adj",
+                "ci_vs_test",
+                "d_z",
+                "wins",
+                "ties",
+                "losses",
+            ]
+        ]
+        F.write_table(
+            show,
+            tdir,
+            "table_confirmatory",
+            "The confirmatory family: paired tests, Holm over these rows",
+            footnote=note,
+        )
+        md += [FI.FULL_FAMILY, "", F.to_markdown(F.with_p_strings(show))]
+    return md
+
+
 def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdir: Path) -> str:
     """H4 (plan-selection accuracy): ``table_plans`` plus, where gold plan labels exist, each Lethe
     method's confusion matrix and per-category accuracy; one sentence when no run recorded plans."""
@@ -317,13 +409,15 @@ def build_report(
         "`results/expected/`. Statistics are paired per query on identical query sets: means with "
         f"{cfg['confidence']:.0%} BCa bootstrap CIs ({cfg['bootstrap_resamples']} resamples, seed {cfg['seed']}); "
         "Wilcoxon signed-rank (Pratt), a paired sign-flip randomization test "
-        f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Bonferroni, Holm and Benjamini-Hochberg "
-        "over the declared family.",
+        f"({cfg['permutation_resamples']} resamples), d_z = mean(d)/sd(d); Holm over the declared confirmatory family "
+        "(Findings), Benjamini-Hochberg over each table's exploratory rows.",
         "",
-        "## Setup",
-        "",
-        setup_section(all_views, refs, cfg),
     ]
+    best = {ds: T.best_baseline(v, cfg) for ds, v in views.items()}
+    conf = FAM.confirmatory_table(views, cfg, best)
+    t2 = T.table2(views, cfg)
+    t2 = FAM.split(t2, conf, cfg) if not conf.empty else t2
+    md += findings_section(conf, t2, best, views, cfg, tdir, studies)
     ov = T.overview(views, cfg, main_refs)
     F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
     md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
@@ -361,8 +455,11 @@ def build_report(
         F.write_table(regimes, tdir, "table_ce_regimes", "Cross-encoder training regimes (test)", footnote=note)
         md += ["## Cross-encoder: training regimes (test)", "", F.to_markdown(regimes, note)]
     for ds, v in sorted(views.items()):
-        t1 = T.with_missing_rows(T.table1(v, cfg), v, cfg)
-        t1_note = " ".join([F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING])
+        t1 = T.with_missing_rows(T.table1(v, cfg, studies), v, cfg)
+        judge_note = INS.marked_footnote(t1, INS.hallucination_judge_unfit(cfg, studies))
+        t1_note = " ".join(
+            [F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING, judge_note]
+        ).strip()
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
@@ -383,7 +480,6 @@ def build_report(
         if t4 is not None:
             F.write_table(t4, tdir, f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain")
             md += [f"Table 4 ({ds}): nDCG@10 by domain", "", F.to_markdown(t4, F.FOOTNOTE_NM)]
-    t2 = T.table2(views, cfg)
     if not t2.empty:
         note = T.best_baseline_note(views, cfg)
         F.write_table(
@@ -395,6 +491,7 @@ def build_report(
         )
         show = t2[
             [
+                "family",
                 "dataset",
                 "metric",
                 "baseline",
@@ -408,9 +505,8 @@ def build_report(
                 "p_randomization",
                 "p_wilcoxon",
                 "n_nonzero",
-                "p_holm",
-                "p_bh",
-                "p_bonferroni",
+                *[c for c in ("p_adj", "correction") if c in t2.columns],
+                *[c for c in FAM.WHOLE_TABLE if c in t2.columns],
                 "ci_vs_test",
                 "d_z",
                 "wins",
@@ -418,16 +514,19 @@ def build_report(
                 "losses",
                 "gate",
             ]
+            if "family" in t2.columns
+            else [c for c in t2.columns if c not in ("ci_method", "wilcoxon_method", "notes")]
         ]
         md += [
             "## Table 2: significance against the best baseline",
             "",
-            f"Family: {len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
-            f"datasets). {T.tests_note(t2, cfg)}",
+            f"{len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
+            f"datasets), confirmatory rows first. {T.tests_note(t2, cfg)}",
             "",
             F.to_markdown(F.with_p_strings(show), note),
         ]
     ta = T.table_ablations(views, cfg)
+    ta = FAM.split(ta, conf, cfg, reference="reference") if not (ta.empty or conf.empty) else ta
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
         md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
@@ -435,6 +534,7 @@ def build_report(
         F.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
         show = ta[
             [
+                *[c for c in ("family",) if c in ta.columns],
                 "dataset",
                 "metric",
                 "reference",
@@ -447,8 +547,7 @@ def build_report(
                 "ci_high",
                 "p_randomization",
                 "p_wilcoxon",
-                "p_holm",
-                "p_bh",
+                *[c for c in ("p_adj", "correction", *FAM.WHOLE_TABLE) if c in ta.columns],
                 "ci_vs_test",
                 "d_z",
                 "wins",
@@ -458,34 +557,45 @@ def build_report(
         ]
         md += [
             f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
-            f"(mean_diff = method - reference). A family of its own: {len(ta)} comparisons. {T.tests_note(ta, cfg)}",
+            f"(mean_diff = method - reference): {len(ta)} comparisons, confirmatory rows first. {T.tests_note(ta, cfg)}",
             "",
             F.to_markdown(F.with_p_strings(show)),
         ]
-    t_it4 = iteration4_table(views, cfg)
+    t_it4 = iteration4_table(views, cfg, studies)
     if not t_it4.empty:
-        F.write_table(t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers")
+        it4_note = f"{F.FOOTNOTE_NM} {INS.marked_footnote(t_it4, INS.hallucination_judge_unfit(cfg, studies))}".strip()
+        F.write_table(
+            t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers", it4_note
+        )
         md += [
             "## Iteration 4: LLM stages",
             "",
             "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
             "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
-            "Answers: LoCoMo-protocol token F1 and ROUGE-L against the gold answer; hallucination = share of "
-            "judged answers the pinned judge prompt found unsupported by the retrieved context.",
+            "Answers: LoCoMo-protocol token F1, exact match and ROUGE-L against the gold answer, and similarity; "
+            "hallucination = share of judged answers the pinned judge prompt found unsupported by the retrieved "
+            "context. Means with 95% BCa CIs, shares (EM, hallucination) with 95% Wilson intervals; n = answers scored.",
             "",
-            F.to_markdown(t_it4, F.FOOTNOTE_NM),
+            F.to_markdown(t_it4, it4_note),
         ]
     if cfg.get("seeds_report"):
         md += ["## Seed studies", "", f"The seed studies, claimed beside measured, are in `{cfg['seeds_report']}`.", ""]
     md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
     kill_point("writing_report")
     figs = draw_all(views, t2, cfg, fdir, ta=ta)
+    md += ["## Instruments: judge validation", "", INS.validation_section(cfg, studies)]
     md += ["## Figures", ""]
     for name, paths in figs.items():
-        md += [f"![{name}](figures/{paths[0].name})", "", CAPTIONS.get(name, name), ""]
+        md += [
+            f"![{name}](figures/{paths[0].name})",
+            "",
+            CAPTIONS.get(name, name).format_map(caption_fields(views, cfg, ta)),
+            "",
+        ]
     for title, body in extra:
         md += [f"## {title}", "", body, ""]
     md += ["## Claims: verdicts", "", claims_section(all_views, views, t2, cfg, tdir, studies, {r.key for r in refs})]
+    md += [FI.SETUP_HEADING, "", setup_section(all_views, refs, cfg)]
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
     print(

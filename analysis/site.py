@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from analysis import expected as E
 from analysis import html_page as H
 from analysis.declared_runs import RunRef
+from analysis.findings import FULL_FAMILY, SETUP_HEADING
 from analysis.metric_names import display_metric
 from lethe.core.atomic import atomic_dir
 from lethebench.runs import RunFolder
@@ -70,6 +72,70 @@ def command(tier: str, key: str) -> str:
     """The command that makes a declared run (or ``study/<name>``) again, after its prerequisites, and prints its
     verification rows (docs/reproduction.md)."""
     return f'python -m experiments.reproduce tier={tier} "select=[{key}]"'
+
+
+def store_command(tier: str) -> str:
+    """The command that stores a tier made in one piece (and writes its verification table)."""
+    return f"python -m experiments.reproduce tier={tier} action=store"
+
+
+REPORT_COMMAND = "python -m experiments.reproduce tier=all action=report source=store"  # make report: the site too
+
+
+# Modules that moved after a stored study was made: its stored command line (command.txt or manifest.json in the
+# reference store, never edited by hand) names the old module, which no longer exists. The judges tier's studies were
+# made at 42af4ac, before 57293af moved the LLM studies from analysis/ to experiments/studies/ (issue 37 item 3); the
+# printed command names the module that runs now (remaking the tier rewrites the stored lines). Applied wherever a
+# stored command is printed (the report's Studies section, the site's study pages); tests/analysis/
+# test_printed_commands.py checks that every printed command's module exists and its config composes.
+MOVED_MODULES = {
+    "analysis.contradiction_detection": "experiments.studies.contradiction_detection",
+    "analysis.judge_agreement": "experiments.studies.judge_agreement",
+    "analysis.judge_validation": "experiments.studies.judge_validation",
+    "analysis.pairwise_answers": "experiments.studies.pairwise_answers",
+}
+
+
+def override_words(text: str) -> list[str]:
+    """Hydra overrides joined by spaces (as a study records its command line: experiments.studies.common.command_line,
+    unquoted) split back into one word per override: at spaces outside brackets, braces, parentheses and quotes."""
+    words, word, depth, quote = [], "", 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote and not word.endswith("\\") else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            words += [word] if word else []
+            word = ""
+            continue
+        word += ch
+    return words + [word] if word else words
+
+
+def _shell_word(word: str) -> str:
+    """``word`` as the shell passes it on: as is when it would, else single-quoted."""
+    try:
+        if shlex.split(word) == [word]:
+            return word
+    except ValueError:  # an unbalanced quote
+        pass
+    return shlex.quote(word)
+
+
+def printed_command(stored: str) -> str:
+    """A stored command line as printed: ``python -m <module> ...`` with a moved module (:data:`MOVED_MODULES`)
+    replaced by the one that runs now, and an override the shell would split (``run_folders={a: <folder>, ...}``)
+    single-quoted; anything else as stored."""
+    m = re.match(r"\s*python -m (\S+)(.*)", stored, re.S)
+    if m is None:
+        return stored
+    words = [_shell_word(w) for w in override_words(m.group(2).strip())]
+    return " ".join(["python", "-m", MOVED_MODULES.get(m.group(1), m.group(1)), *words])
 
 
 def run_page(tier: str, key: str) -> str:
@@ -258,8 +324,7 @@ class _Site:
         if rows is None:
             parts.append(
                 f"<p>No verification table: <code>verification/{tier.name}.md</code> does not exist (it is written "
-                f"when the tier is stored: <code>python -m experiments.reproduce tier={tier.name} action=store"
-                "</code>).</p>"
+                f"when the tier is stored: <code>{H.esc(store_command(tier.name))}</code>).</p>"
             )
         else:
             c = self.counts(tier.name) or {}
@@ -412,7 +477,8 @@ class _Site:
                 f"<pre>{H.esc(command(tier.name, st.key))}</pre>",
             ]
             if done and folder.command:
-                parts.append(f'<p class="note">Its own command line: <code>{H.esc(folder.command)}</code></p>')
+                own = printed_command(folder.command)
+                parts.append(f'<p class="note">Its own command line: <code>{H.esc(own)}</code></p>')
             parts.append("<h2>Verification</h2>")
             if rows:
                 parts += [f"<p>Mark: {H.mark(worst(r['status'] for r in rows))}</p>", self.rows_table(rows)]
@@ -437,6 +503,7 @@ class _Site:
         report = self.report_dir / "report.md"
         text = report.read_text() if report.is_file() else ""
         title, headline = _headline(text)
+        findings = _findings(text)
         figures = _figures(text)
         self.figures_page(figures)
         tables = self.table_pages()
@@ -468,11 +535,12 @@ class _Site:
             ver_rows.append([link, str(len(t.runs) + len(t.studies)), str(stored_t), in_table, *counts])
         body = [
             '<p class="note">A static copy of <a href="../report.md">report.md</a>, written with it by <code>make report'
-            "</code> (<code>python -m experiments.reproduce tier=all action=report source=store</code>) from the "
+            f"</code> (<code>{H.esc(REPORT_COMMAND)}</code>) from the "
             "reference store: every table the report wrote (sortable), its figures, each tier's verification table, "
             "and a page per declared run and study (manifest, metrics, per-query scores). Nothing here is computed "
             "anew.</p>",
             f"<h2>{H.esc(title)}</h2>" if title else "",
+            *(['<h2 id="findings">Findings</h2>', H.markdown(findings, "../")] if findings else []),
             H.markdown(headline, "../"),
             '<h2 id="verification">Verification per tier</h2>',
             '<p class="note">Each tier\'s committed <code>verification/&lt;tier&gt;.md</code> (<code>action=store</code> '
@@ -532,9 +600,18 @@ def _headline(report: str) -> tuple[str, str]:
             continue
         if section.startswith("# ") and line.strip():
             out += [line, ""]
-        elif section == "## Setup" and line.startswith("- "):
+        elif section in ("## Setup", SETUP_HEADING) and line.startswith("- "):
             out.append(line)
     return title, "\n".join(out)
+
+
+def _findings(report: str) -> str:
+    """The report's Findings section (analysis/findings.py) as Markdown, without the confirmatory family's full
+    table that follows it ("" when the report has none)."""
+    m = re.search(r"^## Findings\n(.*?)(?=^## |\Z)", report, re.S | re.M)
+    if not m:
+        return ""
+    return m.group(1).split(FULL_FAMILY, 1)[0].strip()
 
 
 def _figures(report: str) -> list[tuple[str, str, str]]:

@@ -13,6 +13,7 @@ import pandas as pd
 from analysis import gates as G
 from analysis import stats
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
+from analysis.instruments import hallucination_judge_unfit
 from analysis.iteration4 import hallucination_cell
 from analysis.metric_names import display_metric
 from analysis.declared_runs import RunRef
@@ -32,9 +33,12 @@ def latency_cell(ms: float | None, timing_valid: bool | None) -> str:
     return fmt(ms, 2) + ("‡" if timing_valid is False else "")
 
 
-def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """Performance summary: nDCG@10 with BCa CI, R@50, Coverage@N, P95 latency, contradiction, hallucination
-    (metric headers in ir_measures form)."""
+def table1(
+    v: DatasetView, cfg: Mapping[str, Any], studies: Mapping[str, Mapping[str, Any]] | None = None
+) -> pd.DataFrame:
+    """Performance summary: nDCG@10 with BCa CI, R@50, Coverage@N, P95 latency, contradiction, hallucination with
+    its Wilson interval, marked when the judge failed its validation on ``studies`` (the finished studies' JSON
+    documents by name; None: not validated) (metric headers in ir_measures form)."""
     n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
     ndcg, r50 = display_metric("ndcg@10"), display_metric("recall@50")
     rows = []
@@ -54,7 +58,7 @@ def table1(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
                 f"Coverage@{n}": fmt(float(cov.mean())) if len(cov) else NM,
                 "P95 latency (ms, this machine)": latency_cell(lat.get("p95"), v.runs[m].manifest.get("timing_valid")),
                 f"Contradiction@{k}": fmt(float(con.mean())) if len(con) else NM,
-                "Hallucination": hallucination_cell(pq),
+                "Hallucination": hallucination_cell(pq, cfg, hallucination_judge_unfit(cfg, studies)),
                 "LLM no answer / fallback": llm_failure_cell(v.runs[m].metrics),
                 f"vs first stage ({display_metric(cfg['gate_metric'])})": G.first_stage_cell(v, m, cfg),
             }
@@ -127,9 +131,18 @@ def tests_note(df: pd.DataFrame, cfg: Mapping[str, Any]) -> str:
     primary, secondary = stats.test_order(df.attrs["primary_test"])
     conf = float(cfg["confidence"])
     flagged = int((df["ci_vs_test"] != "").sum())
+    if "family" in df.columns:
+        n_conf = int((df["family"] == "confirmatory").sum())
+        adjusted = (
+            f"`p_adj` is of it: Holm over the declared confirmatory family ({n_conf} rows here; the family and the "
+            f"smallest adjusted p it can reach are in the Findings section), Benjamini-Hochberg over this table's "
+            f"{len(df) - n_conf} exploratory rows."
+        )
+    else:
+        adjusted = "the adjusted p-values (`p_holm`, `p_bh`, `p_bonferroni`) are of it, over the whole family."
     return (
-        f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); the adjusted p-values (`p_holm`, `p_bh`, "
-        f"`p_bonferroni`) are of it, over the whole family. Secondary, uncorrected: {stats.TEST_NAMES[secondary]} "
+        f"Primary test: {stats.TEST_NAMES[primary]} (`p_{primary}`); {adjusted} "
+        f"Secondary, uncorrected: {stats.TEST_NAMES[secondary]} "
         f"(`p_{secondary}`). `ci_vs_test` flags a row whose {conf:.0%} BCa CI of the mean difference and unadjusted "
         f"primary p disagree at {1.0 - conf:g}: {flagged} of {len(df)} rows."
     )

@@ -10,6 +10,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from analysis.declared_runs import RunRef, undeclared
+from analysis.findings import write_readme_findings
 from analysis.report import build_report, load_cfg
 from analysis.seed_report import build_seed_report, named_refs
 from analysis.site import SiteStudy, SiteTier, build_site
@@ -17,7 +18,7 @@ from experiments import reference_store as RS
 from experiments.reference import Tier, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, store_if_read, verify_metrics
 from experiments.study_jobs import publish_studies, study_docs, study_folder, study_tables
-from lethe.core.paths import plain_name, project_path
+from lethe.core.paths import PROJECT_ROOT, plain_name, project_path
 from lethebench.runs import RunFolder
 
 
@@ -159,9 +160,10 @@ def write_report(report: str, cfg: DictConfig) -> Path:
     if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir:
         rel = os.path.relpath(report_dir(SEEDS_GROUP, cfg) / "report.md", out_dir)
         pointer = [f"seeds_report={rel}"]
-    path = build_report(
-        load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis), refs, extra, study_docs(report, cfg)
-    )
+    settings = load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis)
+    path = build_report(settings, refs, extra, study_docs(report, cfg))
+    if site_wanted(report, cfg) and Path(out_dir).resolve() == (PROJECT_ROOT / "results").resolve():
+        write_readme_findings(PROJECT_ROOT / "README.md", Path(out_dir) / "tables" / "findings.json", settings)
     if refs and not from_store(cfg):
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
