@@ -2,7 +2,7 @@
 (``conf/reference/seed_claims.yaml``) with what the harness measured (95% CI, n) and its verdict under the one rule
 of :mod:`analysis.verdicts`.
 
-One row per claim (:func:`claims_table`), measured as :data:`HOW` says. The paper's claims are measured on this
+One row per claim (:func:`claims_tables`), measured as :data:`HOW` says. The paper's claims are measured on this
 harness's LetheBench, not the paper's (which never existed as described); the seeds' on the declared runs the spec
 names.
 """
@@ -822,18 +822,6 @@ def claims_tables(
     )
     main, detail = group_rows(rows)
     return pd.DataFrame(main, columns=COLUMNS), pd.DataFrame(detail, columns=GROUP_COLUMNS)
-
-
-def claims_table(
-    views: Mapping[str, DatasetView],
-    t2: pd.DataFrame,
-    paper: Mapping[str, Any] | None,
-    seeds: Mapping[str, Any] | None,
-    cfg: Mapping[str, Any],
-    studies: Mapping[str, Mapping[str, Any]] | None = None,
-) -> pd.DataFrame:
-    """One row per claim (the first of :func:`claims_tables`)."""
-    return claims_tables(views, t2, paper, seeds, cfg, studies)[0]
 
 
 def verdict_counts(table: pd.DataFrame) -> str:
