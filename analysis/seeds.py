@@ -36,6 +36,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.formatting import NM, fmt, fmt_p, llm_failure_cell
+from analysis.iteration4 import mean_cell
 from analysis.metric_names import display_metric
 from analysis.views import DatasetView
 from lethebench.schema import read_table
@@ -62,16 +63,6 @@ def resolve_run(views: Mapping[str, DatasetView], key: str | None) -> tuple[Data
     ds, label = key.split("/", 1)
     v = views.get(ds)
     return (v, label) if v is not None and label in v.per_query else (None, None)
-
-
-def _mean_cell(x: pd.Series, cfg: Mapping[str, Any]) -> str:
-    x = x.dropna().astype(float)
-    if x.empty:
-        return NM
-    ci = stats.mean_ci(x.to_numpy(), int(cfg["bootstrap_resamples"]), float(cfg["confidence"]), int(cfg["seed"]))
-    if np.isnan(ci["ci_low"]):
-        return fmt(ci["mean"])
-    return f"{fmt(ci['mean'])} [{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]"
 
 
 def _claim(row: Mapping[str, Any], key: str) -> str:
@@ -140,7 +131,7 @@ def seed_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], cfg: 
         out["n"] = int(answered["answer_f1"].notna().sum()) if "answer_f1" in answered else 0
         for key, col in ANSWER_COLUMNS.items():
             out[f"{key} claimed"] = _claim(r, key)
-            out[f"{key} measured"] = _mean_cell(answered[col], cfg) if col in answered else NM
+            out[f"{key} measured"] = mean_cell(answered[col], cfg) if col in answered else NM
         if "activation" in (r.get("claimed") or {}) or "keyword_boost" in label:
             out["activation claimed"] = _claim(r, "activation")
             out["activation measured"] = _activation(v, label)
@@ -216,10 +207,10 @@ def retrieval_table(views: Mapping[str, DatasetView], table: Mapping[str, Any], 
             continue
         pq = v.per_query[label]
         out["n"] = int(pq["ndcg@10"].notna().sum())
-        out["nDCG@10"] = _mean_cell(pq["ndcg@10"], cfg)
-        out["R@50"] = _mean_cell(pq["recall@50"], cfg) if "recall@50" in pq else NM
+        out["nDCG@10"] = mean_cell(pq["ndcg@10"], cfg)
+        out["R@50"] = mean_cell(pq["recall@50"], cfg) if "recall@50" in pq else NM
         if recall:
-            out[recall] = _mean_cell(pq[recall], cfg) if recall in pq else NM
+            out[recall] = mean_cell(pq[recall], cfg) if recall in pq else NM
         run = v.runs[label]
         out["docs"] = (run.manifest["dataset"].get("card_counts") or {}).get("docs", NM)
         out["doc tokens p50"] = _chunk_tokens_p50(run.dataset_folder)
@@ -491,7 +482,7 @@ def agent_tables(
         c = r.get("claimed") or {}
         sc = scores.get(r["row"])
         cell = lambda col: (
-            _mean_cell(sc[col], cfg) + f" (n={int(sc[col].notna().sum())})"
+            mean_cell(sc[col], cfg)
             if sc is not None and col in sc and sc[col].notna().any()
             else ("n/m†" if sc is None else NM)
         )
