@@ -416,7 +416,7 @@ def build_report(
     best = {ds: T.best_baseline(v, cfg) for ds, v in views.items()}
     conf = FAM.confirmatory_table(views, cfg, best)
     t2 = T.table2(views, cfg)
-    t2 = FAM.split(t2, conf, cfg) if not conf.empty else t2
+    t2 = FAM.split(t2, conf, cfg)  # every row exploratory where no confirmatory comparison has both runs
     md += findings_section(conf, t2, best, views, cfg, tdir, studies)
     ov = T.overview(views, cfg, main_refs)
     F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
@@ -526,7 +526,7 @@ def build_report(
             F.to_markdown(F.with_p_strings(show), note),
         ]
     ta = T.table_ablations(views, cfg)
-    ta = FAM.split(ta, conf, cfg, reference="reference") if not (ta.empty or conf.empty) else ta
+    ta = FAM.split(ta, conf, cfg, reference="reference")
     md += ["## Lethe steps and ablations", ""]
     if ta.empty:
         md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
