@@ -73,15 +73,17 @@ def split(
     primary = df.attrs.get("primary_test", cfg["primary_test"]["table2"])
     to_base = {reference: "baseline", f"{reference}_mean": "baseline_mean"} if reference != "baseline" else {}
     keyed = df.rename(columns=to_base).drop(columns=[c for c in WHOLE_TABLE if c in df.columns])
-    conf = confirmatory.drop(columns=["role"], errors="ignore") if not confirmatory.empty else confirmatory
-    is_conf = keyed.set_index(KEY).index.isin(conf.set_index(KEY).index) if not conf.empty else [False] * len(keyed)
-    explo = keyed[~pd.Series(is_conf, index=keyed.index)].copy()
+    conf = confirmatory.drop(columns=["role"], errors="ignore")
+    in_family = set(map(tuple, conf[KEY].to_numpy())) if not conf.empty else set()
+    is_conf = pd.Series([tuple(k) in in_family for k in keyed[KEY].to_numpy()], index=keyed.index, dtype=bool)
+    explo = keyed[~is_conf].copy()
     if not explo.empty:
         explo = stats.with_primary_test(explo, primary, 1.0 - float(cfg["confidence"]))
         explo["family"], explo["correction"], explo["p_adj"] = EXPLORATORY, "bh", explo["p_bh"]
         explo = explo.drop(columns=WHOLE_TABLE)
-    keys = keyed[pd.Series(is_conf, index=keyed.index)][KEY]
-    conf_rows = keys.merge(conf, on=KEY, how="left")[[c for c in conf.columns]] if len(keys) else conf.iloc[0:0]
+    conf_rows = (  # the family's own test of each row, in the family's column order
+        keyed.loc[is_conf, KEY].merge(conf, on=KEY, how="left")[list(conf.columns)] if in_family else conf.iloc[0:0]
+    )
     out = pd.concat([conf_rows, explo], ignore_index=True)
     out = out.rename(columns={v: k for k, v in to_base.items()})
     out.attrs["primary_test"] = primary

@@ -74,11 +74,7 @@ def findings_table(
             wanted.append((m, best.get(ds), metric, "vs best baseline"))
             if m in steps:
                 wanted.append((m, steps[m], metric, "step"))
-        wanted += [
-            (m, ref, am, "step" if steps.get(m) == ref else "vs best baseline")
-            for am in spec.get("answer_metrics", [])
-            for m, ref in steps.items()
-        ]
+        wanted += [(m, ref, am, "step") for am in spec.get("answer_metrics", []) for m, ref in steps.items()]
         for m, ref, met, role in wanted:
             r = rows_by_key.get((ds, m, ref, met))
             if r is None:
