@@ -291,8 +291,7 @@ class SessionBuilder:
             rets = r.sample(self.V.RETURNS, len(fns))
             turn_ids = []
             for fn, ret in zip(fns, rets):
-                tpl = r.choice(self.T.FUNC_TURNS)
-                kind = "code" if tpl.startswith(("def", "function")) else "prose"
+                kind, tpl = r.choice(self.T.FUNC_TURNS)  # the template declares its kind (code or prose)
                 turn_ids.append(self._add(self._role(kind, r), kind, tpl.format(fn=fn, svc=svc, ret=ret), [svc, fn]))
             q = r.choice(self.T.FUNC_Q).format(fn=fns[0])
             return GenQuery("identifier", q, rets[0], {turn_ids[0]: 2}, [fns[0]], svc)

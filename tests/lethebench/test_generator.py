@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -120,6 +121,22 @@ def test_splits_are_disjoint_sessions(small):
         by_split.setdefault(split_of_scope[scope], set()).add(texts)
     assert not (by_split["train"] & by_split["test"]) and not (by_split["dev"] & by_split["test"])
     assert isinstance(small.sources, pd.DataFrame)
+
+
+def test_a_function_turn_has_the_kind_its_template_declares(small):
+    """Issue 56: the held-out family's Go ``func`` and Rust ``fn`` turns were labelled prose (the kind came from a
+    template's first word, def/function). Every rendered function turn has its template's declared kind."""
+    templates = get_family(_family(small)).templates.FUNC_TURNS
+    assert {k for k, _ in templates} == {"code", "prose"}
+    kind_of_text = dict(zip(small.sources["text"], small.sources["kind"]))
+    seen = set()
+    for kind, tpl in templates:
+        marks = {"fn": "\x00", "svc": "\x00", "ret": "\x00"}
+        pattern = re.compile(re.escape(tpl.format(**marks)).replace("\x00", ".+?"), re.DOTALL)
+        hits = [k for t, k in kind_of_text.items() if pattern.search(t)]  # search: chatty prose may wrap a turn
+        seen |= {kind} if hits else set()
+        assert set(hits) <= {kind}, (tpl, set(hits))
+    assert seen == {"code", "prose"}, "the sample rendered no function turn of some kind"
 
 
 def test_families_share_no_vocabulary_and_give_other_text(small):

@@ -179,9 +179,10 @@ ERROR_TURNS = ["{ts} ERROR [{svc}] {code}: {msg}", "Traceback (most recent call 
                "We hit {code} on {svc} again: {msg}."]
 ERROR_Q = ["What does error {code} mean?", "What was the message logged with {code}?", "Why did {code} fire?",
            "What's behind {code}?"]
-FUNC_TURNS = ["def {fn}(batch):\n    \"\"\"Used by {svc}.\"\"\"\n    ...\n    return result  # {ret}",
-              "`{fn}` in {svc} returns {ret}.", "I read the code: {fn}() gives back {ret}.",
-              "function {fn}(input) {{\n  // {svc}: returns {ret}\n}}"]
+# (kind, template): each template declares whether it is code or prose (the turn's `kind` label)
+FUNC_TURNS = [("code", "def {fn}(batch):\n    \"\"\"Used by {svc}.\"\"\"\n    ...\n    return result  # {ret}"),
+              ("prose", "`{fn}` in {svc} returns {ret}."), ("prose", "I read the code: {fn}() gives back {ret}."),
+              ("code", "function {fn}(input) {{\n  // {svc}: returns {ret}\n}}")]
 FUNC_Q = ["What does {fn} return?", "What is the return value of {fn}?", "What comes back from calling {fn}()?"]
 PIN_TURNS = ["We pinned {lib} to {ver} in {svc}.", "requirements.txt for {svc}:\n{lib}=={ver}",
              "$ pip show {lib} | grep Version  # {svc}\nVersion: {ver}"]

@@ -186,10 +186,11 @@ ERROR_TURNS = ["panic: {svc}: {code} ({msg})\n\ngoroutine 1 [running]:\nmain.mai
                "Exception in thread \"main\" {svc}.Failure: [{code}] {msg}\n\tat {svc}.Main.run(Main.java:{ln})"]
 ERROR_Q = ["Explain {code}.", "{code} showed up in the logs; what did it say?", "What text came with {code}?",
            "Which failure does {code} stand for?"]
-FUNC_TURNS = ["func {fn}(ctx context.Context) error {{\n\t// {svc}: yields {ret}\n}}",
-              "Heads-up from the {svc} review: {fn} hands back {ret}.",
-              "fn {fn}(input: &Request) -> Response {{ /* {svc}, gives {ret} */ }}",
-              "Per the {svc} docs, {fn}() produces {ret}."]
+# (kind, template): each template declares whether it is code or prose (the turn's `kind` label)
+FUNC_TURNS = [("code", "func {fn}(ctx context.Context) error {{\n\t// {svc}: yields {ret}\n}}"),
+              ("prose", "Heads-up from the {svc} review: {fn} hands back {ret}."),
+              ("code", "fn {fn}(input: &Request) -> Response {{ /* {svc}, gives {ret} */ }}"),
+              ("prose", "Per the {svc} docs, {fn}() produces {ret}.")]
 FUNC_Q = ["What does {fn} give back?", "What's the output of {fn}?", "When I call {fn}, what do I get?"]
 PIN_TURNS = ["\"{lib}\": \"{ver}\"  // package.json of {svc}", "{svc}/go.mod: require {lib} v{ver}",
              "[dependencies] # {svc}\n{lib} = \"={ver}\""]
