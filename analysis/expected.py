@@ -21,7 +21,7 @@ import yaml
 
 from lethebench.studies import StudyFolder
 from lethe.core.atomic import atomic_write_text
-from lethebench.runs import RunFolder
+from lethebench.runs import RUN_PARQUET, RUN_TREC, RunFolder
 from lethe.text.collapse import collapse
 
 COUNT_KEYS = ("evaluated",)  # integers: always compared exactly
@@ -68,9 +68,13 @@ def measure(folder: Path, metrics: Sequence[str], answer_metrics: Sequence[str])
 
 
 def retrieval_values(run: RunFolder, metrics: Sequence[str]) -> dict[str, Any]:
-    """The evaluated count and the means of ``metrics`` computed from ``run``'s run.trec and qrels.trec."""
+    """The evaluated count and the means of ``metrics`` computed from ``run``'s run.trec and qrels.trec; for a run of
+    the reference store (no run files: experiments.reference_store), from its stored per-query values."""
     from analysis.metrics import rescore  # ranx compiles its kernels on first use: only when verifying
 
+    if not (run.path / RUN_TREC).is_file() and not (run.path / RUN_PARQUET).is_file():
+        pq = run.per_query
+        return {"evaluated": int(len(pq)), **{k: float(pq[k].mean()) if len(pq) else 0.0 for k in metrics}}
     scores = rescore(run, metrics)
     return {"evaluated": int(len(scores)), **{k: float(scores[k].mean()) if len(scores) else 0.0 for k in metrics}}
 

@@ -25,10 +25,13 @@ from lethebench.runs import RunFolder
 from lethebench.studies import StudyFolder
 
 
-def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write: bool = True) -> tuple[bool, str]:
+def verify_tier(
+    tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write: bool = True, kept: Sequence[str] = ()
+) -> tuple[bool, str]:
     """(passed, markdown table) of ``tier``'s runs against its expected-scores file; the table is written to
     ``<out_dir>/verification/<tier>.md`` only for the whole tier (a ``select`` prints it, and leaves the committed
-    table of every run alone)."""
+    table of every run alone). ``kept``: declared runs (and studies) a selective store kept, verified from their
+    stored folders, so the table covers the whole tier."""
     path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)
     store = project_path(str(cfg.store_dir))
@@ -37,19 +40,27 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
     for r in runs:
         if r.blocked:
             print(f"MISSING {r.blocked}", file=sys.stderr, flush=True)
+    made = {r.key: r.folder if r.blocked is None and RunFolder(r.folder).is_done else None for r in runs}
+    made.update({k: stored.get(k) for k in kept if k not in made})
+    order = [d.key for d in tier.runs if d.key in made]
     df = E.verify(
-        [(r.key, r.folder if r.blocked is None and RunFolder(r.folder).is_done else None) for r in runs],
+        [(k, made[k]) for k in order],
         expected,
         verify_metrics(cfg),
         list(cfg.answer_metrics),
-        stored,
+        {k: v for k, v in stored.items() if k not in kept},
     )
-    studies = selected_studies(tier.studies, cfg.select)
+    chosen = selected_studies(tier.studies, cfg.select)
+    studies = [st for st in tier.studies if st in chosen or st.key in kept]
     if studies:
         items = [
             (
                 st.key,
-                E.measure_study(study_folder(st, cfg), st.row_key, st.metrics) if study_done(st, cfg) else None,
+                E.measure_study(RS.study_folder(store, tier.name, st.name), st.row_key, st.metrics)
+                if st not in chosen
+                else E.measure_study(study_folder(st, cfg), st.row_key, st.metrics)
+                if study_done(st, cfg)
+                else None,
                 None,
             )
             for st in studies
@@ -61,7 +72,7 @@ def verify_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, write:
         if path.is_relative_to(project_path("."))
         else f"tier {tier.name} against {path}",
     )
-    if write and not cfg.select:
+    if write and (not cfg.select or kept):
         atomic_write_text(project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
     return E.passed(df), text
 
@@ -167,21 +178,51 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
     return files
 
 
+def kept_store_entries(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig, store: Path) -> dict[str, Any]:
+    """The index entries a selective store (``select``) keeps: every declared run of ``tier`` the selection does not
+    name, whose stored entry has the config hash the run resolves to now (the same computation, not made again).
+    SystemExit naming the unselected runs whose entry is missing or was made with another config: select them too."""
+    from experiments.reference import resolve
+    from experiments.reproduce_settings import base_overrides
+
+    chosen = {r.key for r in runs}
+    old = (RS.read_index(store).get(tier.name) or {}).get("runs") or {}
+    extra = base_overrides(cfg)
+    kept, stale = {}, []
+    for d in tier.runs:
+        if d.key in chosen:
+            continue
+        r = resolve(d, extra, store, str(cfg.budget))
+        entry = old.get(d.key) or {}
+        if entry.get("config_hash") == r.config_hash and (store / str(entry.get("folder", "\0"))).is_dir():
+            kept[d.key] = entry
+        else:
+            stale.append(d.key)
+    if stale:
+        raise SystemExit(
+            f"action=store select=...: {len(stale)} unselected run(s) of tier {tier.name} have no stored entry with "
+            f"the config they resolve to now, e.g. {stale[:5]}; select them too (or drop select to store the tier whole)"
+        )
+    return kept
+
+
 def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
     """Write ``tier``'s part of the reference store (experiments.reference_store) from its finished declared runs and
-    studies; the store's folder. Every declared run must be finished (the store holds a tier whole)."""
+    studies; the store's folder. Every declared run must be finished (the store holds a tier whole), except with
+    ``select``: then the selected runs and studies are written and every other run keeps its stored entry, which
+    must have been made with the config it resolves to now (:func:`kept_store_entries`)."""
     from analysis import views as V
 
-    if cfg.select:
-        raise SystemExit("action=store writes a tier whole; drop select")
     _replays_only(tier, cfg, "store")
-    missing = [r.key for r in runs if not r.done] + [st.key for st in tier.studies if not study_done(st, cfg)]
+    studies = selected_studies(tier.studies, cfg.select) if cfg.select else list(tier.studies)
+    missing = [r.key for r in runs if not r.done] + [st.key for st in studies if not study_done(st, cfg)]
     if missing:
         raise SystemExit(
             f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
             f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)"
         )
     store = project_path(str(cfg.store_dir))
+    kept = kept_store_entries(tier, runs, cfg, store) if cfg.select else {}
     settings = load_cfg(base=cfg.analysis)
     labels = {
         "coverage_n": int(settings["coverage_n"]),
@@ -191,7 +232,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
     refs = [r.ref(tier.name) for r in runs]
     views = V.collect(settings, refs)
-    entries, keep = {}, set()
+    entries, keep = dict(kept), {store / e["folder"] for e in kept.values()}
     for r in runs:
         run, view = RunFolder(r.folder), views[r.declared.dataset]
         dataset = RS.store_dataset(run.dataset_folder, r.declared.dataset, store, roots)
@@ -203,15 +244,16 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
             "dataset": dataset.relative_to(store).as_posix(),
         }
         keep.add(dest)
-    for st in tier.studies:
+    for st in studies:  # with select, the unselected studies keep their stored folders
         dest = RS.study_folder(store, tier.name, st.name)
         RS.write_study(study_folder(st, cfg), dest, roots)
         keep.add(dest)
     RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
+    kept_keys = [*kept, *(st.key for st in tier.studies if st not in studies)]
     ok, text = verify_tier(
-        tier, runs, cfg, write=False
-    )  # against the store just written: every per-query row identical
+        tier, runs, cfg, write=False, kept=kept_keys
+    )  # against the store just written: every per-query row identical; kept entries from the store
     committed = cfg.get("committed_dir") or {}
     if tier.report in committed:
         atomic_write_text(project_path(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)

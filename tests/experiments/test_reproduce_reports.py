@@ -158,6 +158,25 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
     assert leaks == set()
 
 
+def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_config(smoke, tmp_path):
+    """action=store select=[...] writes the selected runs and keeps every other stored entry whose config hash is the
+    one its run resolves to now; its verification table covers the whole tier (kept runs read from the store). An
+    unselected entry made with another config is refused, named (issue 56: the held-out family regenerated)."""
+    store, out = tmp_path / "store", tmp_path / "out"
+    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}", f"+committed_dir.smoke={out}"]
+    assert R.reproduce(R.load([*args, "action=store"])) == 0
+    whole = json.loads((store / "index.json").read_text())["smoke"]
+    assert R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"])) == 0
+    assert json.loads((store / "index.json").read_text())["smoke"] == whole
+    table = (out / "verification" / "smoke.md").read_text()
+    assert all(f"| {key} | evaluated |" in table for key in whole["runs"]) and "FAIL" not in table
+    index = json.loads((store / "index.json").read_text())
+    index["smoke"]["runs"]["locomo/vector"]["config_hash"] = "0" * 12  # as if made with another config
+    (store / "index.json").write_text(json.dumps(index))
+    with pytest.raises(SystemExit, match="locomo/vector"):
+        R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"]))
+
+
 def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     """The smoke tier stored (action=store), copied to another folder, and its report regenerated from that copy alone
     (no results folder, processed dataset, cache or data root): byte-identical to the report written from the runs.
