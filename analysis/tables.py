@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis import gates as G
 from analysis import stats
+from analysis import supervision as SUP
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.instruments import hallucination_judge_unfit
 from analysis.iteration4 import hallucination_cell
@@ -51,6 +52,7 @@ def table1(
         rows.append(
             {
                 "method": m,
+                "supervision": SUP.cell(v, m),
                 "n": int(len(pq)),
                 ndcg: fmt(ci["mean"]),
                 f"{ndcg} 95% CI": f"[{fmt(ci['ci_low'])}, {fmt(ci['ci_high'])}]",
@@ -66,13 +68,30 @@ def table1(
     return pd.DataFrame(rows)
 
 
-def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True) -> str | None:
+def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True, method: str | None = None) -> str | None:
     """The baseline of ``v`` with the highest mean ``best_baseline_metric`` (ties: the first by name); a
-    reranker below its own first stage (analysis.gates) is not eligible unless ``gated`` is false."""
+    reranker below its own first stage (analysis.gates) is not eligible unless ``gated`` is false. With ``method``:
+    only among the baselines with the same or more label supervision than it (:mod:`analysis.supervision`), the
+    supervision-matched best baseline; None when no such baseline has a finished run."""
     metric = cfg["best_baseline_metric"]
     out = set(G.excluded_from_best(v, cfg)) if gated else set()
-    cands = {m: float(pq[metric].mean()) for m, pq in v.per_query.items() if m in cfg["baselines"] and m not in out}
+    cands = {
+        b: float(pq[metric].mean())
+        for b, pq in v.per_query.items()
+        if b in cfg["baselines"] and b not in out and SUP.eligible(v, b, method)
+    }
     return max(sorted(cands), key=lambda m: cands[m]) if cands else None
+
+
+MATCHED, OVERALL = "best with as much supervision", "best overall"  # Table 2's `versus` column
+
+
+def compared_baselines(v: DatasetView, cfg: Mapping[str, Any], m: str) -> list[tuple[str, str]]:
+    """(baseline, role) pairs ``m`` is tested against: its supervision-matched best baseline, then the best baseline
+    of any supervision where that differs (the stronger test when the matched one is weaker)."""
+    matched, overall = best_baseline(v, cfg, method=m), best_baseline(v, cfg)
+    out = [(matched, MATCHED)] if matched is not None else []
+    return out + ([(overall, OVERALL)] if overall is not None and overall != matched else [])
 
 
 def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> str:
@@ -82,7 +101,12 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
     for ds, v in sorted(views.items()):
         base, ungated = best_baseline(v, cfg), best_baseline(v, cfg, gated=False)
         out = [m for m in G.excluded_from_best(v, cfg) if m in cfg["baselines"]]
-        s = f"{ds}: {base}"
+        matched = {m: best_baseline(v, cfg, method=m) for m in cfg["lethe"] if m in v.per_query}
+        s = f"{ds}: {base}" + "".join(
+            f"; for {m} ({SUP.cell(v, m)}) {b or 'none with as much supervision'}"
+            for m, b in matched.items()
+            if b != base
+        )
         if out:
             s += f" ({', '.join(f'{m} {G.BELOW} excluded: below its first stage {G.gate(v, m, cfg).first_stage}' for m in out)}"
             s += f"; without the gate it would have been {ungated})" if ungated != base else ")"
@@ -92,7 +116,9 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
             "Best baseline per dataset (highest mean "
             + display_metric(cfg["best_baseline_metric"])
             + " among the baselines, "
-            "rerankers below their own first stage left out): " + "; ".join(parts) + ". " + G.BELOW_NOTE
+            "rerankers below their own first stage left out), and for a method with more label supervision the best "
+            "among the baselines that saw at least as much (lethebench/supervision.py; `versus` says which a row "
+            "tests): " + " | ".join(parts) + ". " + G.BELOW_NOTE
         )
         if parts
         else ""
@@ -100,21 +126,26 @@ def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any])
 
 
 def table2(views: Mapping[str, DatasetView], cfg: Mapping[str, Any], baseline: str | None = None) -> pd.DataFrame:
-    """Paired tests of every method against the best baseline of its dataset (or ``baseline``, a method
-    label, where that dataset has it), the primary test family-corrected over all rows (``corrected``)."""
+    """Paired tests of every method against its supervision-matched best baseline and, where that differs, the best
+    baseline of any supervision (:func:`compared_baselines`; or ``baseline``, a method label, where that dataset has
+    it), the primary test family-corrected over all rows (``corrected``)."""
     rows = []
     metrics = list(cfg["family_metrics"])
     declared = set(cfg["baselines"]) | set(cfg["lethe"])
     for ds, v in sorted(views.items()):
-        base = best_baseline(v, cfg) if baseline is None else baseline if baseline in v.per_query else None
-        if base is None:
-            continue
         for m in method_order(list(v.per_query), cfg):
-            if m == base or m not in declared:  # variants and side studies have their own family
+            if m not in declared:  # variants and side studies have their own family
                 continue
+            given = [(baseline, "given")] if baseline in v.per_query else []
             gate = G.gate(v, m, cfg)
             mark = f"{G.BELOW} below first stage {gate.first_stage}" if gate is not None and gate.below else ""
-            rows += [{**r, "gate": mark} for metric in metrics if (r := paired_row(v, ds, m, base, metric, cfg))]
+            rows += [
+                {**r, "versus": role, "supervision": SUP.cell(v, m), "gate": mark}
+                for base, role in (compared_baselines(v, cfg, m) if baseline is None else given)
+                if base != m
+                for metric in metrics
+                if (r := paired_row(v, ds, m, base, metric, cfg))
+            ]
     df = pd.DataFrame(rows)
     return df if df.empty else corrected(df, cfg, "table2")
 
@@ -214,14 +245,15 @@ def table4(v: DatasetView, cfg: Mapping[str, Any], metric: str = "ndcg@10") -> p
 def overview(
     views: Mapping[str, DatasetView], cfg: Mapping[str, Any], refs: list[RunRef], metric: str = "ndcg@10"
 ) -> pd.DataFrame:
-    """``metric`` per declared method (rows) and dataset (columns): n/m† when declared but not run,
-    - when not declared for that dataset."""
+    """``metric`` per declared method (rows) and dataset (columns), with what each method learns from: n/m† when
+    declared but not run, - when not declared for that dataset."""
     declared = {(r.dataset, r.label) for r in refs}
     methods = method_order(sorted({r.label for r in refs}), cfg)
     datasets = sorted({r.dataset for r in refs})
     rows = []
+    sup = SUP.by_method(views, methods)
     for m in methods:
-        row: dict[str, Any] = {"method": m}
+        row: dict[str, Any] = {"method": m, "supervision": sup.get(m, SUP.NOT_DECLARED)}
         for ds in datasets:
             v = views.get(ds)
             if v is not None and m in v.per_query:

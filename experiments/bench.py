@@ -48,6 +48,7 @@ import hydra
 from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
+from experiments.run_identity import method_params
 from lethe.core.paths import PROJECT_ROOT, project_path
 from lethe.core.arguments import check_arguments
 from lethebench.runs import RunFolder
@@ -770,9 +771,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
                         *_variant_overrides("method.model", v),
                     ]
                 )
-                params = {
-                    k: v for k, v in to_dict(mcfg.method).items() if k not in ("name", "variant")
-                }  # as the runner does
+                params = method_params(to_dict(mcfg.method))  # as the runner does
                 m = instantiate(params, cache_dir=project_path(mcfg.cache_dir), progress=False, _convert_="all")
                 m.bind_dataset({"name": name, "build_key": bm25.manifest["dataset"]["build_key"]})
                 rerankers[p] = m

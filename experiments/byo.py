@@ -222,6 +222,8 @@ def register(name: str, system: Any) -> Registered:
     key = f"{name}@{fingerprint[:16]}"
     _REGISTRY[key] = (kind, adapter)
     section = {"name": name, "_target_": TARGET, "key": key, "kind": kind, "fingerprint": fingerprint}
+    if getattr(system, "supervision", None) is not None:  # what it learns from, if it says (lethebench/supervision.py)
+        section["supervision"] = system.supervision
     return Registered(section, live=kind != "ranking")
 
 

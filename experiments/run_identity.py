@@ -20,6 +20,7 @@ from lethe.core.paths import project_path
 from lethe.core.typed_config import ConfigError
 from lethe.retrieval.crossencoder import regime_train
 from lethebench.runs import run_path
+from lethebench.supervision import KEY as SUPERVISION_KEY
 
 
 def config_hash(hashed: Mapping[str, Any]) -> str:
@@ -125,6 +126,17 @@ def without_other_regimes(cfg: Any) -> Any:
     return cfg
 
 
+# Method keys that name or describe a method rather than parameterise it: never passed to its constructor
+# (:func:`method_params`). ``supervision`` (lethebench/supervision.py) is also left out of the hash: it was declared
+# after the runs existed, and says what a method learns from, not what it computes.
+METHOD_DESCRIPTION_KEYS = ("name", "variant", SUPERVISION_KEY)
+
+
+def method_params(method: Mapping[str, Any]) -> dict[str, Any]:
+    """A resolved method config without :data:`METHOD_DESCRIPTION_KEYS`: what its ``_target_`` is built from."""
+    return {k: v for k, v in method.items() if k not in METHOD_DESCRIPTION_KEYS}
+
+
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results (paths, display options and
     ``run.metrics`` excluded, paths under ``cache_dir`` :func:`relocated`); ``run.metrics`` is checked for
@@ -143,7 +155,11 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
         {
             "dataset": resolved["dataset"],
             "dataset_build_key": build_key,
-            "method": with_replay_content(without_other_regimes(without_placement(resolved["method"]))),
+            "method": with_replay_content(
+                without_other_regimes(
+                    without_placement({k: v for k, v in resolved["method"].items() if k != SUPERVISION_KEY})
+                )
+            ),
             "chunking": chunking_identity(resolved["chunking"]),
             "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
             **extra,

@@ -47,7 +47,8 @@ from lethebench.provenance import (
     start_memory_window,
     timing_valid,
 )
-from experiments.run_identity import RunIdentity, config_hash, run_identity
+from experiments.run_identity import RunIdentity, config_hash, method_params, run_identity
+from lethebench.supervision import method_supervision
 from lethe.core.protocol import (
     LLM_FAILURES,
     Annotates,
@@ -334,7 +335,7 @@ class RunPlan:
     build_key: str
     selection: QuerySelection
     answer_rules: str | None  # 'locomo' or None (dataset.answer_rules)
-    method_params: dict[str, Any]  # the method section without name/variant, for Hydra
+    method_params: dict[str, Any]  # the method section without its description keys (name, variant, supervision)
     cache_dir: Path
     settings: RunSettings
 
@@ -390,9 +391,9 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
         ("method.variant", method.get("variant", "x") or "x"),
     ):
         plain_name(value, key)
-    check_section(
-        {k: v for k, v in method.items() if k not in ("name", "variant")}, "method", given=("cache_dir", "progress")
-    )
+    if method.get("supervision") is not None:
+        method_supervision(method)  # an unknown `supervision` fails here, named, before any compute
+    check_section(method_params(method), "method", given=("cache_dir", "progress"))
     answers = resolved.get("answers") or {}
     if answers.get("enabled"):
         if (method.get("generation") or {}).get("enabled"):
@@ -419,7 +420,7 @@ def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: 
     answer_rules = resolved["dataset"].get("answer_rules")
     if answer_rules not in (None, "locomo"):
         raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
-    params = {k: v for k, v in resolved["method"].items() if k not in ("name", "variant")}
+    params = method_params(resolved["method"])
     settings = RunSettings.from_config(resolved["run"])
     identity = run_identity(resolved, build_key)
     root = project_path(resolved["results_dir"]).resolve()
@@ -540,6 +541,11 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
             "card_counts": ds.card.get("counts"),
         },
         "method": method.describe(),
+        # what it learns from (lethebench/supervision.py); null for a method that does not declare it (a config of
+        # conf/method/ always does: tests/test_configs.py; a bring-your-own system may, as its `supervision` attribute)
+        "supervision": (
+            list(method_supervision(plan.config["method"])) if plan.config["method"].get("supervision") else None
+        ),
         "answers": (
             {**answering.describe(), "llms": [llm.describe() for llm in answer_pool.backends()]}
             if answering is not None and answer_pool is not None

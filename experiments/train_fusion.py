@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
+from experiments.run_identity import method_params
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
@@ -82,9 +83,7 @@ def base_method(cfg: DictConfig, progress: bool = True) -> Any:
     """The configured Lethe method with learned fusion switched off (its base pipeline), and without the stages
     that act on the fused ranking (iteration 4, ``extra_stages``): they never shape the features or the grid's
     rankings, so training neither loads their LLMs nor runs their detectors."""
-    params = to_dict(cfg.method)
-    for key in ("name", "variant"):
-        params.pop(key, None)
+    params = method_params(to_dict(cfg.method))
     params["learned_fusion"] = {**dict(params.get("learned_fusion") or {}), "enabled": False}
     params.update(llm_rerank=None, contradiction=None, generation=None, extra_stages={})
     return instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")

@@ -17,8 +17,11 @@ import yaml
 from hydra.utils import instantiate
 
 from experiments.config import load_config, to_dict
+from experiments.run_identity import method_params
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from lethe.core.models import ModelNotFoundError
+from lethe.core.typed_config import ConfigError
+from lethebench.supervision import method_supervision
 from tests.conftest import DATA_ROOT
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
@@ -65,10 +68,7 @@ def _build_now(overrides: list[str], tmp: Path) -> Any:
     if load_config(overrides).method.get("llm_rerank") is not None:
         small += [f"llm@method.{slot}=smollm2" for slot in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")]
     cfg = load_config([*overrides, *small, f"cache_dir={tmp}", f"data.root={DATA_ROOT}"])
-    params = to_dict(cfg.method)
-    params.pop("name")
-    params.pop("variant", None)
-    return instantiate(params, cache_dir=tmp, progress=False, _convert_="all")
+    return instantiate(method_params(to_dict(cfg.method)), cache_dir=tmp, progress=False, _convert_="all")
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -81,6 +81,30 @@ def test_every_method_config_builds(method, tmp_path):
         assert callable(m.index) and callable(m.search) and isinstance(m.describe(), dict)
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_config_declares_what_it_learns_from(method):
+    """Issue 57: every method config states its supervision (lethebench/supervision.py), so the report can choose each
+    method's best baseline among those that saw as much; a method without one fails here."""
+    cfg = to_dict(load_config([f"method={method}"]).method)
+    assert method_supervision(cfg), method
+    with pytest.raises(ConfigError, match="declares no `supervision`"):
+        method_supervision({k: v for k, v in cfg.items() if k != "supervision"})
+
+
+def test_the_cross_encoder_supervision_follows_its_regime():
+    def of(regime: str) -> tuple[str, ...]:
+        return method_supervision(
+            to_dict(load_config(["method=cross_encoder", f"method.model.train.regime={regime}"]).method)
+        )
+
+    assert [of(r) for r in ("in_domain", "transfer", "lethebench", "label_free")] == [
+        ("in_domain",),
+        ("other_datasets",),
+        ("other_datasets",),
+        ("llm",),
+    ]
 
 
 def test_every_ablation_applies_to_some_method():
@@ -264,7 +288,7 @@ def test_every_config_key_of_every_method_is_read_by_code():
     for overrides in ([f"method={m}"] for m in METHODS):
         for ov in (overrides, *([*overrides, f"+ablation={a}"] for m, a in PAIRS if f"method={m}" == overrides[0])):
             method = to_dict(load_config([*ov, "llm=smollm2"]).method)
-            for key, section in _target_sections({k: v for k, v in method.items() if k not in ("name", "variant")}):
+            for key, section in _target_sections(method_params(method)):
                 keys = [k for k in section if not k.startswith("_")]
                 dead += [
                     f"{key}.{k} ({section['_target_']})"

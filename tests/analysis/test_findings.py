@@ -52,7 +52,7 @@ def table(cfg):
     )
     t2 = pd.DataFrame([_row("locomo", "lethe_iter1", "bm25", -0.02, 0.03, EXPLORATORY)])
     best = {"lethebench": "hybrid", "lethebench_heldout": "hybrid", "locomo": "bm25", "ultradomain_mix": "hybrid"}
-    return FI.findings_table(conf, t2, best, cfg)
+    return FI.findings_table(conf, t2, {ds: {m: b for m in cfg["lethe"]} for ds, b in best.items()}, cfg)
 
 
 def test_rows_are_the_rows_they_read_and_the_held_out_family_comes_first(table):

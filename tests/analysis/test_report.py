@@ -78,7 +78,7 @@ def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(repo
         "Primary test: the paired randomization (sign-flip) test of the mean difference (`p_randomization`)" in report
         and f"disagree at 0.05: {int((flags != '').sum())} of {len(csv)} rows." in report
     )
-    assert "| method | n | nDCG@10 | nDCG@10 95% CI | R@50 |" in report
+    assert "| method | supervision | n | nDCG@10 | nDCG@10 95% CI | R@50 |" in report
     spelled = load_cfg(
         [
             f"out_dir={tmp_path}",
@@ -103,7 +103,7 @@ def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(repo
 def test_table1_has_measured_and_unmeasured_cells(report_cfg, refs):
     out = build_report(report_cfg, refs).parent / "tables" / "table1_locomo.csv"
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("method,n,nDCG@10,nDCG@10 95% CI,R@50,")  # ir_measures names in every table
+    assert lines[0].startswith("method,supervision,n,nDCG@10,nDCG@10 95% CI,R@50,")  # ir_measures names in every table
     import csv
 
     rows = {r["method"]: r for r in csv.DictReader(lines)}
@@ -118,7 +118,7 @@ def test_table1_has_measured_and_unmeasured_cells(report_cfg, refs):
     # the declared hybrid run was never made: a row of n/m†, and the overview says the same
     assert set(rows["hybrid"].values()) == {"hybrid", "n/m†"}
     overview = (out.parent / "overview_ndcg10.md").read_text()
-    assert "| hybrid | n/m† |" in overview and "declared in the reproduction contract but not run" in overview
+    assert "| hybrid | none | n/m† |" in overview and "declared in the reproduction contract but not run" in overview
 
 
 def test_notebook_executes_headless(e2e_runs, work, tmp_path):

@@ -30,7 +30,7 @@ def built_sections(method: str = "lethe_iter1", **sections: Mapping[str, Any] | 
     keyword replaces keys of that section (a section the method does not have, e.g. an iteration-4 one
     on iteration 1, starts from lethe_iter4's YAML); ``None`` switches it off."""
     params = method_params(method)
-    for key in ("name", "variant", "_target_", "embedder"):
+    for key in ("name", "variant", "supervision", "_target_", "embedder"):
         params.pop(key, None)
     built: dict[str, Any] = {}
     for key, value in params.items():

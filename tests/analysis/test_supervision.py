@@ -1,0 +1,77 @@
+"""Issue 57: each method's best baseline is chosen among the baselines that saw at least as much label supervision,
+and Table 2 also tests it against the best baseline of any supervision where that one differs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import supervision as SUP
+from analysis import tables as T
+from analysis.report import load_cfg
+from analysis.views import DatasetView
+
+SUPERVISION = {
+    "bm25": "none",
+    "hybrid": "none",
+    "hybrid_tuned": "in_domain",
+    "lethe_iter1": "dev_labels",
+    "lethe_iter3": ["dev_labels", "in_domain"],
+}
+MEANS = {"bm25": 0.0, "hybrid": 0.10, "hybrid_tuned": 0.05, "lethe_iter1": 0.06, "lethe_iter3": 0.12}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    c = load_cfg(["bootstrap_resamples=500", "permutation_resamples=500"])
+    return {**c, "baselines": ["bm25", "hybrid", "hybrid_tuned"], "lethe": ["lethe_iter1", "lethe_iter3"]}
+
+
+@pytest.fixture(scope="module")
+def view():
+    """The fixed hybrid (no label) above the tuned one (in-domain labels): a case where the two rules differ."""
+    rng = np.random.default_rng(0)
+    ids = pd.Index([f"q{i:02d}" for i in range(40)], name="query_id")
+    base = rng.uniform(0.2, 0.6, len(ids))
+    pq = {
+        m: pd.DataFrame({"ndcg@10": np.clip(base + mu + rng.normal(0, 0.03, len(ids)), 0, 1)}, index=ids)
+        for m, mu in MEANS.items()
+    }
+    runs = {
+        m: SimpleNamespace(manifest={"config": {"method": {"name": m, "supervision": s}}})
+        for m, s in SUPERVISION.items()
+    }
+    return DatasetView("toy", pd.DataFrame({"query_id": list(ids)}), runs, pq)
+
+
+def test_the_best_baseline_is_chosen_among_those_with_as_much_supervision(view, cfg):
+    assert T.best_baseline(view, cfg) == "hybrid"  # of any supervision
+    assert T.best_baseline(view, cfg, method="lethe_iter3") == "hybrid_tuned"  # in-domain labels: only the tuned one
+    assert T.best_baseline(view, cfg, method="lethe_iter1") == "hybrid_tuned"  # dev labels: at least as much
+    assert T.best_baseline(view, cfg, method="bm25") == "hybrid"  # no label: every baseline
+
+
+def test_table2_tests_both_the_matched_and_the_overall_best_and_says_which(view, cfg):
+    t2 = T.table2({"toy": view}, {**cfg, "family_metrics": ["ndcg@10"]})
+    it3 = t2[t2["method"] == "lethe_iter3"]
+    assert list(zip(it3["baseline"], it3["versus"])) == [("hybrid_tuned", T.MATCHED), ("hybrid", T.OVERALL)]
+    assert set(it3["supervision"]) == {"dev labels (rules tuned on a dev set) + in-domain labels, cross-fitted"}
+    bm25 = t2[t2["method"] == "bm25"]
+    assert list(zip(bm25["baseline"], bm25["versus"])) == [("hybrid", T.MATCHED)]  # one row: the two are the same
+
+
+def test_a_run_made_before_the_key_existed_reads_its_method_declaration():
+    v = DatasetView(
+        "toy",
+        pd.DataFrame(),
+        {"lethe_iter3": SimpleNamespace(manifest={"config": {"method": {"name": "lethe_iter3"}}})},
+    )
+    assert SUP.of(v, "lethe_iter3") == ("dev_labels", "in_domain")
+    ce = {"name": "cross_encoder", "model": {"train": {"regime": "label_free"}}}
+    assert (
+        SUP.cell(DatasetView("toy", pd.DataFrame(), {"ce": SimpleNamespace(manifest={"config": {"method": ce}})}), "ce")
+        == "LLM"
+    )
