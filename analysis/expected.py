@@ -73,7 +73,7 @@ def retrieval_values(run: RunFolder, metrics: Sequence[str]) -> dict[str, Any]:
     from analysis.metrics import rescore  # ranx compiles its kernels on first use: only when verifying
 
     if not (run.path / RUN_TREC).is_file() and not (run.path / RUN_PARQUET).is_file():
-        pq = run.per_query
+        pq = run.per_query.sort_values("query_id")  # rescore's order (sorted query ids): the same sum, bit for bit
         return {"evaluated": int(len(pq)), **{k: float(pq[k].mean()) if len(pq) else 0.0 for k in metrics}}
     scores = rescore(run, metrics)
     return {"evaluated": int(len(scores)), **{k: float(scores[k].mean()) if len(scores) else 0.0 for k in metrics}}

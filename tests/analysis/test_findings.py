@@ -135,3 +135,23 @@ def test_the_readme_summary_is_the_committed_findings(cfg):
     report = (RESULTS / "report.md").read_text()
     # findings first, provenance last
     assert report.index("## Findings") < report.index("## Overview") < report.index(FI.SETUP_HEADING)
+
+
+def test_a_less_supervised_best_baseline_gets_the_matched_comparison_beside_it(cfg):
+    """Issue 57: where the best of all baselines saw less label supervision than an iteration, the findings add its
+    comparison with the best baseline that saw as much (Table 2's `versus` row), after the best of all."""
+    from analysis.tables import MATCHED, OVERALL
+
+    conf = pd.DataFrame([_row("techqa", "lethe_iter3", "hybrid", 0.014, 0.1)])
+    t2 = pd.DataFrame(
+        [
+            {**_row("techqa", "lethe_iter3", "hybrid", 0.014, 0.1, EXPLORATORY), "versus": OVERALL},
+            {**_row("techqa", "lethe_iter3", "hybrid_tuned", 0.004, 0.6, EXPLORATORY), "versus": MATCHED},
+        ]
+    )
+    table = FI.findings_table(conf, t2, {"techqa": {m: "hybrid" for m in cfg["lethe"]}}, cfg)
+    got = list(zip(table["compared with"], table["role"], table["family"]))
+    assert got == [
+        ("hybrid", "vs best baseline", CONFIRMATORY),
+        ("hybrid_tuned", "vs best with as much supervision", EXPLORATORY),
+    ]

@@ -1,5 +1,5 @@
-"""Issue 57: each method's best baseline is chosen among the baselines that saw at least as much label supervision,
-and Table 2 also tests it against the best baseline of any supervision where that one differs."""
+"""Issue 57: each method's supervision-matched best baseline is chosen among the baselines that saw at least as much
+label supervision, and Table 2 tests a method against it beside the best baseline of any supervision."""
 
 from __future__ import annotations
 
@@ -57,10 +57,11 @@ def test_the_best_baseline_is_chosen_among_those_with_as_much_supervision(view, 
 def test_table2_tests_both_the_matched_and_the_overall_best_and_says_which(view, cfg):
     t2 = T.table2({"toy": view}, {**cfg, "family_metrics": ["ndcg@10"]})
     it3 = t2[t2["method"] == "lethe_iter3"]
-    assert list(zip(it3["baseline"], it3["versus"])) == [("hybrid_tuned", T.MATCHED), ("hybrid", T.OVERALL)]
+    # the best of all first (the reference of the findings), then the matched one, never stronger
+    assert list(zip(it3["baseline"], it3["versus"])) == [("hybrid", T.OVERALL), ("hybrid_tuned", T.MATCHED)]
     assert set(it3["supervision"]) == {"dev labels (rules tuned on a dev set) + in-domain labels, cross-fitted"}
     bm25 = t2[t2["method"] == "bm25"]
-    assert list(zip(bm25["baseline"], bm25["versus"])) == [("hybrid", T.MATCHED)]  # one row: the two are the same
+    assert list(zip(bm25["baseline"], bm25["versus"])) == [("hybrid", T.OVERALL)]  # one row: the two are the same
 
 
 def test_a_run_made_before_the_key_existed_reads_its_method_declaration():
