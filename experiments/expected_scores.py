@@ -244,9 +244,10 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
             "dataset": dataset.relative_to(store).as_posix(),
         }
         keep.add(dest)
-    for st in studies:  # with select, the unselected studies keep their stored folders
+    for st in tier.studies:  # with select, the unselected studies keep their stored folders
         dest = RS.study_folder(store, tier.name, st.name)
-        RS.write_study(study_folder(st, cfg), dest, roots)
+        if st in studies:
+            RS.write_study(study_folder(st, cfg), dest, roots)
         keep.add(dest)
     RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
