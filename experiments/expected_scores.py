@@ -251,6 +251,8 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
         keep.add(dest)
     RS.remove_stale(store, tier.name, keep | {store / tier.name / RS.STUDIES})
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
+    for gone in RS.remove_unreferenced_datasets(store):
+        print(f"removed from the store: {gone.relative_to(store)} (no stored run reads this build any more)")
     kept_keys = [*kept, *(st.key for st in tier.studies if st not in studies)]
     ok, text = verify_tier(
         tier, runs, cfg, write=False, kept=kept_keys

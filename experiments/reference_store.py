@@ -188,6 +188,20 @@ def write_index(store: Path, tier: str, entries: Mapping[str, Any], studies: Seq
     atomic_write_text(store / INDEX, _json(dict(sorted(index.items()))))
 
 
+def remove_unreferenced_datasets(store: Path) -> list[Path]:
+    """Delete the stored dataset builds no run of any tier's index names (a dataset regenerated, every tier that read
+    its old build stored again); the folders deleted."""
+    used = {
+        e["dataset"] for t in read_index(store).values() for e in (t.get("runs") or {}).values() if e.get("dataset")
+    }
+    gone = [
+        f for f in sorted((store / DATASETS).glob("*/*")) if f.is_dir() and f.relative_to(store).as_posix() not in used
+    ]
+    for f in gone:
+        shutil.rmtree(f)
+    return gone
+
+
 def run_folder(store: Path, tier: str, key: str) -> Path:
     """Where the store keeps the declared run ``key`` (``<dataset>/<label>``) of ``tier``."""
     return store / tier / key

@@ -56,6 +56,19 @@ def test_the_index_keeps_every_tier_and_stale_folders_go(tmp_path):
     assert RS.read_index(Path(tmp_path / "none")) == {}
 
 
+def test_a_dataset_build_no_tier_reads_any_more_leaves_the_store(tmp_path):
+    """Issue 56: the held-out family regenerated, every tier that read its old build stored again: the old build goes."""
+    RS.write_index(tmp_path, "core", {"h/bm25": {"config_hash": "a", "dataset": "datasets/h/new"}}, [])
+    RS.write_index(tmp_path, "llm", {"d/hyde": {"config_hash": "b", "dataset": "datasets/d/one"}}, [])
+    for build in ("h/old", "h/new", "d/one"):
+        (tmp_path / "datasets" / build).mkdir(parents=True)
+    assert RS.remove_unreferenced_datasets(tmp_path) == [tmp_path / "datasets" / "h" / "old"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "datasets").glob("*/*")) == [
+        "datasets/d/one",
+        "datasets/h/new",
+    ]
+
+
 def test_a_report_from_an_empty_store_is_refused_with_what_to_do(tmp_path, capsys):
     """make report on a clone whose store holds no tier yet: exit 2, the committed report untouched, and the message
     says how a tier gets into the store."""
