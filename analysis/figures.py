@@ -99,6 +99,23 @@ def iter4_dataset(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> s
     return None
 
 
+def timing_mark(v: DatasetView, m: str) -> str:
+    """``‡`` when ``m``'s run measured its latency under contention (its manifest's ``timing_valid`` is false; Table
+    3's mark), else empty."""
+    run = v.runs.get(m)
+    return "‡" if run is not None and run.manifest.get("timing_valid") is False else ""
+
+
+def frontier_points(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> tuple[str, pd.DataFrame] | None:
+    """(dataset, budget points) of the first LetheBench family with iteration-4 runs of two or more reranking models
+    (Figure 4's model-choice frontier: conf/reference/llm.yaml declares it on one family), else None."""
+    for ds in families(views, cfg):
+        pts = budget_points(views[ds], cfg) if ds in views else pd.DataFrame()
+        if not pts.empty and pts["model"].nunique() >= 2:
+            return ds, pts
+    return None
+
+
 def titled(what: str, ds: str, cfg: Mapping[str, Any]) -> str:
     """A panel title naming its dataset (the dev family's label on a second line)."""
     return f"{ds}: {what}\n({DEV_LABEL})" if ds == dev_dataset(cfg) else f"{ds}: {what}"
@@ -129,8 +146,13 @@ def caption_fields(
         else paper + (f"; {dev}, the dev family, has no runs" if dev else "")
     )
     it4 = iter4_dataset(views, cfg)
+    fr = frontier_points(views, cfg)
     if it4 == paper:
-        it4_note = f"Panels (a)-(c) draw {paper}."
+        it4_note = f"Panels (a) and (b) draw {paper}" + (
+            f"; (c) {family_label(fr[0], cfg)}, the one family the model frontier is run on."
+            if fr and fr[0] != paper
+            else ", and so does (c)."
+        )
     elif it4 is not None:
         it4_note = (
             f"Iteration 4 is not run on {paper} (no finished lethe_iter4 run there; panel (i) says so): panels "
@@ -302,7 +324,7 @@ def pareto(ax, v: DatasetView | None, cfg: Mapping[str, Any], styles: Styles, da
         x, y = float(p95), float(v.per_query[m]["ndcg@10"].mean())
         pts.append((x, y))
         ns.add(n_of(v, m))
-        ax.scatter(x, y, label=n_label(v, m), zorder=3, **styles.marker(m))
+        ax.scatter(x, y, label=n_label(v, m) + timing_mark(v, m), zorder=3, **styles.marker(m))
     if not pts:
         not_yet(ax, f"latencies on {dataset}")
         return
@@ -480,7 +502,8 @@ def stage_stack(v: DatasetView, cfg: Mapping[str, Any], methods: list[str]) -> p
     ``methods``, in ms, as floats (NaN = n/m): one row per method, a column per stage group, ``other`` and
     ``total mean``; ``in_total`` names the groups timed inside a query's latency (every group but those of
     :data:`AFTER_SEARCH`), ``after`` the others."""
-    t3 = table3(v, cfg).set_index("method").reindex(methods)
+    t3 = table3(v, cfg)
+    t3 = t3.assign(method=t3["method"].str.removesuffix("‡")).set_index("method").reindex(methods)  # the mark: labels
     out = t3.rename(columns=lambda c: c.removesuffix(" (ms)")).apply(pd.to_numeric, errors="coerce")
     groups = {g: set(s) for g, s in cfg["stage_groups"].items()}
     out.attrs["after"] = [g for g, s in groups.items() if s and s <= AFTER_SEARCH]
@@ -501,10 +524,13 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
         timed = float(np.nansum([r[g] for g in inside]))
         untimed = float(r["total mean"]) - timed if np.isfinite(r["total mean"]) else np.nan
         st.loc[m, "untimed"] = round(untimed, 2) if np.isfinite(untimed) and untimed > 0 else np.nan
-        rows.append((m, f"{m}: search\n(total mean {r['total mean']:.2f} ms)", [*inside, "untimed"], r["total mean"]))
+        mark = timing_mark(v, m)
+        rows.append(
+            (m, f"{m}{mark}: search\n(total mean {r['total mean']:.2f} ms)", [*inside, "untimed"], r["total mean"])
+        )
         if any(np.isfinite(r[g]) for g in after):
             total = float(np.nansum([r[g] for g in after]))
-            rows.append((m, f"{m}: answer + judge\n(after the search, {total:.2f} ms)", after, total))
+            rows.append((m, f"{m}{mark}: answer + judge\n(after the search, {total:.2f} ms)", after, total))
     segs = [*inside, "untimed", *after]
     y = np.arange(len(rows))[::-1]
     lefts = np.zeros(len(rows))
@@ -721,7 +747,8 @@ def _fig3(views, cfg, fams) -> Any:
 
 
 def _fig4(views, cfg, styles) -> Any:
-    """Iteration 4 in a 3 x 3 grid: (a) budget, (b) what it buys, (c) the frontier, on :func:`iter4_dataset`;
+    """Iteration 4 in a 3 x 3 grid: (a) budget, (b) what it buys on :func:`iter4_dataset`, (c) the model frontier on
+    the first LetheBench family that has it;
     (d, e) the stale-document rate and (g, h) latency by stage on the paper dataset and the dev family; (f) iteration
     4 against iteration 3 per dataset; (i) a notice while the paper dataset has no iteration-4 run."""
     paper, dev, k = paper_dataset(cfg), dev_dataset(cfg), int(cfg["contradiction_k"])
@@ -738,11 +765,12 @@ def _fig4(views, cfg, styles) -> Any:
     else:
         budget_curve(pa, pts, titled("quality vs LLM budget", where, cfg))
         share_curve(pb, pts, titled("what the budget buys", where, cfg))
-    if pts.empty or pts["model"].nunique() < 2:
+    fr = frontier_points(views, cfg)
+    if fr is None:
         pc.set_title(titled("model-choice frontier", where, cfg))
         not_yet(pc, f"LLM model-choice frontier on {where}")
     else:
-        frontier(pc, pts, titled("model-choice frontier", where, cfg))
+        frontier(pc, fr[1], titled("model-choice frontier", fr[0], cfg))
     con = ("lethe_iter3", "lethe_iter4+contradiction_only", "lethe_iter4+contradiction_only_rank", "lethe_iter4")
     for p, q, ds in ((pd_, pg, paper), (pe, ph, dev)):
         v = views.get(ds) if ds else None

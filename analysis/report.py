@@ -41,10 +41,10 @@ from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
 CAPTIONS = {  # templates: analysis.figures.caption_fields fills {paper}, {families}, ... from the settings and runs drawn
-    "fig1": "Figure 1, {families}: entity {coverage} per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only. n per method in its row label or legend entry (a method run on a query sample has a smaller n; a panel whose methods differ in n says so in its title). The latency axis is symmetric-log, linear below {linthresh} ms, so a method measured at 0 ms is drawn at 0, not left out or moved.",
+    "fig1": "Figure 1, {families}: entity {coverage} per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only. n per method in its row label or legend entry (a method run on a query sample has a smaller n; a panel whose methods differ in n says so in its title). The latency axis is symmetric-log, linear below {linthresh} ms, so a method measured at 0 ms is drawn at 0, not left out or moved. ‡ after a method: its latency was measured under contention (Table 3's mark), not comparable with the others.",
     "fig2": "Figure 2, {paper}: iteration-2 ablation (left); nDCG@10 per method by query complexity, means with 95% BCa CIs (right); main family only. n per method in its row label, n per complexity level in the legend.",
     "fig3": "Figure 3, {families}: learned fusion (iteration 3, and its alpha-only variant) against static fusion (iteration 2), paired nDCG@10 differences with 95% BCa CIs and n (left); mean nDCG@10 per iteration with 95% BCa CIs against the best baseline's mean and CI band (right), n under each iteration (an iteration without a run there says 'not run').",
-    "fig4": "Figure 4, iteration 4: (a) quality vs LLM rerank budget, (b) the share of the top 10 judged, (c) the model-choice frontier, (d, e) the share of queries with a stale document in the top {k}, (f) iteration 4 against iteration 3 on the same queries per dataset, (g, h) mean latency by stage, Table 3's numbers: the bar of the stages inside the per-query latency ends at Table 3's total mean (its part no stage timed is drawn as 'untimed'), and answer generation and its judge, timed after the search and not in that total, are a bar of their own (means over all the run's queries). {it4} n in every legend or row label; a mean of 0 is marked '0'. A budget shorter than one LLM call judges nothing (share 0): the predictive stop never starts a call it cannot finish, so there the LLM reorders nothing.",
+    "fig4": "Figure 4, iteration 4: (a) quality vs LLM rerank budget, (b) the share of the top 10 judged, (c) the model-choice frontier, (d, e) the share of queries with a stale document in the top {k}, (f) iteration 4 against iteration 3 on the same queries per dataset, (g, h) mean latency by stage, Table 3's numbers: the bar of the stages inside the per-query latency ends at Table 3's total mean (its part no stage timed is drawn as 'untimed'), and answer generation and its judge, timed after the search and not in that total, are a bar of their own (means over all the run's queries). {it4} n in every legend or row label; a mean of 0 is marked '0'. A budget shorter than one LLM call judges nothing (share 0): the predictive stop never starts a call it cannot finish, so there the LLM reorders nothing. ‡ after a method: its latency was measured under contention (Table 3's mark), not comparable with the others.",
     "fig5": "Figure 5: per dataset ({all}), paired mean differences in nDCG@10 against the best baseline with BCa CIs, n and d_z (upper row of each pair), and mean nDCG@10 with 95% CIs and n (lower row); main family only; a mean of 0 is marked '0'.",
     "fig6": "Figure 6, {paper}: nDCG@10, Recall@50, {coverage} and the stale-document rate (top {k}) per method by LetheBench domain, means with 95% BCa CIs (one marker per domain); main family only. n per method in its row label, n per domain in the legend.",
     "fig7": "Figure 7: Lethe steps, ablations and side studies against their references (nDCG@10, paired, 95% BCa CIs, n per row), one panel per dataset: {fig7}.",
@@ -462,7 +462,8 @@ def build_report(
         ).strip()
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
-        F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)")
+        t3_note = " ".join([F.FOOTNOTE_NM, *([T.FOOTNOTE_TIMING] if t3["method"].str.endswith("‡").any() else [])])
+        F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)", footnote=t3_note)
         note = (cfg.get("dataset_notes") or {}).get(ds)
         md += [
             f"## {ds}",
@@ -474,7 +475,7 @@ def build_report(
             f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
             "wall time)",
             "",
-            F.to_markdown(t3, F.FOOTNOTE_NM),
+            F.to_markdown(t3, t3_note),
         ]
         t4 = T.table4(v, cfg)
         if t4 is not None:
