@@ -24,6 +24,7 @@ import pandas as pd
 from analysis.formatting import NM, fmt, fmt_p
 from analysis.metric_names import display_metric
 from analysis.views import DatasetView, paired_row
+from lethebench.supervision import KEY as SUPERVISION_KEY
 
 BELOW = "▼"
 BELOW_NOTE = (
@@ -93,7 +94,8 @@ def mismatches(
     reranker: Any, other: Any, keys: Mapping[str, str] | None = None, own: list[str] | None = None
 ) -> list[str]:
     """Why ``other`` is not the run ``reranker`` started from: a different processed dataset, ``run.k``, or
-    method keys (``keys``: reranker key -> other's key; ``own``: every key but these, ``name``, ``variant``)."""
+    method keys (``keys``: reranker key -> other's key; ``own``: every key but these, ``name``, ``variant`` and
+    ``supervision``)."""
     out = []
     bk = [(r.manifest.get("dataset") or {}).get("build_key") for r in (reranker, other)]
     if bk[0] != bk[1]:
@@ -107,7 +109,7 @@ def mismatches(
             if va != vb:
                 out.append(f"{a}={va} vs {b}={vb}")
     if own is not None:
-        skip = {"name", "variant", *own}
+        skip = {"name", "variant", SUPERVISION_KEY, *own}  # what names or describes a method, not what it computes
         ma, mb = _method_config(reranker), _method_config(other)
         for k in sorted((set(ma) | set(mb)) - skip):
             if ma.get(k) != mb.get(k):

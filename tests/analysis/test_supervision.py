@@ -76,3 +76,19 @@ def test_a_run_made_before_the_key_existed_reads_its_method_declaration():
         SUP.cell(DatasetView("toy", pd.DataFrame(), {"ce": SimpleNamespace(manifest={"config": {"method": ce}})}), "ce")
         == "LLM"
     )
+
+
+def test_a_reranker_and_its_control_differing_only_in_supervision_are_the_same_first_stage():
+    """The sanity gates compare a reranker with its random control key by key; `supervision` describes a method (the
+    cross-encoder learns from labels, its random control does not) and is not a difference between their runs."""
+    from analysis.gates import mismatches
+
+    def run(**method):
+        return SimpleNamespace(
+            manifest={"config": {"method": method, "run": {"k": 100}}, "dataset": {"build_key": "b"}}
+        )
+
+    ce = run(name="cross_encoder", supervision="regime", candidates=20, model={"x": 1})
+    rnd = run(name="random_rerank", supervision="none", candidates=20, seed=0)
+    assert mismatches(ce, rnd, own=["model", "seed"]) == []
+    assert mismatches(ce, run(name="random_rerank", supervision="none", candidates=50, seed=0), own=["model", "seed"])

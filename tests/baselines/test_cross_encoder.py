@@ -14,6 +14,7 @@ from hydra.utils import instantiate
 
 from experiments.config import to_dict
 from experiments.datasets import dataset_build_key
+from experiments.run_identity import method_params
 from lethe.core.protocol import Doc, Query
 from lethe.core.models import ModelNotFoundError, weights_sha256
 from lethebench.runs import RunFolder
@@ -124,7 +125,7 @@ def _bound(cfg_for, tiny_ds, *overrides: str) -> Iterator[tuple[Any, Any, Query]
 
     cfg = cfg_for("method=cross_encoder", *TINY, "method.candidates=20", *overrides)
     ce = instantiate(
-        {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+        method_params(to_dict(cfg.method)),
         cache_dir=cfg.cache_dir,
         progress=False,
         _convert_="all",
@@ -286,7 +287,7 @@ def test_the_leakage_guard_refuses_seen_queries_in_every_regime(cfg_for, tiny_se
     def bound(*overrides: str, dataset: str):
         cfg = cfg_for("method=cross_encoder", *overrides)
         ce = instantiate(
-            {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+            method_params(to_dict(cfg.method)),
             cache_dir=cfg.cache_dir,
             progress=False,
             _convert_="all",
@@ -386,7 +387,7 @@ def test_label_free_trains_on_generated_questions_and_may_score_every_evaluated_
     evaluated = CR.load_labelled(cfg_for("method=cross_encoder", "dataset=locomo", "dataset.scopes=[conv-26,conv-30]"))
     assert not trained & set(evaluated.queries["query_id"])
     ce = instantiate(
-        {k: v for k, v in to_dict(cfg.method).items() if k != "name"},
+        method_params(to_dict(cfg.method)),
         cache_dir=cfg.cache_dir,
         progress=False,
         _convert_="all",

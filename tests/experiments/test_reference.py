@@ -390,8 +390,9 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
         built = [train_fusion.model_folder(s.model[1]) for s in steps]
         assert len(built) == len(set(built)), f"{name}: two steps build the same model"
         assert set(built) == needed, f"{name}: models no step builds: {sorted(map(str, needed - set(built)))}"
-    lethebench = [s.name for s in prepare_steps(resolved_tiers["llm"]) if s.name.startswith("fusion lethebench")]
-    assert len(lethebench) == 2 and all(" pool " in n for n in lethebench), lethebench
+    for family in ("lethebench", "lethebench_heldout"):  # iteration 4's two query samples (150, and the sweep's 100)
+        pools = [s.name for s in prepare_steps(resolved_tiers["llm"]) if s.name.startswith(f"fusion {family} ")]
+        assert len(pools) == 2 and all(" pool " in n for n in pools), pools
 
 
 def test_a_tier_name_that_is_a_path_is_refused():

@@ -57,5 +57,5 @@ def test_a_locomo_format_file_under_its_own_name_is_run_and_reported(tmp_path, w
     assert R.reproduce(R.load([*args, "action=report"])) == 0
     # a report group out_dir does not name goes to <out_dir.reference>/<group>: no +out_dir.mine=... needed
     report = (tmp_path / "local" / "mine" / "report.md").read_text()
-    assert "| mine | bm25 | mine |" in report and "| method | mine |" in report
+    assert "| mine | bm25 | mine |" in report and "| method | supervision | mine |" in report
     assert "locomo" not in report.split("## Overview")[1].split("##")[0]  # the overview names your data, not LoCoMo

@@ -18,6 +18,7 @@ import pytest
 
 from baselines.vector import VectorSearch
 from experiments.config import load_config, to_dict
+from experiments.run_identity import method_params
 from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearch
 from lethe.retrieval.fusion import rrf
 from lethe.retrieval.ranking import top_k
@@ -829,8 +830,7 @@ def test_constructor_validation(embedder):
 def test_method_configs_build(method, cls, expect, embedder, fake_backends, tmp_path):
     from hydra.utils import get_class
 
-    params = to_dict(load_config([f"method={method}", "++llm.backend=fake"]).method)
-    params.pop("name")
+    params = method_params(to_dict(load_config([f"method={method}", "++llm.backend=fake"]).method))
     params.pop("embedder")
     assert get_class(params.pop("_target_")) is cls
     m = cls(embedder, **params, cache_dir=tmp_path, progress=False)
