@@ -22,12 +22,12 @@ KEY = ["dataset", "method", "baseline", "metric"]
 WHOLE_TABLE = ["p_bonferroni", "p_holm", "p_bh"]
 
 
-def comparisons(v: DatasetView, cfg: Mapping[str, Any], best: Mapping[str, str | None]) -> list[tuple[str, str, str]]:
+def comparisons(v: DatasetView, cfg: Mapping[str, Any], best: str | None) -> list[tuple[str, str, str]]:
     """The declared (method, reference, role) comparisons of one dataset whose runs both finished: each method of
-    ``confirmatory.versus_best_baseline`` against its supervision-matched best baseline ``best[method]`` (role
-    "vs best baseline"), then each ``confirmatory.steps`` pair (role "step")."""
+    ``confirmatory.versus_best_baseline`` against ``best`` (role "vs best baseline"), then each
+    ``confirmatory.steps`` pair (role "step")."""
     spec = cfg["confirmatory"]
-    out = [(m, best[m], "vs best baseline") for m in spec["versus_best_baseline"] if best.get(m) is not None]
+    out = [(m, best, "vs best baseline") for m in spec["versus_best_baseline"] if best is not None]
     out += [(m, ref, "step") for m, ref in spec["steps"]]
     return [(m, ref, role) for m, ref, role in out if m in v.per_query and ref in v.per_query]
 
@@ -38,16 +38,16 @@ def family_size_bound(cfg: Mapping[str, Any], n_rows: int) -> float:
 
 
 def confirmatory_table(
-    views: Mapping[str, DatasetView], cfg: Mapping[str, Any], best: Mapping[str, Mapping[str, str | None]]
+    views: Mapping[str, DatasetView], cfg: Mapping[str, Any], best: Mapping[str, str | None]
 ) -> pd.DataFrame:
     """Every declared confirmatory comparison (paired rows of :func:`analysis.views.paired_row` plus ``role``),
     tested with ``confirmatory.permutation_resamples`` sign flips, Holm over these rows alone (``p_adj``).
-    ``best``: dataset -> method -> its supervision-matched best baseline (None: none finished)."""
+    ``best``: the best baseline per dataset (None: none finished)."""
     spec = cfg["confirmatory"]
     test_cfg = {**cfg, "permutation_resamples": int(spec["permutation_resamples"])}
     rows = []
     for ds, v in sorted(views.items()):
-        for m, ref, role in comparisons(v, cfg, best.get(ds) or {}):
+        for m, ref, role in comparisons(v, cfg, best.get(ds)):
             for metric in [*spec["metrics"], *spec.get("answer_metrics", [])]:
                 r = paired_row(v, ds, m, ref, metric, test_cfg)
                 if r is not None:

@@ -34,7 +34,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.iteration4 import budget_points  # noqa: E402
-from analysis.tables import best_baseline, table3  # noqa: E402
+from analysis.tables import best_baseline, table3, timing_mark  # noqa: E402
 from analysis.views import DatasetView, cached_mean_ci, main_family, paired_row  # noqa: E402
 from lethe.core.atomic import atomic_write_bytes  # noqa: E402
 
@@ -97,13 +97,6 @@ def iter4_dataset(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> s
         if ds in views and "lethe_iter4" in views[ds].per_query:
             return ds
     return None
-
-
-def timing_mark(v: DatasetView, m: str) -> str:
-    """``‡`` when ``m``'s run measured its latency under contention (its manifest's ``timing_valid`` is false; Table
-    3's mark), else empty."""
-    run = v.runs.get(m)
-    return "‡" if run is not None and run.manifest.get("timing_valid") is False else ""
 
 
 def frontier_points(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> tuple[str, pd.DataFrame] | None:
@@ -502,8 +495,7 @@ def stage_stack(v: DatasetView, cfg: Mapping[str, Any], methods: list[str]) -> p
     ``methods``, in ms, as floats (NaN = n/m): one row per method, a column per stage group, ``other`` and
     ``total mean``; ``in_total`` names the groups timed inside a query's latency (every group but those of
     :data:`AFTER_SEARCH`), ``after`` the others."""
-    t3 = table3(v, cfg)
-    t3 = t3.assign(method=t3["method"].str.removesuffix("‡")).set_index("method").reindex(methods)  # the mark: labels
+    t3 = table3(v, cfg, marked=False).set_index("method").reindex(methods)
     out = t3.rename(columns=lambda c: c.removesuffix(" (ms)")).apply(pd.to_numeric, errors="coerce")
     groups = {g: set(s) for g, s in cfg["stage_groups"].items()}
     out.attrs["after"] = [g for g, s in groups.items() if s and s <= AFTER_SEARCH]

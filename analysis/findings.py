@@ -52,10 +52,7 @@ def outcome(diff: float, p_adj: float, alpha: float) -> str:
 
 
 def findings_table(
-    confirmatory: pd.DataFrame,
-    t2: pd.DataFrame,
-    best: Mapping[str, Mapping[str, str | None]],
-    cfg: Mapping[str, Any],
+    confirmatory: pd.DataFrame, t2: pd.DataFrame, best: Mapping[str, str | None], cfg: Mapping[str, Any]
 ) -> pd.DataFrame:
     """One row per (dataset, Lethe iteration, comparison): against the best baseline (confirmatory where declared,
     else Table 2's exploratory row) and against the iteration before (the confirmatory steps), on the primary metric,
@@ -80,7 +77,7 @@ def findings_table(
     for ds in datasets:
         wanted = []
         for m in cfg["lethe"]:
-            wanted.append((m, (best.get(ds) or {}).get(m), metric, "vs best baseline"))
+            wanted.append((m, best.get(ds), metric, "vs best baseline"))
             if (ds, m) in matched:
                 wanted.append((m, matched[(ds, m)], metric, "vs best with as much supervision"))
             if m in steps:

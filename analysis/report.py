@@ -276,7 +276,7 @@ def contradiction_notes(cfg: Mapping[str, Any], studies: Mapping[str, Mapping[st
 def findings_section(
     conf: pd.DataFrame,
     t2: pd.DataFrame,
-    best: Mapping[str, Mapping[str, str | None]],
+    best: Mapping[str, str | None],
     views: Mapping[str, V.DatasetView],
     cfg: Mapping[str, Any],
     tdir: Path,
@@ -413,7 +413,7 @@ def build_report(
         "(Findings), Benjamini-Hochberg over each table's exploratory rows.",
         "",
     ]
-    best = {ds: {m: T.best_baseline(v, cfg) for m in cfg["lethe"]} for ds, v in views.items()}  # the best of all
+    best = {ds: T.best_baseline(v, cfg) for ds, v in views.items()}  # the best of all: the findings' reference
     conf = FAM.confirmatory_table(views, cfg, best)
     t2 = T.table2(views, cfg)
     t2 = FAM.split(t2, conf, cfg)  # every row exploratory where no confirmatory comparison has both runs
@@ -462,7 +462,8 @@ def build_report(
         ).strip()
         F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
         t3 = T.table3(v, cfg)
-        t3_note = " ".join([F.FOOTNOTE_NM, *([T.FOOTNOTE_TIMING] if t3["method"].str.endswith("‡").any() else [])])
+        marked = any(T.timing_mark(v, m) for m in v.per_query)
+        t3_note = " ".join([F.FOOTNOTE_NM, *([T.FOOTNOTE_TIMING] if marked else [])])
         F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)", footnote=t3_note)
         note = (cfg.get("dataset_notes") or {}).get(ds)
         md += [

@@ -20,10 +20,14 @@ def of(v: DatasetView, m: str) -> tuple[str, ...] | None:
     return S.of_run(((run.manifest.get("config") or {}).get("method")) or {"name": m})
 
 
+def text(kinds: tuple[str, ...] | None) -> str:
+    """The supervision column's text for ``kinds`` (None: not declared)."""
+    return NOT_DECLARED if kinds is None else S.label(kinds)
+
+
 def cell(v: DatasetView, m: str) -> str:
     """The supervision column's text for ``m`` on ``v``."""
-    kinds = of(v, m)
-    return NOT_DECLARED if kinds is None else S.label(kinds)
+    return text(of(v, m))
 
 
 def eligible(v: DatasetView, baseline: str, method: str | None) -> bool:
@@ -49,7 +53,6 @@ def declared_cell(label: str) -> str:
     """The supervision text of a method label with no finished run, from its method's declaration (a regime-dependent
     one cannot be read without the run's config: not declared)."""
     try:
-        kinds = S.of_run({"name": label.split("+")[0]})
+        return text(S.of_run({"name": label.split("+")[0]}))
     except ConfigError:
         return NOT_DECLARED
-    return NOT_DECLARED if kinds is None else S.label(kinds)

@@ -208,16 +208,22 @@ def table_ablations(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) ->
     )
 
 
-def table3(v: DatasetView, cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """Mean per-stage latency (ms) grouped into the paper's columns, plus total P50/P95; a method whose run measured
-    under contention (manifest ``timing_valid`` false) is marked ‡ (:data:`FOOTNOTE_TIMING`)."""
+def timing_mark(v: DatasetView, m: str) -> str:
+    """``‡`` when ``m``'s run measured its latency under contention (its manifest's ``timing_valid`` is false;
+    :data:`FOOTNOTE_TIMING`), else empty."""
+    run = v.runs.get(m)
+    return "‡" if run is not None and run.manifest.get("timing_valid") is False else ""
+
+
+def table3(v: DatasetView, cfg: Mapping[str, Any], marked: bool = True) -> pd.DataFrame:
+    """Mean per-stage latency (ms) grouped into the paper's columns, plus total P50/P95; with ``marked``, a method
+    whose run measured under contention is marked ‡ (:func:`timing_mark`)."""
     groups: dict[str, list[str]] = {g: list(s) for g, s in cfg["stage_groups"].items()}
     rows = []
     for m in method_order(list(v.per_query), cfg):
         pq = v.per_query[m]
         stages = timings_frame(pq)
-        contended = m in v.runs and v.runs[m].manifest.get("timing_valid") is False
-        row: dict[str, Any] = {"method": m + ("‡" if contended else "")}
+        row: dict[str, Any] = {"method": m + (timing_mark(v, m) if marked else "")}
         other = [c for c in stages.columns if not any(c in s for s in groups.values())]
         for g, names in groups.items():
             cols = [c for c in names if c in stages.columns]

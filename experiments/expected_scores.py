@@ -51,18 +51,12 @@ def verify_tier(
         {k: v for k, v in stored.items() if k not in kept},
     )
     chosen = selected_studies(tier.studies, cfg.select)
+    folders = {st.key: study_folder(st, cfg) for st in chosen if study_done(st, cfg)}  # the studies made here
+    folders.update({st.key: RS.study_folder(store, tier.name, st.name) for st in tier.studies if st.key in kept})
     studies = [st for st in tier.studies if st in chosen or st.key in kept]
     if studies:
         items = [
-            (
-                st.key,
-                E.measure_study(RS.study_folder(store, tier.name, st.name), st.row_key, st.metrics)
-                if st not in chosen
-                else E.measure_study(study_folder(st, cfg), st.row_key, st.metrics)
-                if study_done(st, cfg)
-                else None,
-                None,
-            )
+            (st.key, E.measure_study(folders[st.key], st.row_key, st.metrics) if st.key in folders else None, None)
             for st in studies
         ]
         df = pd.concat([df, E.compare(items, expected)], ignore_index=True)

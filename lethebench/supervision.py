@@ -89,7 +89,9 @@ def declared(name: str) -> Any:
 def of_run(method: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The supervision of a finished run from its manifest's method config: the config's own entry, else its
     method's declaration (:func:`declared`); None when neither says."""
-    value = method.get(KEY, declared(str(method.get("name"))))
+    value = method.get(KEY)
+    if value is None:
+        value = declared(str(method.get("name")))
     return None if value is None else method_supervision({**method, KEY: value})
 
 

@@ -52,7 +52,7 @@ def table(cfg):
     )
     t2 = pd.DataFrame([_row("locomo", "lethe_iter1", "bm25", -0.02, 0.03, EXPLORATORY)])
     best = {"lethebench": "hybrid", "lethebench_heldout": "hybrid", "locomo": "bm25", "ultradomain_mix": "hybrid"}
-    return FI.findings_table(conf, t2, {ds: {m: b for m in cfg["lethe"]} for ds, b in best.items()}, cfg)
+    return FI.findings_table(conf, t2, best, cfg)
 
 
 def test_rows_are_the_rows_they_read_and_the_held_out_family_comes_first(table):
@@ -149,7 +149,7 @@ def test_a_less_supervised_best_baseline_gets_the_matched_comparison_beside_it(c
             {**_row("techqa", "lethe_iter3", "hybrid_tuned", 0.004, 0.6, EXPLORATORY), "versus": MATCHED},
         ]
     )
-    table = FI.findings_table(conf, t2, {"techqa": {m: "hybrid" for m in cfg["lethe"]}}, cfg)
+    table = FI.findings_table(conf, t2, {"techqa": "hybrid"}, cfg)
     got = list(zip(table["compared with"], table["role"], table["family"]))
     assert got == [
         ("hybrid", "vs best baseline", CONFIRMATORY),
