@@ -8,6 +8,7 @@ rrf: reciprocal rank fusion of the two lists (k = ``rrf_k``).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -19,6 +20,19 @@ from lethe.retrieval.embedder import Embedder
 from lethe.retrieval.fusion import minmax, rrf
 from lethe.retrieval.ranking import top_indices, top_k
 from lethe.core.protocol import Doc, Query, SearchResult
+
+
+@dataclass
+class Candidates:
+    """One query's first stage: BM25 scores ``lex`` and cosines ``cos`` over every indexed doc (shape (n_docs,)),
+    the top-``depth`` indices of each list, stage timings (ms) and whether the query embedding came from the cache."""
+
+    lex: np.ndarray
+    cos: np.ndarray
+    lex_top: list[int]
+    dense_top: list[int]
+    timings: dict[str, float]
+    query_embedding_cached: bool
 
 
 class HybridSearch:
@@ -50,7 +64,8 @@ class HybridSearch:
         self.bm25 = BM25Index(self.k1, self.b).fit(texts)
         self.dense.fit([d.doc_id for d in docs], texts)
 
-    def search(self, query: Query, k: int) -> SearchResult:
+    def candidates(self, query: Query) -> Candidates:
+        """Both first-stage lists of ``query`` and their scores (BM25 matches only on the lexical side)."""
         t0 = time.perf_counter()
         lex = self.bm25.score(query.text)
         lex_top = [i for i in top_indices(lex, self.depth) if lex[i] > 0]  # BM25 matches only
@@ -59,19 +74,37 @@ class HybridSearch:
         cos = self.dense.scores(q)
         dense_top = list(top_indices(cos, self.depth))
         t2 = time.perf_counter()
+        timings = {"bm25": (t1 - t0) * 1e3, "encode_query": (t2 - t1) * 1e3}
+        return Candidates(lex, cos, lex_top, dense_top, timings, cached)
+
+    def fuse(
+        self, c: Candidates, k: int, alpha: float | None = None, rrf_k: int | None = None
+    ) -> list[tuple[str, float]]:
+        """The top ``k`` (doc_id, score) of the fused lists, with this method's ``alpha``/``rrf_k`` unless given."""
+        alpha = self.alpha if alpha is None else float(alpha)
         ids = self.dense.ids
         if self.fusion == "rrf":
-            fused = rrf([[ids[i] for i in lex_top], [ids[i] for i in dense_top]], self.rrf_k)
+            fused = rrf(
+                [[ids[i] for i in c.lex_top], [ids[i] for i in c.dense_top]],
+                self.rrf_k if rrf_k is None else int(rrf_k),
+            )
         else:
-            union = np.array(sorted(set(lex_top) | set(dense_top)), dtype=np.int64)
-            s = self.alpha * minmax(lex[union]) + (1 - self.alpha) * cos[union].astype(np.float64)
+            union = np.array(sorted(set(c.lex_top) | set(c.dense_top)), dtype=np.int64)
+            s = alpha * minmax(c.lex[union]) + (1 - alpha) * c.cos[union].astype(np.float64)
             fused = {ids[i]: float(x) for i, x in zip(union, s)}
-        out = top_k(fused, k)
-        t3 = time.perf_counter()
+        return top_k(fused, k)
+
+    def search(self, query: Query, k: int) -> SearchResult:
+        c = self.candidates(query)
+        t2 = time.perf_counter()
+        out = self.fuse(c, k)
+        return self._result(c, out, t2)
+
+    def _result(self, c: Candidates, out: list[tuple[str, float]], t_fuse: float, **flags: Any) -> SearchResult:
         return SearchResult(
             out,
-            {"bm25": (t1 - t0) * 1e3, "encode_query": (t2 - t1) * 1e3, "fusion": (t3 - t2) * 1e3},
-            {"query_embedding_cached": cached, "bm25_matches": len(lex_top)},
+            {**c.timings, "fusion": (time.perf_counter() - t_fuse) * 1e3},
+            {"query_embedding_cached": c.query_embedding_cached, "bm25_matches": len(c.lex_top), **flags},
         )
 
     def describe(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""A tier's prerequisites: processed datasets, cross-encoder model sets and learned-fusion models, as steps of the
-reproduction, the model ones built in spawned worker processes that die with the reproducing process."""
+"""A tier's prerequisites: processed datasets, cross-encoder model sets, learned-fusion models and the tuned hybrids'
+tunings, as steps of the reproduction, the model ones built in spawned worker processes that die with the reproducing process."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Step:
     model: tuple[str, DictConfig] | None = None
 
 
-MODEL_KINDS = ("cross_encoder", "fusion")
+MODEL_KINDS = ("cross_encoder", "fusion", "hybrid_tuning")
 
 
 def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
@@ -46,7 +46,7 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     (None: leave both settings); picklable, so a worker process can call it."""
     import torch
 
-    from experiments import train_cross_encoder, train_fusion
+    from experiments import train_cross_encoder, train_fusion, tune_hybrid
     from lethe.llm.backends import set_default_threads
 
     if kind not in MODEL_KINDS:
@@ -58,8 +58,10 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     try:
         if kind == "cross_encoder":
             train_cross_encoder.train_model_set(cfg)
-        else:
+        elif kind == "fusion":
             train_fusion.ensure_model(cfg)
+        else:
+            tune_hybrid.ensure_tuning(cfg)
     finally:
         torch.set_num_threads(before)
         if threads is not None:
@@ -84,9 +86,9 @@ def data_step(cfg: DictConfig, folder: Path, seen: set[str]) -> list[Step]:
 
 
 def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
-    """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models
-    (each trained from the run's own config, with ``threads`` torch threads)."""
-    from experiments import train_fusion
+    """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models, hybrid tunings
+    (each made from the run's own config, with ``threads`` torch threads)."""
+    from experiments import train_fusion, tune_hybrid
 
     steps: list[Step] = []
     seen: set[str] = set()
@@ -107,6 +109,16 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
             if name not in seen:
                 seen.add(name)
                 steps.append(model_step(name, (folder / "card.json").is_file(), "fusion", r.cfg, threads))
+    for r in runs:
+        if OmegaConf.select(r.cfg, "method.tuning") is not None:
+            folder = tune_hybrid.tuning_folder(r.cfg)
+            pool = folder.parent.name.partition("-")[2]
+            name = f"tuning {r.cfg.dataset.name} {r.cfg.method.tuning.parameter} {folder.name}" + (
+                f" pool {pool}" if pool else ""
+            )
+            if name not in seen:
+                seen.add(name)
+                steps.append(model_step(name, (folder / "tuning.json").is_file(), "hybrid_tuning", r.cfg, threads))
     return steps
 
 

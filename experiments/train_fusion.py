@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import sys
@@ -44,8 +43,9 @@ from experiments.run_identity import method_params
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
-from lethebench.folds import assign_folds
-from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
+from experiments.cross_fit import labelled_ids, labelled_queries
+from lethebench.folds import cross_fit_plan
+from experiments.runner import QuerySelection, group_docs, walk_eligible
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
 from lethe.core.arguments import check_arguments
@@ -94,26 +94,15 @@ def grid_table(
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[tuple[float, float]], dict[str, Any]]:
     """Per query: meta (query_id, scope_id, split, static cell), features (n, F) and nDCG@10 (n, cells).
 
-    Only the queries in ``query_ids`` (default: all with qrels) are prepared and only their qrels read.
+    Only the queries in ``query_ids`` (None: every query with qrels; :func:`train` passes
+    :func:`experiments.cross_fit.labelled_ids`) are prepared and only their qrels read.
     """
     build_key = dataset_key(cfg, ds_folder, ds)  # as the runner binds it (a custom folder's includes its content)
     method = base_method(cfg, progress)
     alphas = [float(a) for a in method.learned_fusion.alpha_grid]
     lams = [float(x) for x in method.learned_fusion.lambda_grid] if method.diversifier.enabled else [0.0]
     cells = [(a, lam) for a in alphas for lam in lams]
-
-    if query_ids is not None:  # other queries are never looked at, not even their qrels
-        keep = set(query_ids)
-        ds = Dataset(
-            ds.name,
-            ds.corpus,
-            ds.queries[ds.queries["query_id"].isin(keep)],
-            {k: v for k, v in ds.qrels.items() if k in keep},
-            ds.card,
-        )
-    # the run's own query selection (scopes, categories, qrels), minus its split filter
-    sel = dataclasses.replace(QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)), split=None)
-    q, _ = select_queries(ds, sel)
+    ds, q = labelled_queries(cfg, ds, query_ids)
     method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})  # fusion off: nothing loaded
     docs = group_docs(ds)
     method.set_collection([d for v in docs.values() for d in v])
@@ -215,53 +204,30 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
     """Build the grid table, fit the folds and return the model (not yet saved)."""
     ds_folder = prepare_dataset(cfg)
     ds = read_dataset(ds_folder, cfg.dataset.name)
-    sp = ds.queries["split"]
-    use_splits = {"train", "dev"} <= set(sp.dropna())
-    ids = ds.queries.loc[sp.isin(["train", "dev"]), "query_id"].tolist() if use_splits else None  # test never prepared
-    meta, X, ndcg, cells, info = grid_table(cfg, ds_folder, ds, ids, progress)
+    meta, X, ndcg, cells, info = grid_table(cfg, ds_folder, ds, labelled_ids(ds), progress)  # test never prepared
     static = meta[["static_alpha", "static_lambda"]].to_numpy(dtype=np.float64)
     y, informative = oracle(ndcg, cells, static)
     lf = info["training"]
     families, seed = list(lf["families"]), int(lf["seed"])
+    plans, scheme = cross_fit_plan(meta, int(lf["folds"]), seed)
     folds, reports = [], []
-    if use_splits:
-        tr, dv = (meta["split"] == "train").to_numpy(), (meta["split"] == "dev").to_numpy()
+    for plan in plans:
+        tr, dv, held = plan.train, plan.dev, plan.heldout
         model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
         rep["static_dev_ndcg@10"] = _round(_static(ndcg, cells, static)[dv].mean())
         rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
+        if held is not None:
+            rep["n_heldout"] = int(held.sum())
         folds.append(
             Fold(
                 model,
                 frozenset(meta.loc[tr, "query_id"]),
                 frozenset(meta.loc[dv, "query_id"]),
-                None,
-                frozenset(meta.loc[tr | dv, "scope_id"]),
+                None if held is None else frozenset(meta.loc[held, "query_id"]),
+                plan.scopes,
             )
         )
         reports.append(rep)
-        scheme = "splits: fit on train, select on dev, refit on train+dev; applies to queries outside both"
-    else:
-        k = int(lf["folds"])
-        fold_no, group = assign_folds(meta, k, seed)
-        for f in range(k):
-            held, dv = fold_no == f, fold_no == (f + 1) % k
-            tr = ~held & ~dv
-            model, rep = fit_fold(X, y, informative, tr, dv, ndcg, cells, info["grid"], families, seed)
-            rep["static_dev_ndcg@10"] = _round(_static(ndcg, cells, static)[dv].mean())
-            rep["oracle_dev_ndcg@10"] = round(float(ndcg[dv].max(axis=1).mean()), 4)
-            rep["n_heldout"] = int(held.sum())
-            scopes = frozenset(meta.loc[tr | dv, "scope_id"]) if group == "scope" else frozenset()
-            folds.append(
-                Fold(
-                    model,
-                    frozenset(meta.loc[tr, "query_id"]),
-                    frozenset(meta.loc[dv, "query_id"]),
-                    frozenset(meta.loc[held, "query_id"]),
-                    scopes,
-                )
-            )
-            reports.append(rep)
-        scheme = f"{k}-fold over {'scopes' if group == 'scope' else 'queries'}: fold f held out, fold f+1 dev, the rest train; refit on train+dev"
     card = {
         **info,
         "feature_version": FEATURE_VERSION,

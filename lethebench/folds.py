@@ -15,6 +15,7 @@ passes none (scope, else query), so its folds are those its models were trained 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -82,3 +83,41 @@ def assign_folds(
     order = np.random.default_rng(seed).permutation(len(names))
     fold_of = {names[i]: r % k for r, i in enumerate(order)}
     return key.map(fold_of).to_numpy(dtype=np.int64), grouping
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """One cross-fitted fold over the rows of a ``meta`` table (boolean masks, shape (n,)): what a model or a
+    tuned parameter is fit on (``train``), selected on (``dev``) and applied to (``heldout``; None: any query
+    outside train and dev, the train/dev-splits scheme). ``scopes``: the scopes of train+dev when folds group whole
+    scopes (those scopes are never scored by this fold)."""
+
+    train: np.ndarray
+    dev: np.ndarray
+    heldout: np.ndarray | None
+    scopes: frozenset[str]
+
+
+def cross_fit_plan(meta: pd.DataFrame, k: int, seed: int) -> tuple[list[FoldPlan], str]:
+    """The folds of every component cross-fitted on the evaluated dataset's labelled queries (iteration 3's learned
+    fusion, the tuned hybrids), and the scheme in words. ``meta`` (columns query_id, scope_id, split; one row per
+    labelled query, in walk order) holds train and dev queries only when the dataset has those splits: then one fold,
+    fit on train, selected on dev, for every other query. Otherwise ``k`` folds (:func:`assign_folds`, no gold
+    groups): fold f held out, fold f+1 dev, the rest train."""
+    split = meta["split"]
+    if {"train", "dev"} <= set(split.dropna()):
+        tr, dv = (split == "train").to_numpy(), (split == "dev").to_numpy()
+        scheme = "splits: fit on train, select on dev, refit on train+dev; applies to queries outside both"
+        return [FoldPlan(tr, dv, None, frozenset(meta.loc[tr | dv, "scope_id"]))], scheme
+    fold_no, grouping = assign_folds(meta, k, seed)
+    plans = []
+    for f in range(k):
+        held, dv = fold_no == f, fold_no == (f + 1) % k
+        tr = ~held & ~dv
+        scopes = frozenset(meta.loc[tr | dv, "scope_id"]) if grouping == "scope" else frozenset()
+        plans.append(FoldPlan(tr, dv, held, scopes))
+    scheme = (
+        f"{k}-fold over {'scopes' if grouping == 'scope' else 'queries'}: fold f held out, fold f+1 dev, the rest "
+        "train; refit on train+dev"
+    )
+    return plans, scheme

@@ -312,3 +312,14 @@ def test_the_rerank_stage_hands_its_llm_section_to_the_backend_as_written(monkey
         )
         stage.bind_llms(LLMPool(None))
         assert seen[-1] == {"kind": "fake", "name": "fake", "cache": cache}
+
+
+@pytest.mark.parametrize("method", ["hybrid_tuned", "hybrid_rrf_tuned"])
+def test_the_tuned_hybrids_are_tuned_on_iteration_3s_folds_and_alpha_grid(method):
+    """The same folds need the same k and seed as iteration 3's learned fusion; hybrid_tuned's alpha grid is its."""
+    tuned = load_config([f"method={method}"]).method
+    iter3 = load_config(["method=lethe_iter3"]).method.learned_fusion
+    assert (tuned.tuning.folds, tuned.tuning.seed) == (iter3.folds, iter3.seed)
+    if tuned.tuning.parameter == "alpha":
+        assert list(tuned.tuning.grid) == list(iter3.alpha_grid)
+    assert method_supervision(to_dict(tuned)) == ("in_domain",)
