@@ -36,6 +36,12 @@ def selection_table(views: Mapping[str, DatasetView], metric: str = "ndcg@10") -
                 continue
             sel = [c.get("selection") or {} for c in cards]
             weights = [((s.get("interpolation") or {}).get("weight")) for s in sel]
+            mixed = lambda c: (c["selection"].get("interpolation") or {}).get("score")  # noqa: E731
+            pool = method.get("pool_selection")
+            if pool:  # another first stage: the weights its folds chose on their dev queries over that pool
+                by_dir = {f["dir"]: f for f in pool["folds"]}
+                weights = [by_dir[c["fold"]["dir"]]["weight"] for c in cards]
+                mixed = lambda c: by_dir[c["fold"]["dir"]]["selection"]["score"]  # noqa: E731
             mode = (method.get("interpolation") or {}).get("mode", "none")
             pq = v.per_query.get(label)
             rows.append(
@@ -45,13 +51,12 @@ def selection_table(views: Mapping[str, DatasetView], metric: str = "ndcg@10") -
                     "regime": (method.get("model") or {}).get("regime"),
                     "folds": len(cards),
                     "dev queries": sum(int(c["data"]["dev"]["queries"]) for c in cards),
+                    "first stage": (method.get("first_stage") or {}).get("name"),
                     "depth": method.get("candidates"),
                     "dev BM25": fmt(_pooled(cards, lambda c: c["selection"].get("bm25_order"))),
                     "dev CE": fmt(_pooled(cards, lambda c: c["selection"].get("chosen_score"))),
                     "weights": ", ".join(f"{w:g}" for w in weights) if None not in weights else NM,
-                    "dev CE+BM25": fmt(
-                        _pooled(cards, lambda c: (c["selection"].get("interpolation") or {}).get("score"))
-                    ),
+                    "dev CE+first stage": fmt(_pooled(cards, mixed)),
                     "mode": mode,
                     f"evaluated {metric}": fmt(float(pq[metric].mean())) if pq is not None and metric in pq else NM,
                 }
@@ -61,8 +66,9 @@ def selection_table(views: Mapping[str, DatasetView], metric: str = "ndcg@10") -
 
 NOTE = (
     "dev columns: nDCG@10 on each fold's own dev queries (pooled over folds, weighted by their dev queries), "
-    "never on evaluated queries; `weights`: each fold's cross-encoder weight against BM25 chosen on those dev "
-    "queries (1 = the cross-encoder alone); `mode`: what the run applied (none: the cross-encoder's logit alone; "
+    "never on evaluated queries; `weights`: each fold's cross-encoder weight against the first stage chosen on those dev "
+    "queries (1 = the cross-encoder alone; over a first stage other than BM25, chosen again on the same dev queries "
+    "over that pool, `python -m experiments.ce_pool`); `dev BM25` and `dev CE` are the BM25 pool's; `mode`: what the run applied (none: the cross-encoder's logit alone; "
     "dev: the interpolation at each fold's weight). The dev scores of the chosen checkpoint and weight are "
     "maxima over what was tried, so they are optimistic; the evaluated column is the run's own mean."
 )
@@ -126,3 +132,42 @@ def regime_finding(table: pd.DataFrame) -> str:
     if not out:
         return "Every dataset has the default at or above its first stage."
     return " ".join(out) + (" Regimes were chosen and weighted on dev only; none was picked on these test numbers.")
+
+
+def recipe(views: Mapping[str, DatasetView]) -> str:
+    """The paragraph that opens the cross-encoder sections: the start checkpoint, the training data, epochs and length,
+    and the pools reranked (depth and first stage), read from the runs' training cards and manifests; that no
+    pretrained cross-encoder is available offline and which hub model the same config names (``model.hub_id``)."""
+    cards, pools, hubs = [], set(), set()
+    for v in views.values():
+        for run in v.runs.values():
+            method = run.manifest.get("method") or {}
+            found = [c for c in method.get("training_cards") or [] if c]
+            if found:
+                cards += found
+                pools.add(((method.get("first_stage") or {}).get("name"), method.get("candidates")))
+                hub = (((run.manifest.get("config") or {}).get("method") or {}).get("model") or {}).get("hub_id")
+                hubs |= {hub} if hub else set()
+    if not cards:
+        return ""
+    base = sorted({str((c.get("base_model") or {}).get("name")) for c in cards})
+    epochs = sorted({int((c.get("training") or {}).get("epochs", 0)) for c in cards})
+    length = sorted({int(c["max_length"]) for c in cards if c.get("max_length")})
+    queries = [sum(int(t.get("queries", 0)) for t in (c["data"].get("train") or {}).values()) for c in cards]
+    pairs = [sum(int(t.get("pairs", 0)) for t in (c["data"].get("train") or {}).values()) for c in cards]
+    rng = lambda xs: f"{min(xs)}" if min(xs) == max(xs) else f"{min(xs)}-{max(xs)}"  # noqa: E731
+    pool_text = "; ".join(f"{fs or 'BM25'} top {d}" for fs, d in sorted(pools, key=lambda p: (str(p[0]), p[1] or 0)))
+    hub = (
+        f" Where a model hub is reachable, the same config scores with the pretrained {', '.join(sorted(hubs))} "
+        "instead (`LETHE_ALLOW_HUB=true`, `conf/model/cross_encoder.yaml` `hub_id`)."
+        if hubs
+        else ""
+    )
+    return (
+        f"**Recipe.** Every cross-encoder here is fine-tuned by this project from {', '.join(base)} (a bi-encoder "
+        "checkpoint without cross-encoder or MS MARCO pretraining: no pretrained cross-encoder is available offline "
+        f"and none ships on PyPI), {rng(epochs)} epoch(s), pairs of at most {rng(length)} tokens; per fold "
+        f"{rng(queries)} training queries and {rng(pairs)} pairs (positives and BM25 negatives), the checkpoint and "
+        f"the interpolation weight chosen on the fold's dev queries. Pools reranked (first stage, depth): {pool_text}."
+        + hub
+    )

@@ -429,7 +429,13 @@ def build_report(
     sel = CS.selection_table(views)
     if not sel.empty:
         F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
-        md += ["## Cross-encoder: how each model set was chosen (dev)", "", F.to_markdown(sel, CS.NOTE)]
+        md += [
+            "## Cross-encoder: how each model set was chosen (dev)",
+            "",
+            CS.recipe(views),
+            "",
+            F.to_markdown(sel, CS.NOTE),
+        ]
     recipe = CR.recipe_table(views, cfg)
     if not recipe.empty:
         note = CR.note(cfg) + " " + CR.finding(recipe, cfg)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from baselines.bm25 import PyseriniBM25
+from baselines.first_stage import build_first_stage, is_bm25, plain, pool_key, timing_name
 from lethe.core.devices import check_device
 from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.heldout import LeakageError, pick_fold
@@ -31,6 +31,7 @@ from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
     fold_allows,
+    pool_weights_file,
     interpolate,
     load_cross_encoder,
     read_model_card,
@@ -40,7 +41,6 @@ from lethe.retrieval.crossencoder import (
 from lethe.retrieval.onnx_backend import inference_info
 from lethe.retrieval.ranking import canonical_order
 
-DEFAULT_FIRST_STAGE = {"k1": 1.2, "b": 0.75}
 INTERPOLATION = ("none", "dev")
 
 
@@ -56,7 +56,9 @@ def trained_length(cards: Sequence[Mapping[str, Any] | None], folder: Path) -> i
 
 
 class CrossEncoderRerank:
-    """BM25 candidates (Pyserini, k1 1.2, b 0.75 by default) reranked by a cross-encoder.
+    """BM25 candidates (Pyserini, k1 1.2, b 0.75 by default; or any first stage, :mod:`baselines.first_stage`)
+    reranked by a cross-encoder. Over another first stage, ``interpolation="dev"`` mixes the logits with that stage's
+    scores by the weights each fold chose on its own dev queries over the same pool (:mod:`experiments.ce_pool`).
 
     ``search(query, k)`` scores the BM25 top ``candidates`` with the cross-encoder (query text only)
     and returns them best first; if ``k > candidates`` the next BM25 hits follow in BM25 order with
@@ -77,7 +79,7 @@ class CrossEncoderRerank:
             raise ValueError(f"method.interpolation={interpolation!r}: expected one of {list(INTERPOLATION)}")
         self.interpolation = interpolation
         self.weights: list[float | None] = []  # per fold: the dev-chosen cross-encoder weight (interpolation=dev)
-        self.model_cfg = dict(model)
+        self.model_cfg = plain(model)
         # tokens per pair; None: a trained set's own training length (its checkpoint and interpolation weight were
         # chosen on dev at that length), the hub model's own limit
         self.max_length = self.model_cfg.get("max_length")
@@ -90,9 +92,9 @@ class CrossEncoderRerank:
             "device": check_device(str(self.model_cfg.get("device", "cpu")), "method.model.device"),
         }
         self.candidates, self.batch_size = int(candidates), int(batch_size)
-        self.bm25 = PyseriniBM25(
-            **{**DEFAULT_FIRST_STAGE, **dict(first_stage or {})}, cache_dir=cache_dir, progress=progress
-        )
+        self.first_stage_spec = plain(first_stage)
+        self.first = build_first_stage(self.first_stage_spec, cache_dir, progress)
+        self.pool = None if is_bm25(self.first_stage_spec) else pool_key(self.first_stage_spec, self.candidates)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.score_caches: list[EmbeddingCache | None] = []  # per fold (None: weights without a recorded hash)
         self.dataset: str | None = None
@@ -104,6 +106,7 @@ class CrossEncoderRerank:
         self._text: dict[str, str] = {}
         self.pairs_scored = 0
         self.queries_per_fold: dict[int, int] = {}
+        self.pool_selection: dict[str, Any] | None = None  # the pool's interpolation weights (another first stage)
 
     def bind_dataset(self, info: Mapping[str, Any]) -> None:
         """Load the model set trained for this dataset build (or the hub model); raises
@@ -156,12 +159,30 @@ class CrossEncoderRerank:
                     "interpolation weight (trained before it existed); retrain the set (force=true)"
                 )
             self.weights = [float(c["selection"]["interpolation"]["weight"]) for c in self.cards]  # type: ignore[index]
+            if self.pool is not None:  # another candidate pool: the weights its folds chose on their dev queries for it
+                self.weights = self._pool_weights(folder)
         if max_length is None:
             max_length = self.max_length_used = trained_length(self.cards, folder)
         self.models = [
             load_cross_encoder(folder / f["dir"], max_length=max_length, **self.inference) for f in self.folds
         ]
         self._open_score_caches()
+
+    def _pool_weights(self, folder: Path) -> list[float]:
+        """Per fold, the interpolation weight chosen on the fold's dev queries over this run's candidate pool
+        (``python -m experiments.ce_pool``, a prerequisite of the run)."""
+        path = pool_weights_file(folder, str(self.pool))
+        if not path.is_file():
+            raise ModelNotFoundError(
+                f"method.interpolation=dev over the first stage {self.first_stage_spec.get('_target_')} (top "
+                f"{self.candidates}): no weights chosen for this pool at {path}. Make them first: python -m "
+                "experiments.ce_pool with this run's dataset and method (make reproduce makes them as a prerequisite)"
+            )
+        doc = json.loads(path.read_text())
+        if [f["dir"] for f in doc["folds"]] != [f["dir"] for f in self.folds if f]:
+            raise ValueError(f"{path} was chosen for other folds than those of {folder}; make it again")
+        self.pool_selection = doc
+        return [float(f["weight"]) for f in doc["folds"]]
 
     def _open_score_caches(self) -> None:
         """One logit cache per fold, keyed by its weights and inference settings (none without a cache_dir)."""
@@ -219,12 +240,12 @@ class CrossEncoderRerank:
         return pick_fold(allowed, query.query_id, query.scope_id, "cross-encoder")
 
     def index(self, docs: Sequence[Doc]) -> None:
-        self.bm25.index(docs)
+        self.first.index(docs)
         self._text = {d.doc_id: d.text for d in docs}
 
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
-        hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
+        hits = canonical_order(self.first.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
         fold = self._fold(query)
@@ -239,13 +260,16 @@ class CrossEncoderRerank:
             ranking += [(d, floor - (i + 1)) for i, (d, _) in enumerate(tail)]
         t2 = time.perf_counter()
         return SearchResult(
-            ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3}, {"candidates": len(head), "fold": fold}
+            ranking[:k],
+            {timing_name(self.first_stage_spec): (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3},
+            {"candidates": len(head), "fold": fold},
         )
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": "cross_encoder",
-            "first_stage": self.bm25.describe(),
+            "first_stage": self.first.describe(),
+            **({"pool": self.pool, "pool_selection": self.pool_selection} if self.pool is not None else {}),
             "candidates": self.candidates,
             "batch_size": self.batch_size,
             "max_length": self.max_length_used,
@@ -253,7 +277,8 @@ class CrossEncoderRerank:
             "score": (
                 "raw logit (query text only)"
                 if self.interpolation == "none"
-                else "w * minmax(logit) + (1 - w) * minmax(BM25) per query, w chosen per fold on its dev queries"
+                else f"w * minmax(logit) + (1 - w) * minmax({'BM25' if self.pool is None else 'first-stage score'}) per "
+                "query, w chosen per fold on its dev queries"
             ),
             "interpolation": {"mode": self.interpolation, "weights": self.weights or None},
             "inference": (
@@ -285,4 +310,4 @@ class CrossEncoderRerank:
         for cache in self.score_caches:
             if cache is not None:
                 cache.flush()
-        self.bm25.close()
+        self.first.close()

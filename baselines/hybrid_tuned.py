@@ -21,6 +21,7 @@ from baselines.hybrid import HybridSearch
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import content_hash
 from lethe.core.heldout import may_score, pick_fold
+from lethe.core.model_types import ModelNotFoundError
 from lethe.core.protocol import Query, SearchResult
 
 TUNING_FILE = "tuning.json"
@@ -130,7 +131,7 @@ class TunedHybrid(HybridSearch):
         folder = self.tuning_dir(str(info["build_key"]), str(info.get("pool") or ""))
         path = folder / TUNING_FILE
         if not path.is_file():
-            raise FileNotFoundError(
+            raise ModelNotFoundError(
                 f"no tuning of {self.tuning.parameter} at {path}. Make it first: python -m experiments.tune_hybrid "
                 f"dataset={info['name']} method=<this method> (make reproduce makes it as a prerequisite)"
             )

@@ -1,4 +1,5 @@
-"""Random reranking: the sanity control of a reranker. Pyserini BM25 top ``candidates`` in a seeded random order.
+"""Random reranking: the sanity control of a reranker. The first stage's top ``candidates`` (Pyserini BM25 by default,
+:mod:`baselines.first_stage`) in a seeded random order.
 
 It takes the same first stage and candidate depth as the reranker it controls (``baselines.cross_encoder``)
 and replaces the reranker's scores by a random permutation, so a reranker can be set beside both the order
@@ -16,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from baselines.bm25 import PyseriniBM25
+from baselines.first_stage import build_first_stage, plain, timing_name
 from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.ranking import canonical_order
 
@@ -46,14 +47,15 @@ class RandomRerank:
         self.candidates, self.seed = int(candidates), int(seed)
         if self.candidates < 1:
             raise ValueError(f"random_rerank: candidates must be >= 1, got {candidates}")
-        self.bm25 = PyseriniBM25(**dict(first_stage), cache_dir=cache_dir, progress=progress)
+        self.first_stage_spec = plain(first_stage)
+        self.first = build_first_stage(self.first_stage_spec, cache_dir, progress)
 
     def index(self, docs: Sequence[Doc]) -> None:
-        self.bm25.index(docs)
+        self.first.index(docs)
 
     def search(self, query: Query, k: int) -> SearchResult:
         t0 = time.perf_counter()
-        hits = canonical_order(self.bm25.search(query, max(k, self.candidates)).ranking)
+        hits = canonical_order(self.first.search(query, max(k, self.candidates)).ranking)
         t1 = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
         order = query_rng(self.seed, query).permutation(len(head))
@@ -61,17 +63,19 @@ class RandomRerank:
         ranking += [(d, float(-i)) for i, (d, _) in enumerate(tail)]
         t2 = time.perf_counter()
         return SearchResult(
-            ranking[:k], {"bm25": (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3}, {"candidates": len(head)}
+            ranking[:k],
+            {timing_name(self.first_stage_spec): (t1 - t0) * 1e3, "rerank": (t2 - t1) * 1e3},
+            {"candidates": len(head)},
         )
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": "random_rerank",
-            "first_stage": self.bm25.describe(),
+            "first_stage": self.first.describe(),
             "candidates": self.candidates,
             "seed": self.seed,
             "permutation": "numpy default_rng([seed, sha256(query id)[:8]]).permutation",
         }
 
     def close(self) -> None:
-        self.bm25.close()
+        self.first.close()

@@ -37,7 +37,7 @@ class Step:
     model: tuple[str, DictConfig] | None = None
 
 
-MODEL_KINDS = ("cross_encoder", "fusion", "hybrid_tuning")
+MODEL_KINDS = ("cross_encoder", "fusion", "hybrid_tuning", "ce_pool")
 
 
 def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
@@ -46,7 +46,7 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
     (None: leave both settings); picklable, so a worker process can call it."""
     import torch
 
-    from experiments import train_cross_encoder, train_fusion, tune_hybrid
+    from experiments import ce_pool, train_cross_encoder, train_fusion, tune_hybrid
     from lethe.llm.backends import set_default_threads
 
     if kind not in MODEL_KINDS:
@@ -60,8 +60,10 @@ def build_model(kind: str, cfg: DictConfig, threads: int | None) -> None:
             train_cross_encoder.train_model_set(cfg)
         elif kind == "fusion":
             train_fusion.ensure_model(cfg)
-        else:
+        elif kind == "hybrid_tuning":
             tune_hybrid.ensure_tuning(cfg)
+        else:  # trains the model set first when no other step made it (a worker waits for one that is training it)
+            ce_pool.ensure_pool(cfg)
     finally:
         torch.set_num_threads(before)
         if threads is not None:
@@ -86,9 +88,11 @@ def data_step(cfg: DictConfig, folder: Path, seen: set[str]) -> list[Step]:
 
 
 def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
-    """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models, hybrid tunings
-    (each made from the run's own config, with ``threads`` torch threads)."""
-    from experiments import train_fusion, tune_hybrid
+    """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models, hybrid tunings,
+    the interpolation weights of cross-encoder sets over pools other than BM25's (each made from the run's own config,
+    with ``threads`` torch threads)."""
+    from baselines.first_stage import is_bm25
+    from experiments import ce_pool, train_fusion, tune_hybrid
 
     steps: list[Step] = []
     seen: set[str] = set()
@@ -119,6 +123,15 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
             if name not in seen:
                 seen.add(name)
                 steps.append(model_step(name, (folder / "tuning.json").is_file(), "hybrid_tuning", r.cfg, threads))
+    for r in runs:
+        m = r.cfg.method
+        if OmegaConf.select(r.cfg, "method.model.train") is not None and m.get("interpolation") == "dev":
+            if not is_bm25(to_dict(m).get("first_stage")):
+                path = ce_pool.pool_file(r.cfg)
+                name = f"pool weights {path.parent.parent.parent.name}/{path.parent.parent.name}/{path.stem}"
+                if name not in seen:
+                    seen.add(name)
+                    steps.append(model_step(name, path.is_file(), "ce_pool", r.cfg, threads))
     return steps
 
 

@@ -266,6 +266,50 @@ def _key(ds: str, qid: str) -> str:
     return f"{ds}::{qid}"
 
 
+def set_target(cfg: DictConfig, progress: bool) -> tuple[CR.Labelled | None, Any]:
+    """(the evaluated dataset's labelled queries a per-dataset regime trains on, None for the others; the generated
+    questions' record of the label-free regime, else None) of the run config ``cfg``."""
+    regime = regime_of(to_dict(cfg.method.model))
+    if regime == "label_free":
+        return CR.label_free_target(cfg, progress)
+    return (CR.load_labelled(cfg) if regime in PER_DATASET else None), None
+
+
+def set_plans(cfg: DictConfig, target: CR.Labelled | None) -> tuple[list[Any], str, dict[str, CR.Labelled]]:
+    """(the fold plans of the model set of ``cfg``, its scheme in words, every labelled dataset by name)."""
+    tcfg = to_dict(cfg.method.model.train)
+    regime = regime_of(to_dict(cfg.method.model))
+    sources = load_sources(cfg, regime)
+    plans, scheme = CR.plans_for(regime, target, sources, tcfg, int(tcfg["seed"]))
+    return plans, scheme, {**sources, **({target.name: target} if target else {})}
+
+
+def dev_set(
+    plan: Any,
+    data: Mapping[str, CR.Labelled],
+    tcfg: Mapping[str, Any],
+    seed: int,
+    first: Any,
+    depth: int,
+    progress: bool,
+) -> tuple[list[tuple[str, str]], Cands, dict[str, dict[str, int]]]:
+    """A fold's dev queries (``<dataset>::<query id>``, text), their first-stage top ``depth`` (``first``: a
+    retriever; each query sees its eligible docs) and their qrels: what a fold selects its checkpoint and
+    interpolation weight on."""
+    items: list[tuple[str, str]] = []
+    cands: Cands = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for name, ids in plan.dev.items():
+        lab = data[name]
+        q = _rows(lab, CR.cap(ids, tcfg.get("max_dev_queries"), seed))
+        found = bm25_candidates(lab.ds, q, first, depth, progress, f"dev {name}")
+        for row in q.itertuples(index=False):
+            items.append((_key(name, row.query_id), row.text))
+            cands[_key(name, row.query_id)] = found[row.query_id]
+            qrels[_key(name, row.query_id)] = lab.ds.qrels[row.query_id]
+    return items, cands, qrels
+
+
 def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -> Path:
     """Train and write the model set of ``cfg`` (``method=cross_encoder``; ``dataset`` = the evaluated
     dataset); return its folder (kept as is if complete, unless ``force``)."""
@@ -279,11 +323,7 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     tcfg = mcfg["train"]
     regime = regime_of(mcfg)
     progress = bool(cfg.run.progress)
-    generated = None
-    if regime == "label_free":
-        target, generated = CR.label_free_target(cfg, progress)
-    else:
-        target = CR.load_labelled(cfg) if regime in PER_DATASET else None
+    target, generated = set_target(cfg, progress)
     folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
     with hold(folder):  # one process trains a set; another one waiting for it finds it made
         if (folder / FOLDS_JSON).is_file() and not force:
@@ -291,10 +331,8 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
             return folder
         if force and folder.exists():
             shutil.rmtree(folder)
-        sources = load_sources(cfg, regime)
         seed = int(tcfg["seed"])
-        plans, scheme = CR.plans_for(regime, target, sources, tcfg, seed)
-        data = {**sources, **({target.name: target} if target else {})}
+        plans, scheme, data = set_plans(cfg, target)
         base = resolve_model(base_model_config(str(tcfg["base_model"])))
         print(
             f"cross-encoder {regime} for {cfg.dataset.name if target else 'every dataset'}: {len(plans)} fold(s) "
@@ -342,19 +380,19 @@ def train_fold(
 ) -> None:
     """Mine the fold's pairs, train, select on its dev queries and write ``fold_dir`` atomically."""
     from baselines.bm25 import PyseriniBM25
+    from baselines.first_stage import BM25_DEFAULT, is_bm25, plain
 
     t_start = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
     tcfg = to_dict(cfg.method.model.train)
     params = train_params(tcfg)
-    first = dict(to_dict(cfg.method).get("first_stage") or {})
+    first = plain(to_dict(cfg.method).get("first_stage"))
+    if not is_bm25(first):  # a set is trained on BM25's candidates whatever pool a run later reranks (ce_pool.py)
+        first = BM25_DEFAULT
     bm25 = PyseriniBM25(k1=float(first["k1"]), b=float(first["b"]), cache_dir=cfg.cache_dir, progress=progress)
     depth = int(tcfg["candidates"])
     pairs: list[Pair] = []
     train_stats: dict[str, Any] = {}
-    dev_items: list[tuple[str, str]] = []
-    dev_cands: Cands = {}
-    dev_qrels: dict[str, dict[str, int]] = {}
     t0 = time.perf_counter()
     try:
         for name, ids in plan.train.items():
@@ -364,14 +402,7 @@ def train_fold(
             p, stats = mine_pairs(lab.ds, q, cands, int(tcfg["negatives"]))
             pairs += p
             train_stats[name] = stats
-        for name, ids in plan.dev.items():
-            lab = data[name]
-            q = _rows(lab, CR.cap(ids, tcfg.get("max_dev_queries"), seed))
-            cands = bm25_candidates(lab.ds, q, bm25, depth, progress, f"dev {name}")
-            for row in q.itertuples(index=False):
-                dev_items.append((_key(name, row.query_id), row.text))
-                dev_cands[_key(name, row.query_id)] = cands[row.query_id]
-                dev_qrels[_key(name, row.query_id)] = lab.ds.qrels[row.query_id]
+        dev_items, dev_cands, dev_qrels = dev_set(plan, data, tcfg, seed, bm25, depth, progress)
     finally:
         bm25.close()
     mining_s = time.perf_counter() - t0

@@ -27,7 +27,12 @@ from tests.conftest import DATA_ROOT
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 ABLATIONS = sorted(p.stem for p in (CONF_DIR / "ablation").glob("*.yaml"))
 # method -> what its error must tell the user to run when the runner binds a dataset it has no trained artifact for
-NEEDS_ARTIFACT = {"cross_encoder": "make models"}
+NEEDS_ARTIFACT = {
+    "cross_encoder": "make models",
+    "cross_encoder_hybrid": "make models",
+    "hybrid_tuned": "experiments.tune_hybrid",
+    "hybrid_rrf_tuned": "experiments.tune_hybrid",
+}
 
 
 def _keys(d: dict[str, Any], prefix: str = "") -> set[str]:

@@ -450,6 +450,12 @@ REGIME_ONLY_KEYS = {"fold_groups": "in_domain", "label_free": "label_free"}
 FOLDS_JSON = "folds.json"
 
 
+def pool_weights_file(set_dir: Path, pool: str) -> Path:
+    """Where a model set keeps the interpolation weights its folds chose over candidate pool ``pool`` (a first stage
+    other than BM25 and a depth: :func:`baselines.first_stage.pool_key`)."""
+    return Path(set_dir) / "pools" / f"{pool}.json"
+
+
 def regime_of(model_cfg: Mapping[str, Any]) -> str:
     regime = str(model_cfg["train"]["regime"])
     if regime not in REGIMES:

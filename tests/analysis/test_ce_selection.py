@@ -35,6 +35,6 @@ def test_selection_row_is_the_cards_dev_numbers_and_the_runs_mean(cfg_for, tmp_p
     assert row["dev queries"] == card["data"]["dev"]["queries"] == 3 and row["depth"] == 20
     assert row["dev BM25"] == f"{sel['bm25_order']:.4f}" and row["dev CE"] == f"{sel['chosen_score']:.4f}"
     assert row["weights"] == f"{sel['interpolation']['weight']:g}"
-    assert row["dev CE+BM25"] == f"{sel['interpolation']['score']:.4f}"
+    assert row["dev CE+first stage"] == f"{sel['interpolation']['score']:.4f}"
     mean = RunFolder(run).metrics["means"]["ndcg@10"]
     assert row["evaluated ndcg@10"] == f"{mean:.4f}"

@@ -99,13 +99,13 @@ def test_every_report_group_is_written_from_finished_runs(smoke, tmp_path, capsy
     assert R.reproduce(R.load([*args, f"action={action}"])) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     reference = (tmp_path / "reference_out" / "report.md").read_text()
-    assert "28 of 28 declared runs are finished" in reference, reference[:2000]
+    assert "34 of 34 declared runs are finished" in reference, reference[:2000]
     assert "The seed studies, claimed beside measured, are in `../seeds_out/report.md`" in reference
     seeds = (tmp_path / "seeds_out" / "report.md").read_text()
     assert "## Seed smoke: BM25 against vector on two LoCoMo conversations" in seeds
     assert sorted(p.name for p in (tmp_path / "reference_out" / "cards").iterdir()) == ["lethebench.md", "locomo.md"]
     if action == "all":
-        assert "locomo/bm25: skipped" in out and "28 runs, 112 values: 112 OK, 0 OKish, 0 FAIL, 0 MISSING" in out
+        assert "locomo/bm25: skipped" in out and "34 runs, 136 values: 136 OK, 0 OKish, 0 FAIL, 0 MISSING" in out
         assert (tmp_path / "reference_out" / "verification" / "smoke.md").is_file()
 
 
@@ -119,7 +119,7 @@ def test_a_failing_report_never_hides_the_verification(smoke, tmp_path, capsys, 
     assert R.reproduce(R.load([*_every_report_group(smoke, tmp_path), "action=all"])) == 2
     captured = capsys.readouterr()
     assert "the 'reference' report failed: RuntimeError: the reference report is broken on purpose" in captured.err
-    assert "28 runs, 112 values: 112 OK, 0 OKish, 0 FAIL, 0 MISSING" in captured.out
+    assert "34 runs, 136 values: 136 OK, 0 OKish, 0 FAIL, 0 MISSING" in captured.out
     assert "reproduce tier=smoke action=all: FAILED" in captured.out
 
 
@@ -187,7 +187,7 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
     assert R.reproduce(R.load([*args, "action=store"])) == 0
     assert (smoke["out"] / "verification" / "smoke.md").read_bytes() == before  # storing writes no local table
     index = json.loads((store / "index.json").read_text())
-    assert len(index["smoke"]["runs"]) == 28 and index["smoke"]["studies"] == []
+    assert len(index["smoke"]["runs"]) == 34 and index["smoke"]["studies"] == []
     moved = tmp_path / "elsewhere" / "store"
     shutil.copytree(store, moved)
     from_runs, from_store = tmp_path / "from_runs", tmp_path / "from_store"

@@ -34,10 +34,10 @@ def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
     table = (smoke["out"] / "verification" / "smoke.md").read_text()
     assert smoke["code"] == 0, table
     rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| run ")]
-    assert len(rows) == 28 * 4  # 28 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
+    assert len(rows) == 34 * 4  # 34 declared runs x (evaluated, nDCG@10, R@50, MRR@10)
     statuses = {r.split(" | ")[6] for r in rows}
     assert statuses == {"OK"}, table  # identical, not merely within tolerance
-    assert "28 runs, 112 values: 112 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
+    assert "34 runs, 136 values: 136 OK, 0 OKish, 0 FAIL, 0 MISSING" in table
     # the alone run scored no pair: it read the interpolated run's logits (the same pairs), and verified exactly
     for dataset in ("locomo", "lethebench"):
         manifest = RunFolder(
@@ -167,7 +167,10 @@ def _api_smoke(smoke, **kw):
         },
         "cross_encoder": SMOKE_CE,
         "cross_encoder_alone": SMOKE_CE,
+        "cross_encoder_hybrid": SMOKE_CE,
+        "cross_encoder_hybrid_alone": SMOKE_CE,
         "random_rerank": ["method.candidates=10"],
+        "random_rerank_hybrid": ["method.candidates=10"],
         "lethe_iter3": SMOKE_FUSION,
     }
     return experiment(
@@ -211,7 +214,7 @@ def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
 def test_the_python_api_with_a_named_baseline_and_correction(smoke):
     df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh")
     assert set(df["baseline"]) == {"bm25"} and "bm25" not in set(df["method"])
-    assert len(df) == 2 * 12  # two datasets x the twelve other methods (random_rerank: a control), one metric
+    assert len(df) == 2 * 14  # two datasets x the fourteen other methods (the random reorderings: controls), one metric
     assert (df["p_adjusted"] == df["p_bh"]).all()
     lb = df[(df["dataset"] == "lethebench") & (df["method"] == "vector")].iloc[0]
     assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
@@ -223,7 +226,7 @@ def test_the_python_api_with_a_named_baseline_and_correction(smoke):
 def test_the_python_api_scores_a_metric_no_run_stored(smoke):
     """AP@100 and nDCG without a cutoff, which no smoke run stored, are computed from the run files (no rerun)."""
     df = _api_smoke(smoke, metrics=["AP@100", "nDCG"], baseline="bm25")
-    assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 12
+    assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 14
     row = df[(df["dataset"] == "locomo") & (df["method"] == "vector") & (df["measure"] == "AP@100")].iloc[0]
     assert 0 < row["baseline_mean"] < 1 and row["n"] == 302
 
@@ -239,7 +242,7 @@ def test_adding_a_metric_reuses_every_finished_run(smoke, capsys):
     cfg = R.load(["tier=smoke", "action=run", *smoke["paths"], f"run.metrics=[{DEFAULTS},AP@100]"])
     assert R.reproduce(cfg) == 0
     out = capsys.readouterr().out
-    assert "== tier smoke: 28 declared runs (28 done), 0 prerequisites to build" in out and "done in" not in out
+    assert "== tier smoke: 34 declared runs (34 done), 0 prerequisites to build" in out and "done in" not in out
     ((_, runs),) = R.resolve_tiers(cfg)
     run = RunFolder(next(r.folder for r in runs if r.key == "locomo/bm25"))
     assert "map@100" not in run.per_query.columns
