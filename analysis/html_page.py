@@ -122,8 +122,10 @@ def esc(x: object) -> str:
 
 
 def href(path: str) -> str:
-    """A relative link target: each path part percent-encoded (``+`` and ``@`` kept), escaped for an attribute."""
-    return esc(quote(path, safe="/+@:#.-_~"))
+    """A relative link target: each path part percent-encoded (``+`` and ``@`` kept), escaped for an attribute; a path
+    whose first part looks like a scheme (a run or file named ``javascript:...``) is made ``./``-relative."""
+    quoted = quote(path, safe="/+@:#.-_~")
+    return esc("./" + quoted if _SCHEME.match(quoted) else quoted)
 
 
 def mark(status: str) -> str:
@@ -147,13 +149,30 @@ def inline_md(text: str, base: str = "") -> str:
             continue
         s = esc(part)
         s = _BOLD.sub(r"<strong>\1</strong>", s)
-        s = _LINK.sub(lambda m: f'<a href="{_target(html.unescape(m.group(2)), base)}">{m.group(1)}</a>', s)
+        s = _LINK.sub(lambda m: _link(m.group(1), html.unescape(m.group(2)), base), s)
         out.append(s)
     return "".join(out)
 
 
-def _target(link: str, base: str) -> str:
-    if re.match(r"^[a-z]+:|^/|^#", link):
+SAFE_SCHEMES = ("http", "https", "mailto")  # the only schemes a rendered link may use; relative links are the rest
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+
+
+def _link(label: str, link: str, base: str) -> str:
+    """``label`` (already HTML) as a link to ``link``, or as plain text when the link's scheme is not safe."""
+    target = _target(link, base)
+    return label if target is None else f'<a href="{target}">{label}</a>'
+
+
+def _target(link: str, base: str) -> str | None:
+    """The href of a Markdown link: http(s) and mailto as written, ``/`` and ``#`` as written, a relative path under
+    ``base``; None for any other scheme (``javascript:``, ``data:``, ``vbscript:``, ..., however spelt: browsers drop
+    control characters and spaces inside a scheme and ignore its case)."""
+    squeezed = re.sub(r"[\x00-\x20\x7f]", "", link)
+    scheme = _SCHEME.match(squeezed)
+    if scheme:
+        return esc(link) if scheme.group(1).lower() in SAFE_SCHEMES else None
+    if squeezed.startswith(("/", "#")):
         return esc(link)
     return href(base + link)
 
