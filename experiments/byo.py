@@ -27,6 +27,8 @@ folder named by the sha256 of its content and loaded by ``dataset=beir`` (:func:
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -52,7 +54,13 @@ def _eligible_ranking(scores: Mapping[str, float], allowed: set[str], k: int) ->
 
 
 def _as_scores(pairs: Any, what: str) -> dict[str, float]:
-    """``[(doc_id, score), ...]`` or ``{doc_id: score}`` -> {doc_id: score}; a doc id named twice is an error."""
+    """``[(doc_id, score), ...]`` or ``{doc_id: score}`` -> {doc_id: score}; a doc id named twice, a score that is not a
+    finite number, or anything else than pairs or a mapping is an error naming ``what``."""
+    if pairs is None or isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise TypeError(
+            f"{what}: returned {type(pairs).__name__} {str(pairs)[:40]!r}; expected (doc_id, score) pairs or a "
+            "{doc_id: score} mapping"
+        )
     items = pairs.items() if isinstance(pairs, Mapping) else pairs
     out: dict[str, float] = {}
     for item in items:
@@ -64,8 +72,19 @@ def _as_scores(pairs: Any, what: str) -> dict[str, float]:
             ) from None
         if str(doc) in out:
             raise ValueError(f"{what}: doc id {doc!r} named twice")
-        out[str(doc)] = float(score)
+        out[str(doc)] = _score(score, f"{what}, doc {doc!r}")
     return out
+
+
+def _score(value: Any, what: str) -> float:
+    """``value`` as a finite float, else ValueError naming ``what`` (a NaN would be ranked arbitrarily)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: score {value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{what}: score {value!r} is not a finite number")
+    return x
 
 
 class Adapter:
@@ -107,7 +126,7 @@ class ObjectAdapter(Adapter):
         res = self.obj.search(query, k)
         if isinstance(res, SearchResult):
             return res
-        return SearchResult(top_k(_as_scores(res, f"{self.name}.search"), k))
+        return SearchResult(top_k(_as_scores(res, f"system {self.name!r}: {_qualname(self.obj)}.search"), k))
 
     def describe(self) -> dict[str, Any]:
         own = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else None
@@ -128,7 +147,9 @@ class CallableAdapter(Adapter):
         self.fn = fn
 
     def search(self, query: Query, k: int) -> SearchResult:
-        ranking, dropped = _eligible_ranking(_as_scores(self.fn(query.text), self.name), self._allowed, k)
+        ranking, dropped = _eligible_ranking(
+            _as_scores(self.fn(query.text), f"system {self.name!r} ({_qualname(self.fn)})"), self._allowed, k
+        )
         return SearchResult(ranking, flags={"byo_dropped": dropped})
 
     def describe(self) -> dict[str, Any]:
@@ -143,6 +164,26 @@ class RankingAdapter(Adapter):
     def __init__(self, name: str, scores: Scores, source: str, fingerprint: str) -> None:
         super().__init__(name)
         self.scores, self.source, self.fingerprint = scores, source, fingerprint
+
+    def set_collection(self, docs: Sequence[Doc]) -> None:
+        """Refuse a ranking that is empty or names no document of the dataset, before any search."""
+        if not any(self.scores.values()):
+            raise ValueError(f"ranking {self.name!r} ({self.source}) is empty: it scores no document")
+        known = {d.doc_id for d in docs}
+        if not any(d in known for r in self.scores.values() for d in r):
+            some = sorted({d for r in self.scores.values() for d in r})[:3]
+            raise ValueError(
+                f"ranking {self.name!r} ({self.source}) names no document of this dataset (e.g. {some}; the "
+                f"dataset's are e.g. {sorted(known)[:3]}): is it a ranking of another collection?"
+            )
+
+    def set_queries(self, query_ids: Sequence[str]) -> None:
+        """Refuse a ranking that names none of the run's queries, before any search."""
+        if not any(str(q) in self.scores for q in query_ids):
+            raise ValueError(
+                f"ranking {self.name!r} ({self.source}) names none of the run's {len(query_ids)} queries (its query "
+                f"ids are e.g. {sorted(self.scores)[:3]}; the run's e.g. {list(query_ids)[:3]})"
+            )
 
     def search(self, query: Query, k: int) -> SearchResult:
         own = self.scores.get(str(query.query_id))
@@ -176,16 +217,16 @@ def ranking_scores(system: Any) -> tuple[Scores, str] | None:
         if missing:
             raise ValueError(f"a ranking DataFrame needs columns query_id (or q_id), doc_id, score; missing {missing}")
         out: Scores = {}
-        for q, d, s in zip(system[qcol].astype(str), system["doc_id"].astype(str), system["score"].astype(float)):
+        for i, (q, d, s) in enumerate(zip(system[qcol].astype(str), system["doc_id"].astype(str), system["score"])):
             if d in out.setdefault(q, {}):
                 raise ValueError(f"ranking DataFrame: query {q!r} names doc {d!r} twice")
-            out[q][d] = s
+            out[q][d] = _score(s, f"ranking DataFrame row {i}, query {q!r}, doc {d!r}")
         return out, "DataFrame"
     source = "dict"
     if type(system).__name__ == "Run" and callable(getattr(system, "to_dict", None)):  # ranx.Run, not importing ranx
         system, source = system.to_dict(), "ranx.Run"
     if isinstance(system, Mapping) and system and all(isinstance(v, Mapping) for v in system.values()):
-        return {str(q): {str(d): float(s) for d, s in r.items()} for q, r in system.items()}, source
+        return {str(q): _as_scores(r, f"ranking {source}, query {q!r}") for q, r in system.items()}, source
     return None
 
 
@@ -284,6 +325,20 @@ def _jsonl_rows(part: Any, what: str, columns: tuple[str, ...]) -> list[dict[str
     raise TypeError(f"{what}: a DataFrame, a dict {{id: text}} or a BEIR .jsonl file; got {type(part).__name__}")
 
 
+def _grade(value: Any, what: str) -> int:
+    """A relevance grade as an int; a fractional or non-numeric grade is refused (``int()`` would truncate 0.7 to 0)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: relevance grade {value!r} is not a number") from None
+    if not math.isfinite(x) or not x.is_integer():
+        raise ValueError(f"{what}: relevance grade {value!r} is not a whole number")
+    return int(x)
+
+
+ADHOC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
 def _qrels_rows(part: Any, what: str) -> list[tuple[str, str, int]]:
     """Qrels given as a DataFrame (``query_id``, ``doc_id``, ``relevance`` or ``score``), a dict ``{qid: {doc: grade}}``
     or a TREC qrels file -> (query, doc, grade) rows."""
@@ -292,13 +347,16 @@ def _qrels_rows(part: Any, what: str) -> list[tuple[str, str, int]]:
 
         part = read_qrels(part)
     if isinstance(part, Mapping):
-        return [(str(q), str(d), int(g)) for q, docs in part.items() for d, g in docs.items()]
+        return [(str(q), str(d), _grade(g, f"{what} {q!r}/{d!r}")) for q, docs in part.items() for d, g in docs.items()]
     if isinstance(part, pd.DataFrame):
         grade = next((c for c in ("relevance", "score", "grade") if c in part.columns), None)
         qcol = "query_id" if "query_id" in part.columns else "q_id"
         if grade is None or qcol not in part.columns or "doc_id" not in part.columns:
             raise ValueError(f"{what}: a DataFrame needs columns query_id (or q_id), doc_id, relevance (or score)")
-        return [(str(q), str(d), int(g)) for q, d, g in zip(part[qcol], part["doc_id"], part[grade])]
+        return [
+            (str(q), str(d), _grade(g, f"{what} row {i}"))
+            for i, (q, d, g) in enumerate(zip(part[qcol], part["doc_id"], part[grade]))
+        ]
     raise TypeError(f"{what}: a DataFrame, a dict {{query_id: {{doc_id: grade}}}} or a TREC qrels file")
 
 
@@ -306,6 +364,11 @@ def adhoc_dataset(name: str, spec: Mapping[str, Any], root: Path) -> list[str]:
     """Your own corpus, topics and qrels (``spec``: ``corpus``, ``queries``, ``qrels``) written once as a BEIR folder
     ``<root>/<name>-<sha256 of its content, 16>`` and loaded by ``dataset=beir`` (whole documents, one scope): the
     run overrides that name it. The same content is the same folder and dataset build, so it is built once."""
+    if not isinstance(name, str) or not ADHOC_NAME.match(name):
+        raise ValueError(
+            f"datasets[{name!r}]: an ad-hoc dataset name is 1-64 letters, digits, '_' or '-', starting with a letter or "
+            "digit (it names a folder and a config value)"
+        )
     unknown = sorted(set(spec) - set(ADHOC_KEYS))
     missing = [k for k in ADHOC_KEYS if k not in spec]
     if unknown or missing:
