@@ -118,6 +118,19 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
 
 
+def _not_regular(folder: Path) -> list[str]:
+    """Paths under ``folder`` (itself included, as ".") that are symlinks or neither files nor folders, not followed."""
+    if folder.is_symlink():
+        return ["."]
+    odd = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            p = Path(root) / name
+            if p.is_symlink() or not (p.is_file() or p.is_dir()):
+                odd.append(str(p.relative_to(folder)))
+    return sorted(odd)
+
+
 class RunFolder:
     """One results folder: :meth:`write` it once, read it back through typed properties.
 
@@ -151,6 +164,9 @@ class RunFolder:
         verification recomputes the metrics from the run files and says where ``metrics.json`` differs."""
         if not self.is_done:
             return None
+        odd = _not_regular(self.path)
+        if odd:  # never followed: a symlinked file would be read, verified and uploaded as this run's
+            return f"not a regular file: {', '.join(odd[:3])}{' ...' if len(odd) > 3 else ''} (symlink or special file)"
         store = (self.path / LABELS).is_file()
         needed = (METRICS, MANIFEST, PER_QUERY) if store else FILES
         missing = [name for name in needed if not (self.path / name).is_file()]

@@ -32,7 +32,19 @@ DAMAGES = {
     "run.trec deleted": (lambda f: (f / "run.trec").unlink(), "missing run.trec"),
     "metrics.json garbage": (lambda f: (f / "metrics.json").write_text("{not json"), "unreadable metrics.json"),
     "per_query.parquet truncated": (lambda f: _truncate(f / "per_query.parquet"), "unreadable per_query.parquet"),
+    # issue 58: a symlink is never followed (it was read as the run's qrels and uploaded by +tracking=mlflow)
+    "qrels.trec symlinked elsewhere": (
+        lambda f: _symlink_elsewhere(f / "qrels.trec"),
+        "not a regular file: qrels.trec",
+    ),
 }
+
+
+def _symlink_elsewhere(path: Path) -> None:
+    secret = path.parent.parents[3] / "secret.txt"  # outside the results folder
+    secret.write_text("conv-26:q0 0 D1:1 1\n")  # a file outside the run, in qrels format
+    path.unlink()
+    path.symlink_to(secret)
 
 
 @pytest.fixture(scope="module")
