@@ -37,6 +37,7 @@ import pandas as pd
 
 from lethe.core.hashing import content_hash
 from lethe.core.protocol import Doc, Method, Query, SearchResult
+from lethe.core.secrets import redact
 from lethe.retrieval.ranking import top_k
 from lethebench.trec import read_run
 
@@ -130,7 +131,8 @@ class ObjectAdapter(Adapter):
 
     def describe(self) -> dict[str, Any]:
         own = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else None
-        return {**super().describe(), "class": _qualname(self.obj), "describe": own}
+        # an outside object may report a key or a URL with a password: it reaches the manifest redacted
+        return {**super().describe(), "class": _qualname(self.obj), "describe": redact(own)}
 
     def close(self) -> None:
         if callable(getattr(self.obj, "close", None)):

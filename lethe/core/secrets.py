@@ -11,31 +11,54 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from lethe.core.typed_config import ConfigError
 
-# A key whose last word names a credential: api_key, apikey, password, passwd, secret, token, access_token,
-# credentials, authorization... (api_key_env, max_tokens and tokenizer are not: they hold a name or a number).
-SECRET_KEY = re.compile(
-    r"(^|[_.-])(api[_-]?key|apikey|pass(word|wd)?|secret|token|credentials?|authorization|"
-    r"bearer|auth)$",
-    re.IGNORECASE,
+# A key names a credential when one of its words (split at _ . - and camelCase) is one of these: api_key, hf_key,
+# access_token, password, client_secret, credentials, authorization, auth_header, bearer... A key ending in ``_env``
+# holds the name of a variable, not its value (``api_key_env``); ``max_tokens``, ``keywords`` and ``row_key`` lists are
+# not credentials (a plural word, another word, or a value that is not a string).
+SECRET_WORDS = frozenset(
+    "key apikey token secret password passwd pwd pass credential credentials auth authorization bearer cookie".split()
 )
+_WORD_SPLIT = re.compile(r"[_.\-\s]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a key (a config key, a URL query parameter, a ``describe()`` key) names a credential."""
+    words = [w for w in _WORD_SPLIT.split(_CAMEL.sub(r"\1_\2", str(name)).lower()) if w]
+    if not words or words[-1] == "env":
+        return False
+    return any(w in SECRET_WORDS for w in words)
+
+
+def _secret_value(value: Any) -> bool:
+    """A value a credential key may hold: a non-empty string (or a number, for a password or PIN)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, str):
+        return value.strip() not in ("", "null", "None")
+    return isinstance(value, (int, float))
+
+
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # A command-line override kept as a string (reproduce's ``overrides``, a tier's, Hydra's ``overrides.task``).
 _OVERRIDE = re.compile(r"^[+~]{0,2}(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.DOTALL)
 
 
 def url_has_userinfo(value: str) -> bool:
-    """True when ``value`` is a URL with a user name or password before its host (``http://user:pw@host``)."""
+    """True when ``value`` is a URL carrying a credential: a user name or password before its host
+    (``http://user:pw@host``) or a query parameter named like one (``?access_token=...``, ``&api_key=...``)."""
     if not _URL.match(value):
         return False
     try:
         parts = urlsplit(value)
+        params = parse_qsl(parts.query, keep_blank_values=False)
     except ValueError:
         return False
-    return "@" in parts.netloc
+    return "@" in parts.netloc or any(is_secret_key(k) for k, _ in params)
 
 
 def _override_sets_secret(text: str) -> bool:
@@ -44,18 +67,18 @@ def _override_sets_secret(text: str) -> bool:
     if not override:
         return False
     value = override["value"].strip().strip("'\"")
-    return bool(SECRET_KEY.search(override["key"]) and value not in ("", "null")) or url_has_userinfo(value)
+    return bool(is_secret_key(override["key"].rsplit(".", 1)[-1]) and _secret_value(value)) or url_has_userinfo(value)
 
 
 def secret_keys(tree: Any, prefix: str = "") -> list[str]:
     """The dotted paths in ``tree`` (nested mappings and sequences) that hold a credential: a key named like one
-    (:data:`SECRET_KEY`) with a value set, a string that is a URL with userinfo, or a string that is an override
+    (:func:`is_secret_key`) with a string set, a string that is a URL with userinfo, or a string that is an override
     (``key=value``) setting such a key or such a URL. Values are never returned."""
     found: list[str] = []
     if isinstance(tree, Mapping):
         for k, v in tree.items():
             path = f"{prefix}.{k}" if prefix else str(k)
-            if SECRET_KEY.search(str(k)) and v not in (None, "", [], {}):
+            if is_secret_key(str(k)) and _secret_value(v):
                 found.append(path)
             else:
                 found.extend(secret_keys(v, path))
@@ -93,3 +116,25 @@ def refuse_secret_arguments(argv: Sequence[str]) -> None:
             "records and the run to its manifest). Put an API key in the environment variable named by "
             "llm.api_key_env, and give URLs without user or password."
         )
+
+
+REDACTED = "<redacted>"
+
+
+def redact(tree: Any) -> Any:
+    """``tree`` (nested mappings and sequences) with every credential replaced by ``<redacted>``: the value of a key
+    named like one (:func:`is_secret_key`), and in a URL its user and password and the values of query parameters
+    named like one. For what a config never holds but an outside object may report (a bring-your-own ``describe()``)."""
+    if isinstance(tree, Mapping):
+        return {k: REDACTED if is_secret_key(str(k)) and _secret_value(v) else redact(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(redact(v) for v in tree)
+    if isinstance(tree, str) and url_has_userinfo(tree):
+        parts = urlsplit(tree)
+        host = parts.netloc.rpartition("@")[2]
+        netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
+        query = "&".join(
+            f"{k}={REDACTED if is_secret_key(k) else v}" for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return tree

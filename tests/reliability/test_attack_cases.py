@@ -15,7 +15,17 @@ from lethe.core.paths import PROJECT_ROOT
 from tests.conftest import overrides_for
 
 CASES = {
-    # this round (issue 36)
+    # the fourth round (issue 58)
+    "[x](javascript:alert(1)) in any Markdown the site renders becomes a live link": "tests/reliability/test_safe_links.py::test_an_unsafe_scheme_renders_as_text",
+    "qrels.trec symlinked to a secret in a finished run is skipped as done and uploaded": "tests/reliability/test_damaged_runs.py::test_a_damaged_folder_is_listed_left_out_and_made_again",
+    "+embedder.hf_key=... and a URL with ?access_token=... reach the manifest and Hydra's records": "tests/reliability/test_secrets_by_shape.py::test_config_trees_and_overrides_are_checked_by_shape",
+    "a bring-your-own describe() with an api_key and a user:pw URL reaches the manifest": "tests/reliability/test_secrets_by_shape.py::test_a_bring_your_own_describe_reaches_the_manifest_redacted",
+    "nan scores in a run file or from a callable are kept and ranked arbitrarily": "tests/reliability/test_byo_inputs.py::test_a_nan_score_is_refused_with_its_query_and_doc_named",
+    "a run file of unknown doc ids, unknown query ids, or an empty file makes a DONE run scoring 0": "tests/reliability/test_byo_inputs.py::test_a_ranking_of_nothing_this_run_knows_stops_before_any_search",
+    "ad-hoc qrels grade 0.7 becomes 0 by int()": "tests/reliability/test_byo_inputs.py::test_a_fractional_or_non_numeric_grade_is_refused",
+    "an ad-hoc dataset named ../../... or <script> writes files before the name is refused": "tests/reliability/test_byo_inputs.py::test_an_adhoc_dataset_name_is_checked_before_anything_is_written",
+    "a callable returning a string or None fails without the system's name": "tests/reliability/test_byo_inputs.py::test_a_callable_returning_the_wrong_type_is_named",
+    # the third round (issue 36)
     "a credential in an override, a config file, the environment or a URL reaches no file and no console line": "tests/reliability/test_secret_routes.py::test_a_planted_credential_is_refused_before_anything_is_written",
     "the Python API and the LLM backend refuse credentials": "tests/reliability/test_secret_routes.py::test_the_python_api_and_the_backend_refuse_credentials_too",
     "build_data dataset.name=../../escaped writes outside data.processed": "tests/experiments/test_build_data.py::test_a_dataset_name_that_is_a_path_is_refused_before_anything_is_written",
