@@ -20,6 +20,7 @@ from experiments.stopping import die_with_parent
 from lethe.core.faults import disarm, kill_point
 from lethe.core.paths import project_path
 from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
+from lethe.stages.learned_fusion import FusionModel
 
 
 PREPARE_FILE = ".reproduce/prepare_seconds.json"  # under the results dir: measured prerequisite times
@@ -112,7 +113,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
             name = f"fusion {r.cfg.dataset.name} {folder.name}" + (f" pool {pool}" if pool else "")
             if name not in seen:
                 seen.add(name)
-                steps.append(model_step(name, (folder / "card.json").is_file(), "fusion", r.cfg, threads))
+                steps.append(model_step(name, FusionModel.is_whole(folder), "fusion", r.cfg, threads))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.tuning") is not None:
             folder = tune_hybrid.tuning_folder(r.cfg)

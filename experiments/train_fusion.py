@@ -274,7 +274,7 @@ def ensure_model(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     """(model folder, trained now): train and save the model of ``cfg`` unless it exists (or ``force``)."""
     folder = model_folder(cfg)
     with hold(folder):  # one process trains a model; another one waiting for it finds it made
-        if (folder / "card.json").is_file() and not force:
+        if FusionModel.is_whole(folder) and not force:
             print(f"[keep] {folder} exists (force=true retrains)")
             return folder, False
         model = train(cfg, progress=bool(cfg.run.progress))

@@ -20,6 +20,11 @@ def update_with_file(h: Any, path: str | os.PathLike) -> Any:
     return h
 
 
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex sha256 of a file's bytes."""
     return update_with_file(hashlib.sha256(), path).hexdigest()

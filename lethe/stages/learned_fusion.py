@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.core.hashing import content_hash
+from lethe.core.hashing import content_hash, sha256_bytes
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
 from lethe.core.heldout import LeakageError, may_score, pick_fold  # noqa: F401 - LeakageError is part of this module's API
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from lethe.stages.candidates import Prepared
 
 FEATURE_VERSION = "1"
+MODEL_SHA256 = "model_sha256"  # the card's record of model.pkl's bytes, checked before unpickling
 FEATURES = (
     "query_terms",
     "n_analyzed",
@@ -163,11 +164,28 @@ class FusionModel:
         self.folds, self.card = folds, card
 
     def save(self, folder: str | Path) -> Path:
+        """``model.pkl`` (the fitted folds) and ``card.json``, which records the pickle's sha256: :meth:`load` unpickles
+        nothing whose bytes differ from what was written here."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(folder / "model.pkl", pickle.dumps(self.folds, protocol=4))
+        blob = pickle.dumps(self.folds, protocol=4)
+        self.card = {**self.card, MODEL_SHA256: sha256_bytes(blob)}
+        atomic_write_bytes(folder / "model.pkl", blob)
         atomic_write_text(folder / "card.json", json.dumps(self.card, indent=2, sort_keys=True, default=str))
         return folder
+
+    @staticmethod
+    def is_whole(folder: str | Path) -> bool:
+        """Whether ``folder`` holds a model this project saved: a card recording ``model.pkl``'s sha256, and those
+        bytes (a model written before checksums, or whose pickle was replaced, is made again by its prerequisite)."""
+        folder = Path(folder)
+        try:
+            card = json.loads((folder / "card.json").read_text())
+            return isinstance(card, dict) and card.get(MODEL_SHA256) == sha256_bytes(
+                (folder / "model.pkl").read_bytes()
+            )
+        except (OSError, ValueError):
+            return False
 
     @classmethod
     def load(
@@ -184,8 +202,15 @@ class FusionModel:
         card = json.loads((folder / "card.json").read_text())
         if card.get("feature_version") != FEATURE_VERSION or card.get("base") != json.loads(json.dumps(expected_base)):
             raise ValueError(f"learned-fusion model at {folder} was trained for another configuration; retrain it")
-        with open(folder / "model.pkl", "rb") as fh:
-            folds = pickle.load(fh)  # our own artifact, written by train_fusion
+        blob = (folder / "model.pkl").read_bytes()
+        recorded, found = card.get(MODEL_SHA256), sha256_bytes(blob)
+        if recorded != found:  # never unpickle bytes this project did not write with that card
+            raise ValueError(
+                f"learned-fusion model {folder / 'model.pkl'}: its sha256 {found[:16]} is not the one its card records "
+                f"({str(recorded)[:16] if recorded else 'none: written before checksums'}); it is not loaded. Train it "
+                "again: python -m experiments.train_fusion ... force=true (or delete the folder)"
+            )
+        folds = pickle.loads(blob)  # noqa: S301 - our own artifact, its checksum verified above
         return cls(folds, card)
 
     def check_dataset(self, info: Mapping[str, Any]) -> None:

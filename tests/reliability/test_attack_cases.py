@@ -25,6 +25,7 @@ CASES = {
     "ad-hoc qrels grade 0.7 becomes 0 by int()": "tests/reliability/test_byo_inputs.py::test_a_fractional_or_non_numeric_grade_is_refused",
     "an ad-hoc dataset named ../../... or <script> writes files before the name is refused": "tests/reliability/test_byo_inputs.py::test_an_adhoc_dataset_name_is_checked_before_anything_is_written",
     "a callable returning a string or None fails without the system's name": "tests/reliability/test_byo_inputs.py::test_a_callable_returning_the_wrong_type_is_named",
+    "a planted learned-fusion model.pkl is unpickled when iteration 3 binds": "tests/reliability/test_no_pickle_from_cache.py::test_a_planted_pickle_is_never_unpickled",
     # the third round (issue 36)
     "a credential in an override, a config file, the environment or a URL reaches no file and no console line": "tests/reliability/test_secret_routes.py::test_a_planted_credential_is_refused_before_anything_is_written",
     "the Python API and the LLM backend refuse credentials": "tests/reliability/test_secret_routes.py::test_the_python_api_and_the_backend_refuse_credentials_too",
