@@ -38,9 +38,9 @@ def build_first_stage(spec: Mapping[str, Any] | None, cache_dir: str | Path | No
     spec = plain(spec)
     if is_bm25(spec):
         return PyseriniBM25(**{**BM25_DEFAULT, **spec}, cache_dir=cache_dir, progress=progress)
-    from hydra.utils import instantiate
+    from lethe.core.targets import build
 
-    return instantiate(spec, cache_dir=cache_dir, progress=progress, _convert_="all")
+    return build(spec, cache_dir=cache_dir, progress=progress, _convert_="all")
 
 
 def pool_key(spec: Mapping[str, Any] | None, candidates: int) -> str:

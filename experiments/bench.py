@@ -689,7 +689,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
     runs of ``s.lethe`` with today's and the default's embedder, alternated: warm P95 ratio."""
     import numpy as np
     import torch
-    from hydra.utils import instantiate
+    from lethe.core.targets import build
 
     from analysis.metrics import evaluate_run
     from experiments.runner import run_experiment
@@ -772,7 +772,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
                     ]
                 )
                 params = method_params(to_dict(mcfg.method))  # as the runner does
-                m = instantiate(params, cache_dir=project_path(mcfg.cache_dir), progress=False, _convert_="all")
+                m = build(params, cache_dir=project_path(mcfg.cache_dir), progress=False, _convert_="all")
                 m.bind_dataset({"name": name, "build_key": bm25.manifest["dataset"]["build_key"]})
                 rerankers[p] = m
             n_cand = rerankers["torch"].candidates

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.utils import instantiate
+from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 
 from baselines.cross_encoder import CrossEncoderRerank
@@ -62,7 +62,7 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
     plans, _, data = T.set_plans(cfg, target)
     recorded = json.loads((set_dir / FOLDS_JSON).read_text())["folds"]
     params = {**method_params(to_dict(cfg.method)), "interpolation": "none"}  # the models only, as the run loads them
-    reranker: CrossEncoderRerank = instantiate(
+    reranker: CrossEncoderRerank = build(
         params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all"
     )
     first = reranker.first  # the run's own first stage

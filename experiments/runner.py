@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
+from lethe.core.targets import build, check_targets
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
@@ -352,10 +352,12 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
     """Refuse a run config that cannot give a meaningful result, before any compute: ``run.k`` >= 1,
     ``run.metrics`` a non-empty list of known metric names in ranx's or ir_measures' spelling
     (analysis.metric_names), ``dataset.sample`` null or >= 1, ``run.max_error_share`` in [0, 1], dataset/method/variant names that
-    are plain names (never paths), method parameters that fit their ``_target_``
+    are plain names (never paths), every ``_target_`` in the project's packages (lethe.core.targets), method parameters
+    that fit their ``_target_``
     (lethe.core.typed_config), no credential anywhere (lethe.core.secrets), and a writable results folder. Errors name
     the key and the value (a credential's key only)."""
     refuse_secrets(resolved, "the run config")
+    check_targets(resolved, "the run config")  # before anything imports a target (check_section reads signatures)
     run, dataset, method = resolved["run"], resolved["dataset"], resolved["method"]
     if not _int_at_least(run.get("k"), 1):
         raise ConfigError(f"run.k={run.get('k')!r}: must be an integer >= 1 (the depth of each ranked list)")
@@ -509,7 +511,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     memory = start_memory_window()
     queries, counts = select_queries(ds, plan.selection)
     t0 = time.perf_counter()
-    method = instantiate(plan.method_params, cache_dir=plan.cache_dir, progress=plan.settings.progress, _convert_="all")
+    method = build(plan.method_params, cache_dir=plan.cache_dir, progress=plan.settings.progress, _convert_="all")
     init_s = time.perf_counter() - t0
     docs_by_scope = group_docs(ds)
     bind_method(method, plan, docs_by_scope, list(queries["query_id"]))

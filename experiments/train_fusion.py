@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import hydra
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
+from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
@@ -86,7 +86,7 @@ def base_method(cfg: DictConfig, progress: bool = True) -> Any:
     params = method_params(to_dict(cfg.method))
     params["learned_fusion"] = {**dict(params.get("learned_fusion") or {}), "enabled": False}
     params.update(llm_rerank=None, contradiction=None, generation=None, extra_stages={})
-    return instantiate(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
+    return build(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
 
 
 def grid_table(

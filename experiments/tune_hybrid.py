@@ -25,7 +25,7 @@ from typing import Any
 import hydra
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
+from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
@@ -49,7 +49,7 @@ def tuned_method(cfg: DictConfig, progress: bool = True) -> TunedHybrid:
     """The run config's tuned hybrid, as the runner builds it (no tuning loaded)."""
     if OmegaConf.select(cfg, "method.tuning") is None:
         raise ValueError(f"method {cfg.method.name} has no tuning section; use hybrid_tuned or hybrid_rrf_tuned")
-    method = instantiate(
+    method = build(
         method_params(to_dict(cfg.method)), cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all"
     )
     if not isinstance(method, TunedHybrid):

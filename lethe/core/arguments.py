@@ -7,11 +7,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from lethe.core.secrets import refuse_secret_arguments
+from lethe.core.targets import refuse_target_arguments
 
 
 def check_arguments(argv: Sequence[str]) -> None:
-    """Exit (status 1, a message on stderr) on a credential in ``argv`` or an override Hydra cannot parse."""
+    """Exit (status 1, a message on stderr) on a credential in ``argv``, a ``_target_`` outside the project's packages
+    (lethe.core.targets) or an override Hydra cannot parse."""
     refuse_secret_arguments(argv)
+    refuse_target_arguments(argv)
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 

@@ -11,7 +11,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lethe.core.typed_config import ConfigError
 from lethe.retrieval.embedder import Embedder
+
+
+EMBEDDER_OPTIONS = ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device", "prompts")
+EMBEDDER_KEYS = frozenset({"name", "path", "pypi_module", "hub_id", "allow_hub", *EMBEDDER_OPTIONS})
 
 
 def make_embedder(
@@ -23,11 +28,10 @@ def make_embedder(
     if isinstance(embedder, Embedder):
         return embedder
     cfg = dict(embedder)
-    options = {
-        k: cfg[k]
-        for k in ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device", "prompts")
-        if k in cfg
-    }
+    unknown = sorted(set(cfg) - EMBEDDER_KEYS)
+    if unknown:  # a key nothing reads (or a nested `_target_` section smuggled in) is refused, named
+        raise ConfigError(f"embedder: unknown key(s) {unknown}; the embedder section takes {sorted(EMBEDDER_KEYS)}")
+    options = {k: cfg[k] for k in EMBEDDER_OPTIONS if k in cfg}
     return Embedder(cfg, cache_dir=Path(cache_dir) if cache_dir else None, show_progress=progress, **options)
 
 

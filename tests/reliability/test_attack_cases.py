@@ -25,6 +25,10 @@ CASES = {
     "ad-hoc qrels grade 0.7 becomes 0 by int()": "tests/reliability/test_byo_inputs.py::test_a_fractional_or_non_numeric_grade_is_refused",
     "an ad-hoc dataset named ../../... or <script> writes files before the name is refused": "tests/reliability/test_byo_inputs.py::test_an_adhoc_dataset_name_is_checked_before_anything_is_written",
     "a callable returning a string or None fails without the system's name": "tests/reliability/test_byo_inputs.py::test_a_callable_returning_the_wrong_type_is_named",
+    "+embedder.evil._target_=pandas.read_pickle (joblib.load, builtins.open, numpy.load) runs from a config": "tests/reliability/test_target_allowlist.py::test_a_target_outside_the_project_is_refused_before_the_run",
+    "the Python API's overrides instantiate any callable": "tests/reliability/test_target_allowlist.py::test_the_python_api_refuses_it_too",
+    "+hydra.callbacks.evil._target_=pandas.read_pickle runs at start-up": "tests/reliability/test_target_allowlist.py::test_a_hydra_callback_target_is_refused_at_the_command_line",
+    "the embedder section accepts unknown keys": "tests/reliability/test_target_allowlist.py::test_the_embedder_section_refuses_unknown_keys",
     "a planted learned-fusion model.pkl is unpickled when iteration 3 binds": "tests/reliability/test_no_pickle_from_cache.py::test_a_planted_pickle_is_never_unpickled",
     # the third round (issue 36)
     "a credential in an override, a config file, the environment or a URL reaches no file and no console line": "tests/reliability/test_secret_routes.py::test_a_planted_credential_is_refused_before_anything_is_written",
@@ -89,6 +93,6 @@ def test_a_command_line_target_cannot_run_a_shell_command(tmp_path, work):
             f"results_dir={tmp_path / 'results'}",
         )
     )
-    with pytest.raises(Exception, match="execution-capable target"):
+    with pytest.raises(Exception, match="outside the project.s packages"):  # refused before Hydra sees it
         run_experiment(cfg)
     assert not marker.exists() and not list((tmp_path / "results").rglob("DONE"))
