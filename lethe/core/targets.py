@@ -16,7 +16,15 @@ from lethe.core.typed_config import ConfigError
 
 TARGET_KEY = "_target_"
 # the project's own packages
-PROJECT_PACKAGES = ("lethe.", "baselines.", "experiments.", "analysis.", "lethebench.", "hydra_plugins.lethe_")
+PROJECT_PACKAGES = (
+    "lethe.",
+    "baselines.",
+    "experiments.",
+    "analysis.",
+    "lethebench.",
+    "hydra_plugins.lethe_",
+    "tests.support.",
+)
 # library classes a composed config names: Hydra's own launchers and sweepers, and the Slurm/local launchers of
 # hydra-submitit-launcher (conf/hydra/launcher/)
 LIBRARY_TARGETS = frozenset(
