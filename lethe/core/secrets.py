@@ -29,7 +29,7 @@ _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 def is_secret_key(name: str) -> bool:
     """Whether a key (a config key, a URL query parameter, a ``describe()`` key) names a credential."""
     words = [w for w in _WORD_SPLIT.split(_CAMEL.sub(r"\1_\2", str(name)).lower()) if w]
-    if not words or words[-1] == "env":
+    if not words or words[-1] == "env" or words == ["key"]:  # a bare `key` is an identifier (a run's, a pool's)
         return False
     return any(w in SECRET_WORDS for w in words)
 

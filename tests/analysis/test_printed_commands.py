@@ -263,8 +263,8 @@ def test_the_checker_finds_a_moved_module_a_bad_override_an_undeclared_run_and_a
             "no module no_such_package.judge_validation"
         ]
         assert "is not a Hydra entry point" in checker.problems("python -m lethe.core.paths")[0]
-        (bad,) = checker.problems("python -m experiments.studies.judge_validation no_such_key=1")
-        assert "does not compose" in bad and "no_such_key" in bad
+        (bad,) = checker.problems("python -m experiments.studies.judge_validation no_such_option=1")
+        assert "does not compose" in bad and "no_such_option" in bad
         assert "unknown placeholders ['nowhere']" in checker.problems(f"{ok} out_dir=<nowhere>/x")[0]
         assert checker.problems("python -m experiments.reproduce 'select=[a'") != []  # does not parse
         # the site's form: the first composed in full, the next through Hydra's value step on it
@@ -273,7 +273,7 @@ def test_the_checker_finds_a_moved_module_a_bad_override_an_undeclared_run_and_a
         assert "match no declared run" in undeclared
         assert checker.problems(S.command("judges", "study/judge_validation_locomo")) == []
         assert "no tier 'no_such_tier'" in checker.problems(S.command("no_such_tier", "locomo/bm25"))[0]
-        assert checker.problems("python -m experiments.reproduce tier=core no_such_key=1") != []
+        assert checker.problems("python -m experiments.reproduce tier=core no_such_option=1") != []
         # a mapping override recorded unquoted (experiments.studies.common.command_line) is split by the shell;
         # printed_command quotes it
         stored = "python -m experiments.studies.pairwise_answers run_folders={a: <results_dir>/x, b: <results_dir>/y}"

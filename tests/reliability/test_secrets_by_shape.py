@@ -19,7 +19,9 @@ def test_a_key_with_a_credential_word_is_a_secret(name):
     assert is_secret_key(name)
 
 
-@pytest.mark.parametrize("name", ["api_key_env", "max_tokens", "keywords", "tokenizer", "keyword_boost", "random_keys"])
+@pytest.mark.parametrize(
+    "name", ["api_key_env", "max_tokens", "keywords", "tokenizer", "keyword_boost", "random_keys", "key"]
+)
 def test_names_and_counts_are_not(name):
     assert not is_secret_key(name)
 
