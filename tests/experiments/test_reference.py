@@ -30,8 +30,11 @@ CORE_DATASETS = {"lethebench", "lethebench_heldout", "locomo", "techqa", "ultrad
 CORE_METHODS = {
     "window",
     "bm25",
+    "bm25_rm3",
     "vector",
     "hybrid",
+    "hybrid_tuned",
+    "hybrid_rrf_tuned",
     "cross_encoder",
     "cross_encoder_alone",
     "random_rerank",
@@ -56,9 +59,9 @@ def test_every_real_tier_loads_with_unique_keys():
     assert len(keys) == len(set(keys))
 
 
-def test_core_tier_is_six_datasets_by_twelve_methods():
+def test_core_tier_is_six_datasets_by_fifteen_methods():
     core = load_tier("core")
-    assert len(core.runs) == 72
+    assert len(core.runs) == 90
     assert {r.dataset for r in core.runs} == CORE_DATASETS and {r.method for r in core.runs} == CORE_METHODS
     keys = {r.key for r in core.runs}
     assert "techqa/cross_encoder" in keys and "locomo/bm25" in keys
