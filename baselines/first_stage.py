@@ -13,19 +13,14 @@ from typing import Any, Mapping
 
 from baselines.bm25 import PyseriniBM25
 from lethe.core.hashing import content_hash
+from lethe.core.typed_config import plain_values
 
 BM25_DEFAULT = {"k1": 1.2, "b": 0.75}
 
 
 def plain(section: Any) -> dict[str, Any]:
     """A config section (a mapping, an OmegaConf node when Hydra did not recurse, or None) as a plain dict."""
-    if section is None:
-        return {}
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(section, DictConfig):
-        return dict(OmegaConf.to_container(section, resolve=True))  # type: ignore[arg-type]
-    return dict(section)
+    return dict(plain_values(section or {}))
 
 
 def is_bm25(spec: Mapping[str, Any] | None) -> bool:

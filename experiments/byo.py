@@ -73,18 +73,19 @@ def _as_scores(pairs: Any, what: str) -> dict[str, float]:
             ) from None
         if str(doc) in out:
             raise ValueError(f"{what}: doc id {doc!r} named twice")
-        out[str(doc)] = _score(score, f"{what}, doc {doc!r}")
+        out[str(doc)] = _finite(score, f"{what}, doc {doc!r}")
     return out
 
 
-def _score(value: Any, what: str) -> float:
-    """``value`` as a finite float, else ValueError naming ``what`` (a NaN would be ranked arbitrarily)."""
+def _finite(value: Any, what: str, noun: str = "score") -> float:
+    """``value`` as a finite float, else ValueError naming ``what`` and ``noun`` (a NaN score would be ranked
+    arbitrarily)."""
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{what}: score {value!r} is not a number") from None
+        raise ValueError(f"{what}: {noun} {value!r} is not a number") from None
     if not math.isfinite(x):
-        raise ValueError(f"{what}: score {value!r} is not a finite number")
+        raise ValueError(f"{what}: {noun} {value!r} is not a finite number")
     return x
 
 
@@ -222,7 +223,7 @@ def ranking_scores(system: Any) -> tuple[Scores, str] | None:
         for i, (q, d, s) in enumerate(zip(system[qcol].astype(str), system["doc_id"].astype(str), system["score"])):
             if d in out.setdefault(q, {}):
                 raise ValueError(f"ranking DataFrame: query {q!r} names doc {d!r} twice")
-            out[q][d] = _score(s, f"ranking DataFrame row {i}, query {q!r}, doc {d!r}")
+            out[q][d] = _finite(s, f"ranking DataFrame row {i}, query {q!r}, doc {d!r}")
         return out, "DataFrame"
     source = "dict"
     if type(system).__name__ == "Run" and callable(getattr(system, "to_dict", None)):  # ranx.Run, not importing ranx
@@ -329,11 +330,8 @@ def _jsonl_rows(part: Any, what: str, columns: tuple[str, ...]) -> list[dict[str
 
 def _grade(value: Any, what: str) -> int:
     """A relevance grade as an int; a fractional or non-numeric grade is refused (``int()`` would truncate 0.7 to 0)."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: relevance grade {value!r} is not a number") from None
-    if not math.isfinite(x) or not x.is_integer():
+    x = _finite(value, what, "relevance grade")
+    if not x.is_integer():
         raise ValueError(f"{what}: relevance grade {value!r} is not a whole number")
     return int(x)
 

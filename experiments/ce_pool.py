@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 
 from baselines.cross_encoder import CrossEncoderRerank
@@ -30,6 +29,7 @@ from experiments import train_cross_encoder as T
 from experiments.config import to_dict
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import method_params
+from lethe.core.targets import build
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
 from lethe.core.locking import hold
@@ -56,7 +56,6 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
     """Per fold of the model set ``set_dir``: the interpolation weight chosen on its dev queries over ``cfg``'s pool."""
     progress = bool(cfg.run.progress)
     tcfg = to_dict(cfg.method.model.train)
-    spec = plain(cfg.method.first_stage)
     depth = int(cfg.method.candidates)
     target, _ = T.set_target(cfg, progress)
     plans, _, data = T.set_plans(cfg, target)
@@ -65,7 +64,6 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
     reranker: CrossEncoderRerank = build(
         params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all"
     )
-    first = reranker.first  # the run's own first stage
     folds = []
     try:
         reranker.bind_dataset({"name": str(cfg.dataset.name), "build_key": dataset_build_key(cfg)})
@@ -73,7 +71,7 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
             record = {"dir": f"fold{i}", **plan.record()}
             if json.loads(json.dumps(record, default=str)) != json.loads(json.dumps(recorded[i], default=str)):
                 raise ValueError(f"fold {i} of {set_dir} was trained on other queries than this config plans; retrain")
-            items, cands, qrels = T.dev_set(plan, data, tcfg, int(tcfg["seed"]) + i, first, depth, progress)
+            items, cands, qrels = T.dev_set(plan, data, tcfg, int(tcfg["seed"]) + i, reranker.first, depth, progress)
             scorer = T.DevScorer(items, cands, qrels, list(cfg.run.metrics), int(cfg.method.batch_size))
             scorer(reranker.models[i])
             chosen = scorer.interpolation(0, [float(w) for w in tcfg["interpolation_grid"]])
@@ -84,7 +82,7 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
     finally:
         reranker.close()
     return {
-        "pool": {"first_stage": spec, "candidates": depth, "key": pool_of(cfg)},
+        "pool": {"first_stage": reranker.first_stage_spec, "candidates": depth, "key": reranker.pool},
         "set": str(set_dir),
         "metric": T.METRIC,
         "folds": folds,

@@ -88,6 +88,16 @@ def data_step(cfg: DictConfig, folder: Path, seen: set[str]) -> list[Step]:
     return [Step(name, (folder / "card.json").is_file(), lambda: prepare_dataset(cfg))]
 
 
+def _named(kind: str, cfg: DictConfig, folder: Path, detail: str = "") -> str:
+    """A model prerequisite's step name (a key of the expected files' ``prepare_seconds``): ``kind``, the dataset,
+    ``detail``, its configuration key (``folder``'s name) and the query pool it learns from (the part of the parent
+    folder's name after the build key; none: every query)."""
+    pool = folder.parent.name.partition("-")[2]
+    return f"{kind} {cfg.dataset.name} {detail + ' ' if detail else ''}{folder.name}" + (
+        f" pool {pool}" if pool else ""
+    )
+
+
 def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> list[Step]:
     """Prerequisites of ``runs`` in order: datasets, cross-encoder model sets, learned-fusion models, hybrid tunings,
     the interpolation weights of cross-encoder sets over pools other than BM25's (each made from the run's own config,
@@ -109,18 +119,14 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
-            pool = folder.parent.name.partition("-")[2]  # the query pool it learns from ("" = every query)
-            name = f"fusion {r.cfg.dataset.name} {folder.name}" + (f" pool {pool}" if pool else "")
+            name = _named("fusion", r.cfg, folder)
             if name not in seen:
                 seen.add(name)
                 steps.append(model_step(name, FusionModel.is_whole(folder), "fusion", r.cfg, threads))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.tuning") is not None:
             folder = tune_hybrid.tuning_folder(r.cfg)
-            pool = folder.parent.name.partition("-")[2]
-            name = f"tuning {r.cfg.dataset.name} {r.cfg.method.tuning.parameter} {folder.name}" + (
-                f" pool {pool}" if pool else ""
-            )
+            name = _named("tuning", r.cfg, folder, str(r.cfg.method.tuning.parameter))
             if name not in seen:
                 seen.add(name)
                 steps.append(model_step(name, (folder / "tuning.json").is_file(), "hybrid_tuning", r.cfg, threads))
@@ -129,7 +135,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
         if OmegaConf.select(r.cfg, "method.model.train") is not None and m.get("interpolation") == "dev":
             if not is_bm25(to_dict(m).get("first_stage")):
                 path = ce_pool.pool_file(r.cfg)
-                name = f"pool weights {path.parent.parent.parent.name}/{path.parent.parent.name}/{path.stem}"
+                name = f"pool weights {path.parents[2].name}/{path.parents[1].name}/{path.stem}"  # <scope>/<set>/<pool>
                 if name not in seen:
                     seen.add(name)
                     steps.append(model_step(name, path.is_file(), "ce_pool", r.cfg, threads))

@@ -22,7 +22,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from lethe.core.targets import build, check_targets
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
@@ -30,6 +29,7 @@ from analysis.answers import embedding_similarity, score_answer
 from analysis.metric_names import UnknownMetric, canonical_metrics, deeper_than
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
+from lethe.core.targets import build, check_targets
 from lethe.core.paths import plain_name, project_path
 from lethe.core.secrets import refuse_secrets
 from experiments.datasets import dataset_key, prepare_dataset

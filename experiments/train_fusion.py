@@ -33,13 +33,13 @@ from typing import Any, Sequence
 import hydra
 import numpy as np
 import pandas as pd
-from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
 from experiments.run_identity import method_params
+from lethe.core.targets import build
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset

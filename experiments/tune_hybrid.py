@@ -25,7 +25,6 @@ from typing import Any
 import hydra
 import numpy as np
 import pandas as pd
-from lethe.core.targets import build
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
@@ -36,6 +35,7 @@ from experiments.cross_fit import labelled_ids, labelled_queries
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
 from experiments.run_identity import method_params
 from experiments.runner import QuerySelection, group_docs, walk_eligible
+from lethe.core.targets import build
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
 from lethe.core.paths import project_path

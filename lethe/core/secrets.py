@@ -72,7 +72,7 @@ def _override_sets_secret(text: str) -> bool:
 
 def secret_keys(tree: Any, prefix: str = "") -> list[str]:
     """The dotted paths in ``tree`` (nested mappings and sequences) that hold a credential: a key named like one
-    (:func:`is_secret_key`) with a string set, a string that is a URL with userinfo, or a string that is an override
+    (:func:`is_secret_key`) holding a string or number, a string that is a URL with userinfo, or a string that is an override
     (``key=value``) setting such a key or such a URL. Values are never returned."""
     found: list[str] = []
     if isinstance(tree, Mapping):

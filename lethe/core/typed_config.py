@@ -79,3 +79,17 @@ def check_section(section: Mapping[str, Any], key: str, given: Iterable[str] = (
     for k, v in section.items():
         if isinstance(v, Mapping):
             check_section(v, f"{key}.{k}")
+
+
+def plain_values(cfg: Any) -> Any:
+    """Plain dicts/lists from a mapping or sequence that may hold OmegaConf nodes (interpolations resolved): what a
+    class built by Hydra without recursion (``_recursive_: false``) or a config read as it stands gets."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(cfg, resolve=True)
+    if isinstance(cfg, Mapping):
+        return {k: plain_values(v) for k, v in cfg.items()}
+    if isinstance(cfg, (list, tuple)):
+        return [plain_values(v) for v in cfg]
+    return cfg

@@ -93,6 +93,7 @@ from lethe.llm.cache import ResponseCache, messages_as_dicts
 from lethe.core.model_types import ResolvedModel
 from lethe.core.models import resolve_model
 from lethe.core.secrets import refuse_secrets
+from lethe.core.typed_config import plain_values
 
 KINDS = ("llamacpp", "openai_compatible")
 
@@ -834,27 +835,12 @@ def _server_timings(data: Mapping[str, Any]) -> dict[str, float]:
 # ----------------------------------------------------------------------------- factory
 
 
-def _plain(cfg: Any) -> Any:
-    """Plain dicts/lists from a mapping that may hold OmegaConf nodes (interpolations resolved)."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover - omegaconf is a project dependency
-        DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
-    if DictConfig and isinstance(cfg, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(cfg, resolve=True)
-    if isinstance(cfg, Mapping):
-        return {k: _plain(v) for k, v in cfg.items()}
-    if isinstance(cfg, (list, tuple)):
-        return [_plain(v) for v in cfg]
-    return cfg
-
-
 def make_llm(
     cfg: Mapping[str, Any], cache_dir: str | os.PathLike | None = None
 ) -> LlamaCppBackend | OpenAICompatibleBackend:
     """A backend from a conf/llm/*.yaml mapping; ``cache_dir`` holds joined GGUF files and, unless
     ``cache: false``, the response cache. Unknown ``kind`` -> ValueError listing the known ones."""
-    c = _plain(cfg)
+    c = plain_values(cfg)
     refuse_secrets(c, "the llm config")
     kind = c.get("kind")
     resp_cache = cache_dir if c.get("cache", True) else None
