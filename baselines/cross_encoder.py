@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from baselines.first_stage import build_first_stage, is_bm25, plain, pool_key, timing_name
+from lethe.core.checksums import quarantine
 from lethe.core.devices import check_device
 from lethe.core.embedding_cache import EmbeddingCache, text_key
 from lethe.core.heldout import LeakageError, pick_fold
@@ -31,10 +32,12 @@ from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
     fold_allows,
+    model_set_damage,
     pool_weights_file,
     interpolate,
     load_cross_encoder,
     read_model_card,
+    read_pool_weights,
     score_pairs,
     set_folder,
 )
@@ -139,6 +142,15 @@ class CrossEncoderRerank:
             ]
             self._open_score_caches()
             return
+        damage = model_set_damage(folder)
+        if damage:  # edited, truncated or added files (or a set from before checksums): never loaded
+            moved = quarantine(folder)
+            raise ModelNotFoundError(
+                f"cross-encoder model set {folder} is damaged ({'; '.join(damage[:3])}"
+                f"{' ...' if len(damage) > 3 else ''}): moved to {moved}, not loaded. Train it again: `make models` "
+                "(python -m experiments.train_cross_encoder with this run's dataset and method.model overrides); "
+                "make reproduce does so as a prerequisite"
+            )
         built = doc["datasets"].get(name, {}).get("build_key")
         if built is not None and built != build_key:
             raise ValueError(
@@ -178,7 +190,7 @@ class CrossEncoderRerank:
                 f"{self.candidates}): no weights chosen for this pool at {path}. Make them first: python -m "
                 "experiments.ce_pool with this run's dataset and method (make reproduce makes them as a prerequisite)"
             )
-        doc = json.loads(path.read_text())
+        doc = read_pool_weights(path)
         if [f["dir"] for f in doc["folds"]] != [f["dir"] for f in self.folds if f]:
             raise ValueError(f"{path} was chosen for other folds than those of {folder}; make it again")
         self.pool_selection = doc

@@ -31,10 +31,15 @@ from experiments.datasets import dataset_build_key
 from experiments.run_identity import method_params
 from lethe.core.targets import build
 from lethe.core.arguments import check_arguments
-from lethe.core.atomic import atomic_write_text
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
-from lethe.retrieval.crossencoder import FOLDS_JSON, pool_weights_file, set_folder
+from lethe.retrieval.crossencoder import (
+    FOLDS_JSON,
+    pool_weights_file,
+    read_pool_weights,
+    set_folder,
+    write_pool_weights,
+)
 from lethebench.provenance import git_info
 
 
@@ -50,6 +55,15 @@ def pool_file(cfg: DictConfig) -> Path:
     """Where the weights of the run config ``cfg``'s pool are (or will be) saved."""
     folder = set_folder(to_dict(cfg.method.model), str(cfg.dataset.name), dataset_build_key(cfg))
     return pool_weights_file(folder, pool_of(cfg))
+
+
+def pool_is_whole(path: Path) -> bool:
+    """Whether the pool weights file ``path`` was written by :func:`ensure_pool` and not changed since (its checksum)."""
+    try:
+        read_pool_weights(path)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
@@ -97,12 +111,13 @@ def ensure_pool(cfg: DictConfig, force: bool = False) -> tuple[Path, bool]:
     set_dir = T.train_model_set(cfg)
     path = pool_weights_file(set_dir, pool_of(cfg))
     with hold(path.with_suffix("")):
-        if path.is_file() and not force:
+        if pool_is_whole(path) and not force:
             print(f"[keep] {path} exists (force=true chooses again)")
             return path, False
+        if path.is_file() and not force:
+            print(f"{path} is not the file this command wrote (its checksum differs, or it has none): chosen again")
         doc = choose_weights(cfg, set_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        write_pool_weights(path, doc)
         print(f"saved: {path}")
         return path, True
 

@@ -19,7 +19,7 @@ from experiments.reference import ResolvedRun
 from experiments.stopping import die_with_parent
 from lethe.core.faults import disarm, kill_point
 from lethe.core.paths import project_path
-from lethe.retrieval.crossencoder import FOLDS_JSON, set_folder
+from lethe.retrieval.crossencoder import model_set_damage, set_folder
 from lethe.stages.learned_fusion import FusionModel
 
 
@@ -115,7 +115,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
             name = f"model cross_encoder {folder.parent.name}/{folder.name}"
             if name not in seen:
                 seen.add(name)
-                steps.append(model_step(name, (folder / FOLDS_JSON).is_file(), "cross_encoder", r.cfg, threads))
+                steps.append(model_step(name, not model_set_damage(folder), "cross_encoder", r.cfg, threads))
     for r in runs:
         if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
@@ -138,7 +138,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
                 name = f"pool weights {path.parents[2].name}/{path.parents[1].name}/{path.stem}"  # <scope>/<set>/<pool>
                 if name not in seen:
                     seen.add(name)
-                    steps.append(model_step(name, path.is_file(), "ce_pool", r.cfg, threads))
+                    steps.append(model_step(name, ce_pool.pool_is_whole(path), "ce_pool", r.cfg, threads))
     return steps
 
 

@@ -43,6 +43,7 @@ from analysis.metrics import evaluate_run
 from experiments import ce_regimes as CR
 from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir, atomic_write_text
+from lethe.core.checksums import quarantine
 from lethe.core.locking import hold
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
@@ -55,10 +56,12 @@ from lethe.retrieval.crossencoder import (
     TrainParams,
     choose_weight,
     interpolate,
+    model_set_damage,
     params_dict,
     regime_of,
     save_cross_encoder,
     score_pairs,
+    seal_model_set,
     set_folder,
     train_cross_encoder,
     write_model_card,
@@ -326,11 +329,19 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     target, generated = set_target(cfg, progress)
     folder = set_folder(mcfg, str(cfg.dataset.name), target.build_key if target else "")
     with hold(folder):  # one process trains a set; another one waiting for it finds it made
-        if (folder / FOLDS_JSON).is_file() and not force:
+        damage = model_set_damage(folder)
+        if not damage and not force:
             print(f"[skip] {folder} exists (force=true retrains)")
             return folder
         if force and folder.exists():
             shutil.rmtree(folder)
+        elif (folder / FOLDS_JSON).is_file():  # finished once, then edited (or written before checksums)
+            moved = quarantine(folder)
+            print(
+                f"model set {folder} is damaged ({'; '.join(damage[:3])}{' ...' if len(damage) > 3 else ''}): "
+                f"moved to {moved}; training it again",
+                flush=True,
+            )
         seed = int(tcfg["seed"])
         plans, scheme, data = set_plans(cfg, target)
         base = resolve_model(base_model_config(str(tcfg["base_model"])))
@@ -363,6 +374,7 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
             "wall_seconds": round(time.perf_counter() - t_start, 1),
         }
         atomic_write_text(folder / FOLDS_JSON, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        seal_model_set(folder)  # last: a set is whole when its files are those this records
         print(f"model set: {folder} ({doc['wall_seconds']} s)")
         return folder
 

@@ -4,12 +4,14 @@ Layout: ``<root>/<kind>/<namespace>/<shard>.npz`` where ``kind`` is ``embeddings
 cross-encoder's logits of one query's candidate list), ``namespace`` hashes the model weights, the role
 (query/doc) and encoding options, and each shard holds ``keys`` (sha256 of the text) and ``vecs``
 (float32, one row per key); a ragged cache (values of any length) holds ``vecs`` as one flat float32
-array and ``lengths`` (one per key). Shards are written whole to a temporary file and renamed, so a
-crash leaves either a complete shard or none.
+array and ``lengths`` (one per key). Each shard carries ``sha256``, the checksum of its keys and values
+(:func:`shard_checksum`), checked on every read. Shards are written whole to a temporary file and renamed,
+so a crash leaves either a complete shard or none.
 
 A shard that cannot be read all the same (a disk error, a truncated copy, flipped bytes: a bad zip
 or CRC, missing or mismatched arrays, vectors of another size than the model's or not finite, a folder where a
-shard should be) must not stop every run of its model, nor enter its rankings: it is logged as a
+shard should be) or whose checksum is missing or differs (rewritten by hand or by another program, or written
+before shards had checksums) must not stop every run of its model, nor enter its rankings: it is logged as a
 warning with its path and the error, moved aside to ``<namespace>/quarantine/<shard>.npz`` (kept
 for inspection, never deleted) and counted in :attr:`EmbeddingCache.quarantined`; its vectors are
 then misses, recomputed by the caller and written to a new shard.
@@ -38,6 +40,16 @@ QUARANTINE = "quarantine"
 # what reading a damaged .npz raises: not a zip / bad CRC, a damaged deflate stream, a short file,
 # a member that is not an array (or not there), arrays of different lengths
 _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError)
+
+
+def shard_checksum(keys: Sequence[str], vecs: np.ndarray, lengths: np.ndarray | None = None) -> str:
+    """sha256 hex of a shard's content: its keys (UTF-8, one per line), its values as little-endian float32 and, for
+    a ragged shard, its lengths as little-endian int64."""
+    h = hashlib.sha256("\n".join(keys).encode("utf-8"))
+    h.update(np.ascontiguousarray(vecs, dtype="<f4").tobytes())
+    if lengths is not None:
+        h.update(np.ascontiguousarray(lengths, dtype="<i8").tobytes())
+    return h.hexdigest()
 
 
 def text_key(text: str) -> str:
@@ -158,24 +170,28 @@ class EmbeddingCache:
         shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
         buf = io.BytesIO()
         if self.ragged:
-            np.savez(
-                buf,
-                keys=np.array(keys),
-                vecs=np.concatenate([v for _, v in self._pending]),
-                lengths=np.array([len(v) for _, v in self._pending], dtype=np.int64),
-            )
+            vecs = np.concatenate([v for _, v in self._pending])
+            lengths = np.array([len(v) for _, v in self._pending], dtype=np.int64)
+            sha = shard_checksum(keys, vecs, lengths)
+            np.savez(buf, keys=np.array(keys), vecs=vecs, lengths=lengths, sha256=np.array(sha))
         else:
-            np.savez(buf, keys=np.array(keys), vecs=np.vstack([v for _, v in self._pending]))
+            vecs = np.vstack([v for _, v in self._pending])
+            np.savez(buf, keys=np.array(keys), vecs=vecs, sha256=np.array(shard_checksum(keys, vecs)))
         atomic_write_bytes(self.dir / f"{shard_id}.npz", buf.getvalue())
         self._pending = []
 
 
 def _read_shard(fh, dim: int | None = None, ragged: bool = False) -> tuple[list[str], np.ndarray | list[np.ndarray]]:
-    """The keys and vectors of one shard, checked whole: matching lengths, ``dim`` columns when given, finite
-    values (raises one of ``_CORRUPT`` if damaged). Ragged: one 1-D array per key."""
+    """The keys and vectors of one shard, checked whole: its checksum, matching lengths, ``dim`` columns when given,
+    finite values (raises one of ``_CORRUPT`` if damaged). Ragged: one 1-D array per key."""
     with np.load(fh) as z:
         keys, vecs = z["keys"].tolist(), z["vecs"]
         lengths = z["lengths"] if ragged else None
+        recorded = str(z["sha256"]) if "sha256" in z.files else None
+    if recorded is None:
+        raise ValueError("no checksum (written before shards had one, or by another program)")
+    if not isinstance(keys, list) or recorded != shard_checksum([str(k) for k in keys], vecs, lengths):
+        raise ValueError("checksum mismatch: its keys or values are not those it was written with")
     if ragged:
         assert lengths is not None
         if (

@@ -28,6 +28,7 @@ import numpy as np
 
 from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_write_text
+from lethe.core.checksums import folder_damage, sealed, unsealed, write_checksums
 from lethe.core.devices import resolve_device
 from lethe.core.library_logs import quiet_model_loading
 from lethe.core.heldout import may_score
@@ -450,10 +451,38 @@ REGIME_ONLY_KEYS = {"fold_groups": "in_domain", "label_free": "label_free"}
 FOLDS_JSON = "folds.json"
 
 
+POOLS = "pools"
+SET_UNSEALED = (POOLS, "quarantine")  # written after the set's checksums: each pool file carries its own (sealed JSON)
+
+
+def seal_model_set(set_dir: Path) -> None:
+    """Write the set's ``checksums.json`` (every file but its pool weights, which are sealed one by one)."""
+    write_checksums(set_dir, SET_UNSEALED)
+
+
+def model_set_damage(set_dir: Path) -> list[str]:
+    """What makes the model set ``set_dir`` unusable: no ``folds.json`` (not finished), or files that differ from its
+    ``checksums.json`` (edited, missing, added, or a set written before checksums); empty when whole."""
+    if not (Path(set_dir) / FOLDS_JSON).is_file():
+        return [f"no {FOLDS_JSON}"]
+    return folder_damage(set_dir, SET_UNSEALED)
+
+
+def write_pool_weights(path: Path, doc: Mapping[str, Any]) -> None:
+    """Save a pool's weights (:func:`pool_weights_file`) as a sealed JSON (its checksum inside)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(sealed(doc), indent=1, sort_keys=True, default=str) + "\n")
+
+
+def read_pool_weights(path: Path) -> dict[str, Any]:
+    """A pool's weights, their checksum checked (ValueError naming the file when it differs or is missing)."""
+    return unsealed(json.loads(path.read_text()), path)
+
+
 def pool_weights_file(set_dir: Path, pool: str) -> Path:
     """Where a model set keeps the interpolation weights its folds chose over candidate pool ``pool`` (a first stage
     other than BM25 and a depth: :func:`baselines.first_stage.pool_key`)."""
-    return Path(set_dir) / "pools" / f"{pool}.json"
+    return Path(set_dir) / POOLS / f"{pool}.json"
 
 
 def regime_of(model_cfg: Mapping[str, Any]) -> str:

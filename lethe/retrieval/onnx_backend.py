@@ -16,7 +16,8 @@ inputs keep the activations in cache, which pays on CPU).
 
 Every export is checked against the torch model on a probe batch (two inputs of different lengths)
 and an fp32 export that differs by more than :data:`FP32_CHECK_TOL` raises: no silent fallback.
-Exports are cached in ``<cache_dir>/models/onnx/<key>/`` (``model.onnx`` + ``export.json``), the key
+Exports are cached in ``<cache_dir>/models/onnx/<key>/`` (``model.onnx`` + ``export.json`` + ``checksums.json``,
+checked on every reuse: a damaged export is quarantined and made again), the key
 being a hash of the source weights' sha256, the model kind, the export options and the versions of
 the exporting packages; each folder is written atomically (:func:`lethe.core.atomic.atomic_dir`).
 
@@ -40,7 +41,10 @@ import numpy as np
 
 from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_dir
+from lethe.core.checksums import folder_damage, quarantine, write_checksums
 from lethe.core.devices import onnx_providers
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8_dynamic")
@@ -224,8 +228,14 @@ def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOption
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
     folder = Path(cache_dir) / "models" / "onnx" / export_key(source_sha256, kind, options, repr(model))
-    if (folder / EXPORT_JSON).is_file() and (folder / ONNX_FILE).is_file():
-        return folder
+    if folder.exists():
+        damage = folder_damage(folder)
+        if not damage:
+            return folder
+        moved = quarantine(folder)  # edited, truncated or from before checksums: never loaded
+        log.warning(
+            "ONNX export %s is damaged (%s): moved to %s; exporting again", folder, "; ".join(damage[:3]), moved
+        )
     with atomic_dir(folder) as tmp:
         info = _export(model, kind, tmp, options)
         meta = {
@@ -238,6 +248,7 @@ def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOption
             **info,
         }
         (tmp / EXPORT_JSON).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        write_checksums(tmp)  # checked on every reuse
     return folder
 
 

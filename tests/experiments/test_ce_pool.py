@@ -14,6 +14,7 @@ from baselines.bm25 import PyseriniBM25
 from baselines.first_stage import build_first_stage, is_bm25, pool_key
 from experiments import ce_pool
 from experiments.config import load_config, to_dict
+from lethe.retrieval.crossencoder import read_pool_weights
 from lethebench.runs import RunFolder
 
 DATASETS = ("locomo", "lethebench")
@@ -56,8 +57,13 @@ def test_interpolation_weights_are_chosen_again_over_the_hybrid_pool(smoke, data
     method = run.manifest["method"]
     pool = method["pool_selection"]
     set_dir = Path(method["model"]["set"])
-    recorded = json.loads((set_dir / "pools" / f"{method['pool']}.json").read_text())
-    assert pool == recorded and [f["dir"] for f in pool["folds"]] == [f["dir"] for f in method["model"]["folds"]]
+    path = set_dir / "pools" / f"{method['pool']}.json"
+    recorded = read_pool_weights(path)  # sealed: its checksum inside, checked on every read (issue 58)
+    assert (
+        pool == recorded
+        and ce_pool.pool_is_whole(path)
+        and [f["dir"] for f in pool["folds"]] == [f["dir"] for f in method["model"]["folds"]]
+    )
     assert method["interpolation"]["weights"] == [f["weight"] for f in pool["folds"]]
     grid = {float(w) for w in run.manifest["config"]["method"]["model"]["train"]["interpolation_grid"]}
     for f in pool["folds"]:
@@ -68,3 +74,17 @@ def test_interpolation_weights_are_chosen_again_over_the_hybrid_pool(smoke, data
     # the alone run scored the same pairs: it read every logit the interpolated run cached
     alone = _run(smoke, dataset, "cross_encoder_hybrid_alone").manifest["method"]["score_cache"]
     assert sum(c["hits"] for c in alone) > 0 and sum(c["misses"] for c in alone) == 0, alone
+
+
+def test_an_edited_pool_weight_is_not_read(smoke, tmp_path):
+    """A weight changed by hand in the saved pool file: the file is no longer whole (its prerequisite chooses the
+    weights again) and a run that reads it stops naming it."""
+    run = _run(smoke, "locomo", "cross_encoder_hybrid")
+    src = Path(run.manifest["method"]["model"]["set"]) / "pools" / f"{run.manifest['method']['pool']}.json"
+    path = tmp_path / src.name
+    doc = json.loads(src.read_text())
+    doc["folds"][0]["weight"] = 1.0 - doc["folds"][0]["weight"]
+    path.write_text(json.dumps(doc))
+    assert not ce_pool.pool_is_whole(path)
+    with pytest.raises(ValueError, match="its content is not what was written with it"):
+        read_pool_weights(path)
