@@ -20,6 +20,9 @@ import pandas as pd
 from lethebench.runs import RunFolder, finished_runs
 
 
+DAMAGED_FOLDER = "(damaged)"  # appended to a stored folder that differs from its tier's seal: nothing reads it
+
+
 class RunInfo(RunFolder):
     """One finished results folder (:class:`lethebench.runs.RunFolder`) with what the report asks of it."""
 
@@ -54,6 +57,7 @@ class RunRef:
     folder: Path  # <results_dir>/<dataset>/<label>/<config hash>; may not exist yet
     dataset_folder: Path  # the processed dataset the run reads; may not be built yet
     declared: str = ""  # the declaration in one line (sample, overrides)
+    damage: str | None = None  # why its reference-store copy is not read (it differs from the tier's seal)
 
     @property
     def key(self) -> str:

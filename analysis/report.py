@@ -203,7 +203,8 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
             ref = by_key[(ds, m)]
             run = v.runs.get(m) if v is not None else None
             if run is None:
-                rows.append([ds, m, ref.tier, ref.declared, ref.folder.name, "-", "-", "-", "not run (n/m†)"])
+                state = "DAMAGED in the reference store (n/m†)" if ref.damage else "not run (n/m†)"
+                rows.append([ds, m, ref.tier, ref.declared, ref.folder.name, "-", "-", "-", state])
                 continue
             g = run.manifest.get("git", {})
             rows.append(
@@ -233,7 +234,9 @@ def setup_section(views: Mapping[str, V.DatasetView], refs: list[RunRef], cfg: M
                 d.get("build_key"),
                 (d.get("card_counts") or {}).get("docs"),
                 r.metrics["queries"]["evaluated"],
-                card if (PROJECT_ROOT / card).is_file() else "- (no core-tier runs)",
+                card
+                if (Path(cfg["out_dir"]) / "cards" / f"{v.name}.md").is_file() or (PROJECT_ROOT / card).is_file()
+                else "- (no core-tier runs)",
             ]
         )
     lines += [
@@ -413,6 +416,15 @@ def build_report(
         "(Findings), Benjamini-Hochberg over each table's exploratory rows.",
         "",
     ]
+    damaged = [r for r in refs if r.damage]
+    if damaged:
+        md += [
+            f"**{len(damaged)} declared run(s) DAMAGED in the reference store** (their stored files differ from the "
+            "tier's seal, `results/reference/seals/`; nothing of them is read, so they are n/m† in every table): "
+            + "; ".join(f"`{r.tier}/{r.key}` ({r.damage})" for r in damaged)
+            + ".",
+            "",
+        ]
     best = {ds: T.best_baseline(v, cfg) for ds, v in views.items()}  # the best of all: the findings' reference
     conf = FAM.confirmatory_table(views, cfg, best)
     t2 = T.table2(views, cfg)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from analysis import expected as E
 from analysis import html_page as H
-from analysis.declared_runs import RunRef
+from analysis.declared_runs import DAMAGED_FOLDER, RunRef
 from analysis.findings import FULL_FAMILY, SETUP_HEADING
 from analysis.metric_names import display_metric
 from lethe.core.atomic import atomic_dir
@@ -200,8 +200,16 @@ def worst(statuses: Iterable[str]) -> str:
 class _Site:
     """The pages of one site, kept in memory until they are written whole (path -> text)."""
 
-    def __init__(self, report_dir: Path, tiers: Sequence[SiteTier], metrics: Sequence[str], seeds_dir: Path | None):
+    def __init__(
+        self,
+        report_dir: Path,
+        tiers: Sequence[SiteTier],
+        metrics: Sequence[str],
+        seeds_dir: Path | None,
+        published: Path | None = None,
+    ):
         self.report_dir = report_dir
+        self.published = published or report_dir  # where report_dir is swapped in: verification/ and the store
         self.tiers = list(tiers)
         self.metrics = list(metrics)
         self.seeds_dir = seeds_dir if seeds_dir is not None and (seeds_dir / "report.md").is_file() else None
@@ -237,7 +245,7 @@ class _Site:
         self.pages[path] = H.page(title, body, root, self.nav())
 
     def _read_verification(self, tier: str) -> list[dict[str, str]] | None:
-        path = self.report_dir / "verification" / f"{tier}.md"
+        path = self.published / "verification" / f"{tier}.md"
         return E.parse_verification(path.read_text()) if path.is_file() else None
 
     # tables ------------------------------------------------------------------------------------------------------
@@ -329,7 +337,7 @@ class _Site:
         else:
             c = self.counts(tier.name) or {}
             table_keys = {r["run"] for r in rows}
-            lines = (self.report_dir / "verification" / f"{tier.name}.md").read_text().strip().splitlines()
+            lines = (self.published / "verification" / f"{tier.name}.md").read_text().strip().splitlines()
             held = {r.key for r in tier.runs if RunFolder(r.folder).is_done}
             held |= {s.key for s in tier.studies if StudyFolder(s.folder).is_done}
             parts.append(
@@ -383,13 +391,16 @@ class _Site:
             run = RunFolder(ref.folder)
             done = run.is_done
             rows = self.rows_by_run.get((tier.name, ref.key), [])
-            mark = worst(r["status"] for r in rows) if rows else None
+            mark = "DAMAGED" if ref.damage else worst(r["status"] for r in rows) if rows else None
             parts = [
                 f'<p>Tier <a href="{H.href(root + f"verification/{tier.name}.html")}">{H.esc(tier.name)}</a>; '
                 f"declared as <code>{H.esc(ref.declared or 'defaults')}</code>; "
                 + (
                     f"config hash <code>{H.esc(run.config_hash)}</code>, in the reference store.</p>"
                     if done
+                    else f"<strong>DAMAGED in the reference store</strong>: {H.esc(ref.damage)}; nothing of it is "
+                    "read (n/m† in the report).</p>"
+                    if ref.damage
                     else "<strong>not in the reference store</strong> (n/m† in the report).</p>"
                 ),
                 "<h2>Make it again</h2>",
@@ -398,14 +409,16 @@ class _Site:
                 "rows against <code>results/expected/" + H.esc(tier.name) + ".yaml</code> (docs/reproduction.md).</p>",
                 "<h2>Verification</h2>",
             ]
-            if rows:
+            if ref.damage:
+                parts.append(f"<p>Mark: {H.mark('DAMAGED')} (its stored files differ from the tier's seal).</p>")
+            elif rows:
                 parts += [f"<p>Mark: {H.mark(mark or 'MISSING')}</p>", self.rows_table(rows)]
             else:
                 parts.append(f"<p>No row in <code>verification/{H.esc(tier.name)}.md</code>.</p>")
             metrics = run.metrics if done else {}
             if done:
                 man = run.manifest
-                folder = root + "../" + _rel(ref.folder, self.report_dir)
+                folder = root + "../" + _rel(ref.folder, self.published)
                 files = " · ".join(
                     f'<a href="{H.href(folder + f.name)}">{H.esc(f.name)}</a>'
                     for f in sorted(Path(ref.folder).iterdir())
@@ -472,7 +485,14 @@ class _Site:
             rows = self.rows_by_run.get((tier.name, st.key), [])
             parts = [
                 f"<p>Study of tier {H.esc(tier.name)}; "
-                + ("in the reference store.</p>" if done else "<strong>not in the reference store</strong>.</p>"),
+                + (
+                    "in the reference store.</p>"
+                    if done
+                    else "<strong>DAMAGED in the reference store</strong> (its stored files differ from the tier's "
+                    "seal; the console named them): nothing of it is read.</p>"
+                    if folder.path.name == DAMAGED_FOLDER
+                    else "<strong>not in the reference store</strong>.</p>"
+                ),
                 "<h2>Make it again</h2>",
                 f"<pre>{H.esc(command(tier.name, st.key))}</pre>",
             ]
@@ -632,12 +652,14 @@ def build_site(
     tiers: Sequence[SiteTier],
     metrics: Sequence[str] = ("evaluated", "ndcg@10", "recall@50", "mrr@10"),
     seeds_dir: Path | None = None,
+    published: Path | None = None,
 ) -> Path:
-    """Write ``<report_dir>/site/`` from the report in ``report_dir`` (report.md, tables/, figures/,
-    verification/), the seed report in ``seeds_dir`` and the declared runs and studies of ``tiers``; ``metrics``
-    are the verified values each run's summary row shows. Returns the site's folder."""
+    """Write ``<report_dir>/site/`` from the report in ``report_dir`` (report.md, tables/, figures/), the
+    verification tables in ``<published>/verification/`` (``published``: where ``report_dir`` will be swapped in;
+    default ``report_dir``), the seed report in ``seeds_dir`` and the declared runs and studies of ``tiers``;
+    ``metrics`` are the verified values each run's summary row shows. Returns the site's folder."""
     t0 = time.perf_counter()
-    site = _Site(Path(report_dir), tiers, metrics, seeds_dir)
+    site = _Site(Path(report_dir), tiers, metrics, seeds_dir, published)
     site.build()
     site.pages["site.css"], site.pages["site.js"] = H.CSS, H.JS
     final = Path(report_dir) / SITE

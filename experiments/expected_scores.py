@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from analysis import expected as E
 from analysis.report import load_cfg
 from experiments import reference_store as RS
+from experiments.store_seal import write_seal
 from experiments.config import to_dict
 from experiments.prerequisites import prepare_file, prepare_steps, read_json
 from experiments.reference import ResolvedRun, Tier, matches, selected_studies
@@ -168,6 +169,7 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
         if not RS.write_reach(dest, RunFolder(r.folder).per_query):
             raise SystemExit(f"{r.key}: its run ({r.folder}) recorded no reach for some query; make it again")
         files.append(dest / RS.REACH)
+    write_seal(store, tier.name)
     print(f"recorded: the reach of {len(files)} wall-clock run(s) of tier {tier.name} -> {store}")
     return files
 
@@ -247,6 +249,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     RS.write_index(store, tier.name, entries, [st.name for st in tier.studies])
     for gone in RS.remove_unreferenced_datasets(store):
         print(f"removed from the store: {gone.relative_to(store)} (no stored run reads this build any more)")
+    write_seal(store, tier.name)  # what make report checks every stored file against
     kept_keys = [*kept, *(st.key for st in tier.studies if st not in studies)]
     ok, text = verify_tier(
         tier, runs, cfg, write=False, kept=kept_keys

@@ -9,12 +9,13 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from analysis.declared_runs import RunRef, undeclared
+from analysis.declared_runs import DAMAGED_FOLDER, RunRef, undeclared
 from analysis.findings import write_readme_findings
 from analysis.report import build_report, load_cfg
 from analysis.seed_report import build_seed_report, named_refs
 from analysis.site import SiteStudy, SiteTier, build_site
 from experiments import reference_store as RS
+from experiments.store_seal import sealed_damage
 from experiments.reference import Tier, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, store_if_read, verify_metrics
 from experiments.study_jobs import publish_studies, study_docs, study_folder, study_tables
@@ -66,19 +67,22 @@ def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
     index = RS.read_index(store) if from_store(cfg) else {}
     refs = []
     for t in report_tiers(report, cfg.reference_dir):
+        damage = sealed_damage(store, t.name) if from_store(cfg) else None
         for d in t.runs:
-            if from_store(cfg):
+            if damage is not None:
                 folder = RS.run_folder(store, t.name, d.key)
                 stored = d.key in (index.get(t.name) or {}).get("runs", {})
-                ds_folder = RunFolder(folder).dataset_folder if stored else store / RS.DATASETS / d.dataset
+                why = damage.of_run(d.key) if stored else None
+                readable = stored and why is None
                 refs.append(
                     RunRef(
-                        RunFolder(folder).dataset if stored else d.dataset,
+                        RunFolder(folder).dataset if readable else d.dataset,
                         d.label,
                         d.tier,
-                        folder if stored else folder / "(not stored)",
-                        ds_folder,
+                        folder if readable else folder / (DAMAGED_FOLDER if why else "(not stored)"),
+                        RunFolder(folder).dataset_folder if readable else store / RS.DATASETS / d.dataset,
                         d.describe(),
+                        why,
                     )
                 )
                 continue
@@ -162,8 +166,6 @@ def write_report(report: str, cfg: DictConfig) -> Path:
         pointer = [f"seeds_report={rel}"]
     settings = load_cfg([f"out_dir={out_dir}", *pointer], base=cfg.analysis)
     path = build_report(settings, refs, extra, study_docs(report, cfg))
-    if site_wanted(report, cfg) and Path(out_dir).resolve() == (PROJECT_ROOT / "results").resolve():
-        write_readme_findings(PROJECT_ROOT / "README.md", Path(out_dir) / "tables" / "findings.json", settings)
     if refs and not from_store(cfg):
         results_dir = RunFolder(refs[0].folder).results_dir
         extra = undeclared(results_dir, refs)
@@ -180,9 +182,19 @@ def site_wanted(report: str, cfg: DictConfig) -> bool:
     return from_store(cfg) and report in (cfg.get("committed_dir") or {}) and report != SEEDS_GROUP
 
 
-def write_site(report: str, cfg: DictConfig) -> Path:
+def write_readme(report: str, cfg: DictConfig) -> None:
+    """The README's findings block from the committed report just published (``make report``); nothing for another."""
+    out_dir = report_dir(report, cfg)
+    if site_wanted(report, cfg) and out_dir.resolve() == (PROJECT_ROOT / "results").resolve():
+        settings = load_cfg([f"out_dir={out_dir}"], base=cfg.analysis)
+        write_readme_findings(PROJECT_ROOT / "README.md", out_dir / "tables" / "findings.json", settings)
+
+
+def write_site(report: str, cfg: DictConfig, published: Path | None = None) -> Path:
     """``<report folder>/site/`` (analysis/site.py) from the report just written there, the seed report beside it and
-    the declared runs and studies of the report's tiers, as the report read them."""
+    the declared runs and studies of the report's tiers, as the report read them; ``published``: where the report
+    folder will be once swapped in (experiments.report_staging), which its links to the store and the verification
+    tables start from (default: where it is written)."""
     refs = refs_for(report, cfg)
     tiers = [
         SiteTier(
@@ -194,4 +206,4 @@ def write_site(report: str, cfg: DictConfig) -> Path:
         for t in report_tiers(report, cfg.reference_dir)
     ]
     seeds = report_dir(SEEDS_GROUP, cfg) if report == SEEDS_FROM and SEEDS_GROUP in cfg.out_dir else None
-    return build_site(report_dir(report, cfg), tiers, ["evaluated", *verify_metrics(cfg)], seeds)
+    return build_site(report_dir(report, cfg), tiers, ["evaluated", *verify_metrics(cfg)], seeds, published)

@@ -32,6 +32,7 @@ from omegaconf import DictConfig, open_dict
 
 from analysis import expected as E
 from experiments.config import load_config
+from experiments.store_seal import write_seal
 from experiments.expected_scores import record_reach_tier, store_tier, verify_tier, write_expected_tier
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
 from experiments.progress import Progress
@@ -41,9 +42,11 @@ from experiments.publishing import (
     refs_for,
     report_groups,
     site_wanted,
+    write_readme,
     write_report,
     write_site,
 )
+from experiments.report_staging import staged_reports
 from experiments.reference import (
     ResolvedRun,
     Tier,
@@ -174,12 +177,68 @@ def _refuse(reason: str) -> None:
     raise RuntimeError(reason)
 
 
+def publish_reports(groups: Sequence[str], cfg: DictConfig) -> int:
+    """Write the report groups ``groups`` and their sites into a scratch folder and swap them in only when every one
+    succeeded (experiments.report_staging); 0, or 2 when one failed or was refused: the previous reports are then
+    left exactly as they were."""
+    code, written = 0, []
+    if not groups:
+        return 0
+    with staged_reports(groups, cfg) as stage:
+        for report in groups:
+            try:
+                with stage.step(report):
+                    write_report(report, stage.cfg)
+                written.append(report)
+            except ReportRefused as refused:
+                why = stage.in_place(refused)
+                # the seed report comes with every reference tier unasked; its runs are other tiers' (TIER=label_free)
+                if report == SEEDS_GROUP and not cfg.get("reports"):
+                    print(
+                        f"the seed studies' report was not written: {why} (its runs come with the core, seeds and "
+                        "seed003 tiers)",
+                        file=sys.stderr,
+                    )
+                    continue
+                print(f"report refused: {why}", file=sys.stderr)
+                code = 2
+            except Exception as exc:  # noqa: BLE001 - a broken report must not hide the verification below
+                traceback.print_exception(exc)
+                print(
+                    f"!! the {report!r} report failed: {type(exc).__name__}: {exc}; the verification follows",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                code = 2
+        for report in [r for r in written if site_wanted(r, cfg)]:  # after the seed report, whose tables it shows
+            try:
+                with stage.step(report):
+                    write_site(report, stage.cfg, published=stage.finals[report])
+            except Exception as exc:  # noqa: BLE001 - say what failed; nothing is published
+                traceback.print_exception(exc)
+                print(f"!! the {report!r} report's site failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                code = 2
+        if code == 0:
+            stage.swap()
+        else:
+            print("nothing of this report was published: the previous one is left as it was", file=sys.stderr)
+    if code == 0:
+        for report in written:
+            write_readme(report, cfg)
+    return code
+
+
 def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
     if cfg.action not in ACTIONS:
         raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
     verify_metrics(cfg)  # a mistyped name fails now, not after the tier has run
     t_start = time.perf_counter()
+    if cfg.action == "seal":  # the store as it is: no config is composed, no run read
+        store = project_path(str(cfg.store_dir))
+        for name in tier_names(str(cfg.tier)):
+            print(f"sealed: tier {name} -> {write_seal(store, name)}")
+        return 0
     if cfg.action == "report" and from_store(cfg):  # the store's index locates the runs: no config is composed
         tiers = [(load_tier(n, cfg.reference_dir), []) for n in tier_names(str(cfg.tier))]
     else:
@@ -204,37 +263,7 @@ def reproduce(cfg: DictConfig) -> int:
             code = 1
         tiers = resolve_tiers(cfg)  # done flags after running
     if cfg.action == "report" or (cfg.action == "all" and not cfg.select):
-        written = []
-        for report in report_groups([t for t, _ in tiers], cfg):
-            try:
-                write_report(report, cfg)
-                written.append(report)
-            except ReportRefused as exc:
-                # the seed report comes with every reference tier unasked; its runs are other tiers' (TIER=label_free)
-                if report == SEEDS_GROUP and not cfg.get("reports"):
-                    print(
-                        f"the seed studies' report was not written: {exc} (its runs come with the core, seeds and "
-                        "seed003 tiers)",
-                        file=sys.stderr,
-                    )
-                    continue
-                print(f"report refused: {exc}", file=sys.stderr)
-                code = 2
-            except Exception as exc:  # noqa: BLE001 - a broken report must not hide the verification below
-                traceback.print_exception(exc)
-                print(
-                    f"!! the {report!r} report failed: {type(exc).__name__}: {exc}; the verification follows",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                code = 2
-        for report in [r for r in written if site_wanted(r, cfg)]:  # after the seed report, whose tables it shows
-            try:
-                write_site(report, cfg)
-            except Exception as exc:  # noqa: BLE001 - the report is written; say what failed
-                traceback.print_exception(exc)
-                print(f"!! the {report!r} report's site failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                code = 2
+        code = publish_reports(report_groups([t for t, _ in tiers], cfg), cfg) or code
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
     if cfg.action in ("all", "verify"):

@@ -12,7 +12,7 @@ from experiments.reference import load_tier
 from lethe.core.paths import project_path
 
 
-ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "record_reach")
+ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "seal", "record_reach")
 SOURCES = ("runs", "store")  # where action=report reads the declared runs: results folders, or the reference store
 
 

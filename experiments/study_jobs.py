@@ -13,7 +13,9 @@ from typing import Any, Iterator, Mapping, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from analysis.site import printed_command
+from analysis.declared_runs import DAMAGED_FOLDER
 from experiments import reference_store as RS
+from experiments.store_seal import sealed_damage
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
 from experiments.prerequisites import Step, data_step
@@ -26,7 +28,9 @@ from lethebench.studies import MANIFEST, StudyFolder
 def study_folder(study: Study, cfg: DictConfig) -> Path:
     """``<results_dir>/studies/<name>`` of the run config the tier's runs use (``source=store``: the store's copy)."""
     if from_store(cfg):
-        return RS.study_folder(project_path(str(cfg.store_dir)), study.tier, study.name)
+        store = project_path(str(cfg.store_dir))
+        folder = RS.study_folder(store, study.tier, study.name)
+        return folder / DAMAGED_FOLDER if sealed_damage(store, study.tier).of_study(study.name) else folder
     run_cfg = load_config([*tier_overrides(study.tier, cfg), *base_overrides(cfg)])
     return project_path(run_cfg.results_dir) / "studies" / study.name
 
@@ -145,7 +149,16 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
             folder = StudyFolder(study_folder(st, cfg))
             dest = out_dir / st.publish
             if not folder.is_done:
-                lines.append(f"- `{st.name}` (tier {t.name}): not run (n/m†)")
+                damaged = folder.path.name == DAMAGED_FOLDER
+                lines.append(
+                    f"- `{st.name}` (tier {t.name}): "
+                    + (
+                        "DAMAGED in the reference store (its files differ from the tier's seal)"
+                        if damaged
+                        else "not run"
+                    )
+                    + " (n/m†)"
+                )
                 continue
             dest.mkdir(parents=True, exist_ok=True)
             for f in sorted(folder.path.glob("*.md")) + sorted(

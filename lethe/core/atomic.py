@@ -293,3 +293,38 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
             os.close(fd)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_dir(final: str | os.PathLike) -> Iterator[Path]:
+    """A temporary folder beside ``final`` (``.<name>.<random>.tmp``, locked while this process lives), removed after
+    the block however it ends: for work that is published piece by piece with :func:`replace_entry`. Debris of
+    crashed earlier holders is removed on entry, as :func:`atomic_dir` does."""
+    final = Path(final)
+    started = time.time()
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp, fd = _new_temp_dir(final)
+    try:
+        remove_stale(final, before=started)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if fd is not None:
+            os.close(fd)
+
+
+def replace_entry(src: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Move the file or folder ``src`` to ``dest`` in one atomic step (a folder by exchange where the system allows,
+    see the module docstring), replacing what was there; the replaced version is removed."""
+    src, dest = Path(src), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir() or src.is_symlink():
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)  # a folder where a file now goes (never the case for one writer's layout)
+        os.replace(src, dest)
+        return
+    if dest.exists() and not dest.is_dir():
+        dest.unlink()
+    old = _publish(src, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

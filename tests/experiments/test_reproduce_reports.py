@@ -4,6 +4,7 @@ and the seed studies' report right after the reference report it draws its runs 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -239,3 +240,96 @@ def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, c
     assert "the seed studies' report was not written" in capsys.readouterr().err
     assert R.reproduce(R.load(["tier=label_free", "action=report", "reports=[seeds]"])) == 2  # asked for: refused
     assert "report refused" in capsys.readouterr().err
+
+
+def test_a_report_from_a_damaged_store_names_each_damaged_run(smoke, tmp_path, capsys):
+    """Issue 58, item 4, the whole path: the smoke tier stored (its seal written by action=store), then four of its
+    runs damaged as the attack did it. The report and the site from that store exit 0 and name each run DAMAGED;
+    none of their numbers is read (the edited 1.0 appears nowhere), and nothing crashes."""
+    store, out = tmp_path / "store", tmp_path / "out"
+    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}"]
+    assert R.reproduce(R.load([*args, "action=store"])) == 0
+    assert (store / "seals" / "smoke.json").is_file()
+    runs = store / "smoke"
+    pq = pd.read_parquet(runs / "locomo" / "bm25" / "per_query.parquet")
+    pq["ndcg@10"] = 1.0
+    pq.to_parquet(runs / "locomo" / "bm25" / "per_query.parquet", index=False)
+    (runs / "locomo" / "vector" / "metrics.json").unlink()
+    data = (runs / "lethebench" / "bm25" / "per_query.parquet").read_bytes()
+    (runs / "lethebench" / "bm25" / "per_query.parquet").write_bytes(data[: len(data) // 2])
+    metrics = json.loads((runs / "lethebench" / "vector" / "metrics.json").read_text())
+    metrics["means"]["ndcg@10"] = 0.9999
+    (runs / "lethebench" / "vector" / "metrics.json").write_text(json.dumps(metrics))
+    report_args = ["tier=smoke", "action=report", "source=store", f"store_dir={store}", *QUICK]
+    capsys.readouterr()
+    assert R.reproduce(R.load([*report_args, f"out_dir.smoke={out}", f"+committed_dir.smoke={out}"])) == 0
+    err = capsys.readouterr().err
+    report = (out / "report.md").read_text()
+    damaged = {
+        "locomo/bm25": "edited smoke/locomo/bm25/per_query.parquet",
+        "locomo/vector": "missing smoke/locomo/vector/metrics.json",
+        "lethebench/bm25": "edited smoke/lethebench/bm25/per_query.parquet",
+        "lethebench/vector": "edited smoke/lethebench/vector/metrics.json",
+    }
+    assert "**4 declared run(s) DAMAGED in the reference store**" in report
+    for key, why in damaged.items():
+        assert f"`smoke/{key}` ({why})" in report and f"smoke/{key}: {why}" in err
+        page = (out / "site" / "runs" / "smoke" / f"{key}.html").read_text()
+        assert "DAMAGED in the reference store" in page and why in page
+    overview = pd.read_csv(out / "tables" / "overview_ndcg10.csv")
+    assert "1.0000" not in overview.to_string() and "0.9999" not in overview.to_string()
+    assert "Traceback" not in err
+
+
+def _kill_when_staged(cmd: list[str], out: Path) -> None:
+    """Start the report ``cmd`` and kill -9 it once its scratch folder holds tables (the report half written)."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            staged = [p for p in out.parent.glob(f".{out.name}.report.*.tmp") if len(list(p.glob("tables/*.csv"))) > 3]
+            if staged:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the report ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+
+
+def test_a_killed_or_failed_report_leaves_the_previous_one_byte_identical(smoke, tmp_path, monkeypatch, capsys):
+    """Issue 58, item 5: kill -9 while the report is being written (tables done, figures and report.md not), then a
+    report that fails half way: the previous report, tables, figures and cards stay byte-identical; the next report
+    removes the killed one's scratch folder and publishes whole."""
+    import sys
+
+    out = tmp_path / "out"
+    args = ["tier=smoke", "action=report", *_paths(smoke), f"out_dir.smoke={out}"]
+    assert R.reproduce(R.load(args)) == 0
+    before = _outputs(out)
+    assert {"report.md", "tables/overview_ndcg10.csv", "figures/fig1.png", "cards/locomo.md"} <= set(before)
+    for path in out.rglob("*.md"):  # mark the previous set, so that a rewrite by an identical report shows too
+        path.write_text(path.read_text() + "\n<!-- the previous report -->\n")
+    before = _outputs(out)
+    _kill_when_staged([sys.executable, "-m", "experiments.reproduce", *args], out)
+    assert _outputs(out) == before
+    assert list(tmp_path.glob(".out.report.*.tmp")), "the killed report's scratch folder (its lock died with it)"
+
+    from analysis import report as AR
+
+    def broken(*a, **k):
+        raise RuntimeError("figure 3 cannot be drawn")
+
+    monkeypatch.setattr(AR, "draw_all", broken)
+    assert R.reproduce(R.load(args)) == 2
+    assert "nothing of this report was published" in capsys.readouterr().err
+    assert _outputs(out) == before
+    monkeypatch.undo()
+    assert R.reproduce(R.load(args)) == 0
+    after = _outputs(out)
+    assert after.keys() == before.keys() and "<!-- the previous report -->" not in after["report.md"].decode()
+    assert not list(tmp_path.glob(".out.report.*.tmp"))  # the killed report's debris is gone
