@@ -34,7 +34,7 @@ def _rewrite(shard: Path, how: str) -> None:
         arrays = dict(z)
     arrays["vecs"] = _random_unit(arrays["vecs"].shape, 0)
     if how == "no checksum":
-        arrays.pop("sha256")
+        arrays.pop("sha256", None)
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     shard.write_bytes(buf.getvalue())
@@ -68,6 +68,8 @@ def test_a_vector_run_over_a_rewritten_cache_scores_as_before(tmp_path, work, ca
     from experiments.config import load_config
 
     first = RunFolder(run_experiment(load_config(base)))
+    want = first.per_query["ndcg@10"].tolist()  # read now: the second run rewrites the same folder
+    assert first.metrics["means"]["ndcg@10"] > 0.2
     shards = sorted((tmp_path / "cache" / "embeddings").glob("*/*.npz"))
     assert shards
     for shard in shards:
@@ -75,8 +77,7 @@ def test_a_vector_run_over_a_rewritten_cache_scores_as_before(tmp_path, work, ca
     with caplog.at_level(logging.WARNING, logger="lethe.core.embedding_cache"):
         again = RunFolder(run_experiment(load_config([*base, "run.overwrite=true"])))
     assert again.path == first.path  # the same config hash
-    assert again.per_query["ndcg@10"].tolist() == first.per_query["ndcg@10"].tolist()
-    assert again.metrics["means"]["ndcg@10"] > 0.2
+    assert again.per_query["ndcg@10"].tolist() == want  # before the checksums: nDCG@10 0.2797 -> 0.0052
     assert len(list((tmp_path / "cache" / "embeddings").glob(f"*/{QUARANTINE}/*.npz"))) == len(shards)
     quarantined = {r: c["quarantined"] for r, c in again.manifest["method"]["embedder"]["cache"].items() if c}
     assert sum(quarantined.values()) == len(shards), quarantined
