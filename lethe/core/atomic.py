@@ -265,6 +265,20 @@ def _publish(tmp: Path, final: Path) -> Path | None:
 
 
 @contextlib.contextmanager
+def _locked_temp(final: Path) -> Iterator[Path]:
+    """A fresh temporary folder beside ``final``, locked for the block; debris of crashed earlier writers removed."""
+    started = time.time()
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp, fd = _new_temp_dir(final)
+    try:
+        remove_stale(final, before=started)
+        yield tmp
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
 def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder that becomes ``final`` only if the block succeeds.
 
@@ -274,11 +288,7 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
     earlier writers of ``final`` is removed on entry.
     """
     final = Path(final)
-    started = time.time()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp, fd = _new_temp_dir(final)
-    try:
-        remove_stale(final, before=started)
+    with _locked_temp(final) as tmp:
         try:
             yield tmp
             old = _publish(tmp, final)
@@ -288,9 +298,6 @@ def atomic_dir(final: str | os.PathLike) -> Iterator[Path]:
             if where is exc:
                 raise
             raise where from exc
-    finally:
-        if fd is not None:
-            os.close(fd)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -300,17 +307,11 @@ def scratch_dir(final: str | os.PathLike) -> Iterator[Path]:
     """A temporary folder beside ``final`` (``.<name>.<random>.tmp``, locked while this process lives), removed after
     the block however it ends: for work that is published piece by piece with :func:`replace_entry`. Debris of
     crashed earlier holders is removed on entry, as :func:`atomic_dir` does."""
-    final = Path(final)
-    started = time.time()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp, fd = _new_temp_dir(final)
-    try:
-        remove_stale(final, before=started)
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if fd is not None:
-            os.close(fd)
+    with _locked_temp(Path(final)) as tmp:
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def replace_entry(src: str | os.PathLike, dest: str | os.PathLike) -> None:
