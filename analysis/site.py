@@ -669,5 +669,6 @@ def build_site(
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")
     size = sum(len(t.encode()) for t in site.pages.values())
-    print(f"site: {len(site.pages)} files, {size / 1e6:.1f} MB -> {final} ({time.perf_counter() - t0:.1f} s)")
+    where = Path(published or report_dir) / SITE  # where it is read once swapped in (experiments.report_staging)
+    print(f"site: {len(site.pages)} files, {size / 1e6:.1f} MB -> {where} ({time.perf_counter() - t0:.1f} s)")
     return final

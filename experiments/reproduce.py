@@ -220,6 +220,9 @@ def publish_reports(groups: Sequence[str], cfg: DictConfig) -> int:
                 code = 2
         if code == 0:
             stage.swap()
+            for report, names in stage.entries.items():
+                if names:
+                    print(f"published ({report}): {', '.join(sorted(names))} -> {stage.finals[report]}", flush=True)
         else:
             print("nothing of this report was published: the previous one is left as it was", file=sys.stderr)
     if code == 0:
