@@ -28,6 +28,7 @@ import traceback
 from typing import Sequence
 
 import hydra
+import yaml
 from omegaconf import DictConfig, open_dict
 
 from analysis import expected as E
@@ -62,7 +63,7 @@ from experiments.study_jobs import run_study, study_data_steps, study_done
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
 from lethe.core.overrides import override_keys
-from lethe.core.paths import project_path
+from lethe.core.paths import CONF_DIR, project_path
 
 __all__ = [
     "load",
@@ -282,25 +283,17 @@ def reproduce(cfg: DictConfig) -> int:
     return code
 
 
-OWN_KEYS = (
-    "tier",
-    "action",
-    "budget",
-    "select",
-    "reports",
-    "overrides",
-    "prepare",
-    "keep_going",
-    "reference_dir",
-    "expected_dir",
-    "out_dir",
-    "analysis",
-    "verify_metrics",
-    "answer_metrics",
-    "source",
-    "store_dir",
-    "committed_dir",
-)
+def own_keys() -> frozenset[str]:
+    """reproduce's own top-level keys: those ``conf/reproduce.yaml`` sets and the groups it composes besides the run
+    config (``analysis``); every other key of the composed config is the run config's, passed on to the runs."""
+    doc = yaml.safe_load((CONF_DIR / "reproduce.yaml").read_text())
+    groups = [
+        next(iter(d)) for d in doc["defaults"] if isinstance(d, dict) and not next(iter(d)).startswith("override ")
+    ]
+    return frozenset(k for k in [*doc, *groups] if k not in ("defaults", "hydra"))
+
+
+OWN_KEYS = own_keys()
 
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:

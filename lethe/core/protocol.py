@@ -74,6 +74,17 @@ def count_fallback_causes(causes: Sequence[str]) -> tuple[int, int]:
 
 @runtime_checkable
 class Method(Protocol):
+    """A retrieval method as the runner drives it.
+
+    Constructor contract: a method is built from its config section (``conf/method/<name>.yaml``, its ``_target_``
+    checked by :func:`lethe.core.targets.build`) with every key of that section as a keyword argument, plus two the
+    runner always passes: ``cache_dir`` (a folder for content-addressed caches, or None for no cache) and
+    ``progress`` (whether to draw progress bars). A method accepts both, and reads every other key its config has
+    (a test checks that each key is read). Then :meth:`index` whenever the eligible docs change, :meth:`search` per query,
+    :meth:`describe` for the manifest and :meth:`close` once at the end; the optional abilities below are called
+    where they say.
+    """
+
     def index(self, docs: Sequence[Doc]) -> None:
         """Prepare to search exactly ``docs`` (replaces any previous index)."""
 
