@@ -21,12 +21,12 @@ dataset's build key, so a rebuilt dataset draws its pairs afresh).
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from typing import Any, Mapping
 
 import pandas as pd
+from lethe.core.hashing import seed_of
 
 PERTURBATIONS = ("other_answer", "number", "date", "entity", "truncation")
 COLUMNS = [
@@ -66,7 +66,7 @@ MIN_TRUNCATION_WORDS = 9
 
 
 def _rng(*parts: Any) -> random.Random:
-    return random.Random(int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "big"))
+    return random.Random(seed_of(*parts))
 
 
 def change_number(text: str, rng: random.Random) -> str | None:

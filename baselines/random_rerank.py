@@ -10,7 +10,6 @@ whatever the other queries are or the order they come in.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -20,12 +19,13 @@ import numpy as np
 from baselines.first_stage import build_first_stage, plain, timing_name
 from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.ranking import canonical_order
+from lethe.core.hashing import seed_of
 
 
 def query_rng(seed: int, query: Query) -> np.random.Generator:
     """The generator of ``query``'s permutation: ``seed`` and sha256 of its id (else its text)."""
     key = query.query_id if query.query_id is not None else query.text
-    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
+    digest = seed_of(key, byteorder="little")
     return np.random.default_rng([int(seed), digest])
 
 

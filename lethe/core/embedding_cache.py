@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
-from lethe.core.hashing import content_hash
+from lethe.core.hashing import content_hash, sha256_text
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def shard_checksum(keys: Sequence[str], vecs: np.ndarray, lengths: np.ndarray | 
 
 def text_key(text: str) -> str:
     """sha256 hex of a text, the cache key of its embedding."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 class EmbeddingCache:
@@ -167,7 +167,7 @@ class EmbeddingCache:
         meta = self.dir / "namespace.json"
         if not meta.exists():
             atomic_write_text(meta, json.dumps(self.namespace, indent=2, sort_keys=True) + "\n")
-        shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
+        shard_id = sha256_text("".join(keys))[:20]
         buf = io.BytesIO()
         if self.ragged:
             vecs = np.concatenate([v for _, v in self._pending])

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from lethe.core.atomic import atomic_write_text
-from lethe.core.hashing import sha256_file
+from lethe.core.hashing import sha256_file, sha256_text
 from lethe.core.model_types import ModelNotFoundError, ResolvedModel
 from lethe.core.paths import project_path
 
@@ -84,7 +84,7 @@ def _memo_paths(path: Path, memo_dir: str | os.PathLike | None, fallback_dir: st
 
 
 def _path_tag(path: Path) -> str:
-    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return sha256_text(str(path.resolve()))[:16]
 
 
 def _read_memo(sidecar: Path, size: int, mtime_ns: int) -> str | None:

@@ -25,6 +25,17 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text``'s UTF-8 bytes."""
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def seed_of(*parts: Any, byteorder: str = "big") -> int:
+    """A 64-bit seed from ``parts``: the first 8 bytes of the sha256 of their ``str`` joined by ``/``, read in
+    ``byteorder`` (the order each caller's seeds were first drawn with; changing it would move their numbers)."""
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode("utf-8")).digest()[:8], byteorder)  # type: ignore[arg-type]
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex sha256 of a file's bytes."""
     return update_with_file(hashlib.sha256(), path).hexdigest()

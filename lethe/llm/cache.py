@@ -13,7 +13,6 @@ An unreadable entry counts as a miss (and is overwritten by the next ``put``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from lethe.core.atomic import atomic_write_text
 from lethe.llm.base import Decoding, LLMResponse, Message
+from lethe.core.hashing import sha256_text
 
 FORMAT_VERSION = 1
 
@@ -55,7 +55,7 @@ def response_key(
     if extra:
         payload["extra"] = dict(extra)
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return sha256_text(blob)
 
 
 class ResponseCache:

@@ -21,7 +21,6 @@ an unknown value raises ``KeyError``, so a prompt and its caller cannot drift ap
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lethe.llm.base import Message
+from lethe.core.hashing import sha256_bytes
 
 __all__ = ["PROMPT_DIR", "Prompt", "load_prompt", "available_prompts"]
 
@@ -118,4 +118,4 @@ def load_prompt(name: str, version: str = "v1") -> Prompt:
     raw = path.read_bytes()
     text = raw.decode("utf-8")
     system, user = _split(text, str(path))
-    return Prompt(name, version, text, hashlib.sha256(raw).hexdigest(), system, user)
+    return Prompt(name, version, text, sha256_bytes(raw), system, user)

@@ -27,7 +27,6 @@ into batches of ``batch_size``, each trimmed to its own longest input, so paddin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import tempfile
@@ -39,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lethe.core.hashing import content_hash
+from lethe.core.hashing import content_hash, sha256_text
 from lethe.core.atomic import atomic_dir
 from lethe.core.checksums import folder_damage, quarantine, write_checksums
 from lethe.core.devices import onnx_providers
@@ -137,7 +136,7 @@ def export_key(source_sha256: str, kind: str, options: OnnxOptions, structure: s
         "kind": kind,
         "quantize": options.quantize,
         "opset": options.opset,
-        "structure": hashlib.sha256(structure.encode()).hexdigest(),
+        "structure": sha256_text(structure),
         "recipe": RECIPE,
         "torch": versions["torch"],
         "onnx": versions["onnx"],
