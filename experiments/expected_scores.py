@@ -169,7 +169,8 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
         if not RS.write_reach(dest, RunFolder(r.folder).per_query):
             raise SystemExit(f"{r.key}: its run ({r.folder}) recorded no reach for some query; make it again")
         files.append(dest / RS.REACH)
-    write_seal(store, tier.name)
+    if tier.name in RS.read_index(store):  # a stored tier is sealed again with its reach (else action=store seals it)
+        write_seal(store, tier.name)
     print(f"recorded: the reach of {len(files)} wall-clock run(s) of tier {tier.name} -> {store}")
     return files
 
