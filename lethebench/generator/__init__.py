@@ -10,6 +10,7 @@ seeds derived from (version, seed, split). ``family`` picks the template family 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -20,7 +21,6 @@ import pandas as pd
 from lethebench.generator.family import FAMILIES, get_family
 from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL, SessionBuilder
 from lethebench.schema import SourceDataset
-from lethe.core.hashing import seed_of
 
 LOADER_VERSION = "1"
 DEFAULT_SPLITS = {"test": 125, "train": 125, "dev": 50}  # queries per domain
@@ -40,7 +40,7 @@ def source_files(files: list[Path], params: Mapping[str, Any]) -> list[Path]:
 
 
 def _seed(*parts: Any) -> int:
-    return seed_of(*parts)
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
 def generate(seed: int = 0, splits: Mapping[str, int] | None = None, session_turns: tuple[int, int] = (50, 90),

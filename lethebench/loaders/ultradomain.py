@@ -24,6 +24,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import hashlib
 import json
 import logging
 import lzma
@@ -37,7 +38,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from lethe.core.hashing import sha256_file, sha256_text
+from lethe.core.hashing import sha256_file
 from lethebench.loaders.fields import strict_loads
 from lethebench.schema import DatasetError, SourceDataset
 from lethebench.trec import Qrels
@@ -411,7 +412,7 @@ def _hub_file(hub_id: str, domain: str, revision: str | None, cache_dir: str | N
 def _sources_and_queries(domain: str, rows: list[dict[str, Any]], path: Path, seen_qids: Counter,
                          first_position: int = 0) -> tuple[list[dict], list[dict], dict[str, Any]]:
     kind = "context" if domain == "mix" else "book"
-    hashes = [sha256_text(r["context"]) for r in rows]
+    hashes = [hashlib.sha256(r["context"].encode("utf-8")).hexdigest() for r in rows]
     contexts: dict[str, dict[str, Any]] = {}
     for i, (r, h) in enumerate(zip(rows, hashes)):
         c = contexts.setdefault(h, {"text": r["context"], "rows": [], "context_ids": set(), "datasets": set(),
