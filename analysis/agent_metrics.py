@@ -24,7 +24,7 @@ labels support; the report says so instead of inventing one.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -64,10 +64,10 @@ def tool_diversity(run: Run, queries: pd.DataFrame, corpus: pd.DataFrame, k: int
     """Per query whose eligible history (its scope's docs before its position) holds tool outputs: distinct tool
     sources in the top ``k`` over min(k, distinct tool sources eligible)."""
     tools = corpus[corpus["kind"] == "tool"]
-    source = dict(zip(tools["doc_id"], tools["entities"].map(_source)))
+    source = dict(zip(tools["doc_id"], tools["entities"].map(_source), strict=True))
     by_scope = {s: g for s, g in tools.groupby("scope_id")}
     out = {}
-    for qid, scope, pos in zip(queries["query_id"], queries["scope_id"], queries["position"]):
+    for qid, scope, pos in zip(queries["query_id"], queries["scope_id"], queries["position"], strict=True):
         g = by_scope.get(scope)
         if g is None:
             continue

@@ -87,11 +87,10 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Callable, Sequence
 
 import numpy as np
-
 from nltk.stem import PorterStemmer
 
 from lethe.text.abstention import abstains

@@ -13,7 +13,8 @@ chose its checkpoint or weight on it), so choosing among them on recipe-dev read
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -27,7 +28,7 @@ def query_groups(v: DatasetView, label: str) -> dict[str, str]:
     """query_id -> gold group of ``v``'s dataset: the reference store's ``gold_group`` column, else computed from
     the processed dataset of ``label``'s run (the same function wrote the column)."""
     if GROUP_COLUMN in v.queries.columns:
-        return dict(zip(v.queries["query_id"].astype(str), v.queries[GROUP_COLUMN].astype(str)))
+        return dict(zip(v.queries["query_id"].astype(str), v.queries[GROUP_COLUMN].astype(str), strict=True))
     ds = read_dataset(v.runs[label].dataset_folder)
     return query_gold_groups(ds.queries, ds.qrels, ds.corpus)
 

@@ -9,7 +9,8 @@ are what the default regime and interpolation mode were chosen on; the evaluated
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -41,7 +42,7 @@ def selection_table(views: Mapping[str, DatasetView], metric: str = "ndcg@10") -
             if pool:  # another first stage: the weights its folds chose on their dev queries over that pool
                 by_dir = {f["dir"]: f for f in pool["folds"]}
                 weights = [by_dir[c["fold"]["dir"]]["weight"] for c in cards]
-                mixed = lambda c: by_dir[c["fold"]["dir"]]["selection"]["score"]  # noqa: E731
+                mixed = lambda c, by_dir=by_dir: by_dir[c["fold"]["dir"]]["selection"]["score"]  # noqa: E731
             mode = (method.get("interpolation") or {}).get("mode", "none")
             pq = v.per_query.get(label)
             rows.append(

@@ -10,7 +10,8 @@ names.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -354,7 +355,7 @@ def paper_rows(
     out: list[dict[str, Any]] = []
     t1 = claims.get("table1_performance_summary") or {}
     for method, values in (t1.get("rows") or {}).items():
-        claim = dict(zip(t1["columns"], values))
+        claim = dict(zip(t1["columns"], values, strict=True))
         pq = v.per_query.get(method) if v is not None else None
         for key, value in claim.items():
             if key.endswith(("_ci_low", "_ci_high")):

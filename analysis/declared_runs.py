@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 import pandas as pd
 
 from lethebench.runs import RunFolder, finished_runs
-
 
 DAMAGED_FOLDER = "(damaged)"  # appended to a stored folder that differs from its tier's seal: nothing reads it
 

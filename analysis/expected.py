@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
 
-from lethebench.studies import StudyFolder
 from lethe.core.atomic import atomic_write_text
-from lethebench.runs import RUN_PARQUET, RUN_TREC, RunFolder
 from lethe.text.collapse import collapse
+from lethebench.runs import RUN_PARQUET, RUN_TREC, RunFolder
+from lethebench.studies import StudyFolder
 
 COUNT_KEYS = ("evaluated",)  # integers: always compared exactly
 ANSWER_PREFIX = "answer_"  # answer metrics are stored as answer_<name>
@@ -166,9 +167,9 @@ def read_expected(path: Path) -> dict[str, Any]:
 def _status(exp: float | int, got: float | int, tol: float) -> str:
     if exp == got:
         return "OK"
-    if isinstance(exp, float) or isinstance(got, float):
-        if math.isfinite(float(exp)) and math.isfinite(float(got)) and abs(float(got) - float(exp)) <= tol:
-            return "OKish"
+    floats = isinstance(exp, float) or isinstance(got, float)
+    if floats and math.isfinite(float(exp)) and math.isfinite(float(got)) and abs(float(got) - float(exp)) <= tol:
+        return "OKish"
     return "FAIL"
 
 
@@ -420,7 +421,13 @@ def parse_verification(text: str) -> list[dict[str, str]]:
             continue
         metric = " | ".join(cells[1 : at - 4])
         rows.append(
-            dict(zip(VERIFICATION_COLUMNS, [cells[0], metric, *cells[at - 4 : at + 1], " | ".join(cells[at + 1 :])]))
+            dict(
+                zip(
+                    VERIFICATION_COLUMNS,
+                    [cells[0], metric, *cells[at - 4 : at + 1], " | ".join(cells[at + 1 :])],
+                    strict=True,
+                )
+            )
         )
     return rows
 

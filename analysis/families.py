@@ -9,7 +9,8 @@ exploratory: Benjamini-Hochberg within its own table.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 

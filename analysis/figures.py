@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from analysis.iteration4 import budget_points  # noqa: E402
 from analysis.tables import best_baseline, table3, timing_mark  # noqa: E402
@@ -259,7 +260,7 @@ def zero_marks(ax, y: Any, values: Any) -> list:
     """At each bar of length 0 (drawn as nothing), a vertical marker at 0 and a "0" label; returns the labels
     (their gid is :data:`ZERO_GID`)."""
     out = []
-    for yi, x in zip(np.atleast_1d(y), np.atleast_1d(values)):
+    for yi, x in zip(np.atleast_1d(y), np.atleast_1d(values), strict=True):
         if np.isfinite(x) and x == 0:
             ax.plot([0], [yi], marker="|", markersize=11, markeredgewidth=2, color="black", zorder=4)
             t = ax.annotate("0", (0, yi), xytext=(5, 0), textcoords="offset points", va="center", fontsize=7)
@@ -290,7 +291,7 @@ def hbars(
         return False
     y = np.arange(len(methods))[::-1]
     means = []
-    for yi, m in zip(y, methods):
+    for yi, m in zip(y, methods, strict=True):
         mean, lo, hi = _ci(v.per_query[m][metric].dropna().to_numpy(float), cfg)
         lo, hi = (mean, mean) if np.isnan(lo) else (lo, hi)
         ax.barh(yi, mean, xerr=[[mean - lo], [hi - mean]], capsize=2, height=0.7, **styles.bar(m))
@@ -326,7 +327,7 @@ def pareto(ax, v: DatasetView | None, cfg: Mapping[str, Any], styles: Styles, da
         if y > best:
             front.append((x, y))
             best = y
-    ax.plot(*zip(*front), color="0.4", linestyle="--", linewidth=0.8, label="Pareto front", zorder=2)
+    ax.plot(*zip(*front, strict=True), color="0.4", linestyle="--", linewidth=0.8, label="Pareto front", zorder=2)
     ax.set_xscale("symlog", linthresh=LINTHRESH_MS, linscale=0.5)
     top = max(x for x, _ in pts)
     decades = range(int(np.floor(np.log10(LINTHRESH_MS))), int(np.ceil(np.log10(max(top, LINTHRESH_MS)))) + 1)
@@ -378,7 +379,7 @@ def dots_by_group(
     handles = []
     for j, g in enumerate(levels):
         xs, los, his, ys = [], [], [], []
-        for yi, m in zip(y, methods):
+        for yi, m in zip(y, methods, strict=True):
             pq = v.per_query[m]
             vals = pq.loc[pq.index[pq.index.map(groups) == g], metric].dropna().to_numpy(float)
             if len(vals) == 0:
@@ -542,7 +543,7 @@ def latency_stack(ax, v: DatasetView, cfg: Mapping[str, Any], methods: list[str]
                 linewidth=0.6,
             )
         lefts += vals
-    for yi, (_, _, _, total) in zip(y, rows):
+    for yi, (_, _, _, total) in zip(y, rows, strict=True):
         if np.isfinite(total):
             ax.annotate(f"{total:.2f}", (total, yi), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
     zero_marks(ax, y, lefts)
@@ -667,7 +668,7 @@ def _fig1(views, cfg, styles, fams) -> Any:
     n = int(cfg["coverage_n"])
     h = max(3.2, 0.3 * max([len(main_methods(views[d], cfg)) for d in fams if d in views] or [1]) + 1.4)
     fig, ax = plt.subplots(len(fams), 2, figsize=(11, h * len(fams)), squeeze=False, width_ratios=[1, 1.15])
-    for row, ds in zip(ax, fams):
+    for row, ds in zip(ax, fams, strict=True):
         v = views.get(ds)
         if v is None:
             row[0].set_title(titled(f"entity Coverage@{n}", ds, cfg))
@@ -715,9 +716,9 @@ def _fig3(views, cfg, fams) -> Any:
     """What learned fusion adds over static fusion (paired), and the mean per iteration against the best baseline,
     one row per LetheBench family."""
     fig, ax = plt.subplots(len(fams), 2, figsize=(11, 3.3 * len(fams)), squeeze=False)
-    for row, ds in zip(ax, fams):
+    for row, ds in zip(ax, fams, strict=True):
         v = views.get(ds)
-        has = lambda m: v is not None and m in v.per_query  # noqa: E731
+        has = lambda m, v=v: v is not None and m in v.per_query  # noqa: E731
         fus = [m for m in ("lethe_iter3+alpha_only", "lethe_iter3") if has(m)] if has("lethe_iter2") else []
         diffs = pd.DataFrame([r for m in fus if (r := paired_row(v, ds, m, "lethe_iter2", "ndcg@10", cfg))])
         forest(
@@ -858,7 +859,9 @@ def _fig6(v, cfg, ds) -> Any:
     fig, ax = plt.subplots(1, 4, figsize=(15, max(3.4, 0.34 * len(mm) + 1.6)), sharey=True)
     legend: list = []
     first: list | None = None
-    for i, (a, metric) in enumerate(zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"])):
+    for _i, (a, metric) in enumerate(
+        zip(ax, ["ndcg@10", "recall@50", f"coverage@{n}", f"contradiction@{k}"], strict=True)
+    ):
         title = f"{metric} (lower is better)" if metric.startswith("contradiction") else metric
         if v is None:
             a.set_title(title)
@@ -908,11 +911,11 @@ def _fig7(views, cfg, ta) -> Any:
     fig = plt.figure(figsize=(7.2 * ncols, height), layout="constrained")
     subs = fig.subfigures(1, ncols, squeeze=False)[0]
     ref = lambda x: getattr(x, "reference", getattr(x, "baseline", "?"))  # noqa: E731
-    for sub, col in zip(subs, cols):
+    for sub, col in zip(subs, cols, strict=True):
         used = sum(sizes[d] * row_h + extra for d in col)
         ratios = [sizes[d] * row_h + extra for d in col] + ([height - used] if height - used > 0.3 else [])
         axes = sub.subplots(len(ratios), 1, height_ratios=ratios, squeeze=False)[:, 0]
-        for a, ds in zip(axes, col):
+        for a, ds in zip(axes, col, strict=False):  # a last spacer axis may have no dataset
             r = rows[rows["dataset"] == ds]
             forest(
                 a,

@@ -9,8 +9,9 @@ is said first.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -121,7 +122,9 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             "family": table["family"] + " (" + table["correction"] + ")",
             "n": table["n"],
             "difference": table["difference"].map(_signed),
-            "95% CI": [f"[{_signed(lo)}, {_signed(hi)}]" for lo, hi in zip(table["ci_low"], table["ci_high"])],
+            "95% CI": [
+                f"[{_signed(lo)}, {_signed(hi)}]" for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+            ],
             "p_adj": table["p_adj"].map(fmt_p),
             "finding": table["finding"],
         }

@@ -7,8 +7,9 @@ the DataFrames the analysis computes with keep the canonical ranx keys (``ndcg@1
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from urllib.parse import quote
-
 
 CSS = """\
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1f24;background:#fff}
@@ -264,8 +263,10 @@ def table(
             text = "" if c is None else str(c)
             if k in raw_cols:
                 inner = text
+            elif markdown_cells:
+                inner = inline_md(text, base)
             else:
-                inner = inline_md(text, base) if markdown_cells else esc(text)
+                inner = esc(text)
             cls = ' class="num"' if not compact and _is_number(text) else ""  # compact: right-aligned by the CSS
             cells.append(f"<td{cls}>{inner}{end_td}")
         body.append("<tr>" + "".join(cells) + end_tr)

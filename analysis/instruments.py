@@ -20,7 +20,8 @@ unsupported (perturbed) items pooled is at least ``min_accuracy``, and its kappa
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -181,7 +182,15 @@ def validation_table(cfg: Mapping[str, Any], studies: Mapping[str, Mapping[str, 
             rows.append({"study": name, "items": why})
             continue
 
-        def line(items: str, label: str, s: Mapping[str, Any], kappa: str = "", crit: str = "", ok: str = "") -> None:
+        def line(
+            items: str,
+            label: str,
+            s: Mapping[str, Any],
+            kappa: str = "",
+            crit: str = "",
+            ok: str = "",
+            name: str = name,
+        ) -> None:
             rows.append(
                 {
                     "study": name,

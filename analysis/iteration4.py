@@ -16,7 +16,8 @@ All of it is read from results folders (per-query flags and timings written by i
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
+
 from lethe.core.hashing import seed_of
 
 PERTURBATIONS = ("other_answer", "number", "date", "entity", "truncation")
@@ -134,12 +136,12 @@ def build_pairs(
     if missing:
         raise ValueError(f"queries of {dataset} lack the column(s) {sorted(missing)}")
     q = queries[queries["answer"].notna() & queries["answer"].astype(str).str.strip().ne("")]
-    golds = dict(zip(q["query_id"], q["answer"].astype(str).str.strip()))
-    scope_of = dict(zip(q["query_id"], q["scope_id"]))
+    golds = dict(zip(q["query_id"], q["answer"].astype(str).str.strip(), strict=True))
+    scope_of = dict(zip(q["query_id"], q["scope_id"], strict=True))
     group_of = {qid: str(groups[qid]) if groups is not None else str(scope_of[qid]) for qid in golds}
     pool = sorted({n for a in golds.values() for n in names(a)})
     rows = []
-    for qid, question in zip(q["query_id"], q["text"]):
+    for qid, question in zip(q["query_id"], q["text"], strict=True):
         gold, group = golds[qid], group_of[qid]
         split = "dev" if _rng(dataset, seed, "split", group).random() < dev_share else "test"
         for kind in PERTURBATIONS:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
+
 from lethebench.schema import read_table
 
 
@@ -31,9 +32,9 @@ def coverage_at_n(
 
     ``queries`` must be the evaluated queries; one absent from ``run`` (no results) scores 0.
     """
-    text = dict(zip(corpus["doc_id"], corpus["text"].str.lower()))
+    text = dict(zip(corpus["doc_id"], corpus["text"].str.lower(), strict=True))
     out = {}
-    for qid, meta in zip(queries["query_id"], queries["meta"]):
+    for qid, meta in zip(queries["query_id"], queries["meta"], strict=True):
         ents = (json.loads(meta) if isinstance(meta, str) else meta).get("gold_entities") or []
         if not ents:
             continue
@@ -67,9 +68,9 @@ def answer_recall_at_chars(
         raise ValueError(f"answer recall needs a budget of at least one character, got {chars}")
     if "answer" not in queries:
         return pd.Series(dtype=float, name=f"answer_recall@{chars}c")
-    text = dict(zip(corpus["doc_id"], corpus["text"]))
+    text = dict(zip(corpus["doc_id"], corpus["text"], strict=True))
     out = {}
-    for qid, answer in zip(queries["query_id"], queries["answer"]):
+    for qid, answer in zip(queries["query_id"], queries["answer"], strict=True):
         gold = _words(str(answer)) if answer is not None and answer == answer else set()
         if not gold:
             continue
@@ -102,7 +103,10 @@ def contradiction_at_k(
         if qid not in keep:
             continue
         top = {d for d, _ in run.get(qid, [])[:k]}
-        hit = any((s in top) and (c in top or not both) for s, c in zip(pairs["stale_doc_id"], pairs["current_doc_id"]))
+        hit = any(
+            (s in top) and (c in top or not both)
+            for s, c in zip(pairs["stale_doc_id"], pairs["current_doc_id"], strict=True)
+        )
         out[qid] = float(hit)
     return pd.Series(out, name=f"contradiction@{k}", dtype=float)
 

@@ -28,8 +28,9 @@ is any other measure (``Judged@10``, ``ndcg_burges@10``). Each pair is checked a
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any, Iterable
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
 import ir_measures
 
@@ -55,9 +56,9 @@ CUTOFF = {
     "r-precision": "none",
 }
 _FAMILIES = "|".join(map(re.escape, RANX_TO_IR_MEASURES))
-_RANX_NAME = re.compile(r"^(%s)(?:@([1-9][0-9]*))?$" % _FAMILIES)
+_RANX_NAME = re.compile(rf"^({_FAMILIES})(?:@([1-9][0-9]*))?$")
 # a ranx name with a cutoff inside free text (a column header such as "reranker ndcg@10")
-_RANX_IN_TEXT = re.compile(r"\b(%s)@([1-9][0-9]*)\b" % _FAMILIES)
+_RANX_IN_TEXT = re.compile(rf"\b({_FAMILIES})@([1-9][0-9]*)\b")
 
 
 def _spelling(family: str, names: dict[str, str]) -> str:
@@ -89,7 +90,7 @@ class UnknownMetric(ValueError):
     """A metric name that is neither spelling of a supported retrieval metric; the message names the key."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse(name: str) -> str | None:
     """The canonical ranx name of ``name`` in either spelling, or None."""
     m = _RANX_NAME.match(name)

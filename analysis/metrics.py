@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 

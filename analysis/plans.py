@@ -34,7 +34,8 @@ Quantities (all over the evaluated queries that have both a recorded plan and a 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -21,23 +22,23 @@ from omegaconf import OmegaConf
 
 from analysis import ce_recipe as CR
 from analysis import ce_selection as CS
+from analysis import claims as CL
 from analysis import families as FAM
 from analysis import findings as FI
-from analysis import claims as CL
-from analysis import verdicts as VD
+from analysis import formatting as F
 from analysis import gates as G
+from analysis import instruments as INS
 from analysis import plans as P
 from analysis import seeds as SEEDS
-from analysis import formatting as F
-from analysis import views as V
 from analysis import tables as T
+from analysis import verdicts as VD
+from analysis import views as V
+from analysis.declared_runs import RunRef
 from analysis.figures import caption_fields, draw_all
-from analysis import instruments as INS
 from analysis.iteration4 import iteration4_table
 from analysis.metric_names import canonical_or_other, display_metric
 from lethe.core.atomic import atomic_write_text
 from lethe.core.faults import kill_point
-from analysis.declared_runs import RunRef
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
 
 CAPTIONS = {  # templates: analysis.figures.caption_fields fills {paper}, {families}, ... from the settings and runs drawn

@@ -8,8 +8,9 @@ after those runs alone. A named run that is not finished shows n/m†.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

@@ -27,9 +27,10 @@ on that many questions, from the measured standard deviation of the per-question
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -456,6 +457,7 @@ def agent_scores(v: DatasetView, label: str) -> pd.DataFrame:
                     A.action_pair_recall(run.run, qrels, evaluated, 10),
                     A.tool_diversity(run.run, evaluated, corpus, 20),
                 ),
+                strict=True,
             )
         )
     out = pd.DataFrame(cols).reindex(evaluated["query_id"])
@@ -481,12 +483,12 @@ def agent_tables(
     for r in rows:
         c = r.get("claimed") or {}
         sc = scores.get(r["row"])
-        cell = lambda col: (
+        cell = lambda col, sc=sc: (  # noqa: E731
             mean_cell(sc[col], cfg)
             if sc is not None and col in sc and sc[col].notna().any()
             else ("n/m†" if sc is None else NM)
         )
-        claim = lambda key: "-" if c.get(key) is None else f"{c[key]:g}"  # noqa: E731
+        claim = lambda key, c=c: "-" if c.get(key) is None else f"{c[key]:g}"  # noqa: E731
         t1.append(
             {
                 "method (seed)": r["row"],

@@ -25,9 +25,10 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from analysis import expected as E
 from analysis import html_page as H

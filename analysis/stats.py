@@ -22,7 +22,8 @@ Conventions (see DESIGN.md, "Statistics"):
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -408,7 +409,8 @@ def with_primary_test(df: pd.DataFrame, primary: str, alpha: float) -> pd.DataFr
     test_order(primary)  # a known test, or ValueError
     out = correct_family(df, p_col=f"p_{primary}")
     out["ci_vs_test"] = [
-        ci_test_disagreement(lo, hi, p, alpha) for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"])
+        ci_test_disagreement(lo, hi, p, alpha)
+        for lo, hi, p in zip(out["ci_low"], out["ci_high"], out[f"p_{primary}"], strict=True)
     ]
     out.attrs["primary_test"] = primary
     return out

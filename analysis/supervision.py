@@ -3,7 +3,8 @@ Tables 1 and 2 and of the overview, and the eligibility rule of the supervision-
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from analysis.views import DatasetView
 from lethe.core.typed_config import ConfigError

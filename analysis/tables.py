@@ -6,18 +6,19 @@ formula. Numbers are formatted deterministically so two runs of the analysis giv
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
 from analysis import gates as G
 from analysis import stats
 from analysis import supervision as SUP
+from analysis.declared_runs import RunRef
 from analysis.formatting import NM, NOT_DECLARED, fmt, llm_failure_cell
 from analysis.instruments import hallucination_judge_unfit
 from analysis.iteration4 import hallucination_cell
 from analysis.metric_names import display_metric
-from analysis.declared_runs import RunRef
 from analysis.views import DatasetView, cached_mean_ci, method_order, paired_row
 from lethebench.runs import timings_frame
 
@@ -186,7 +187,7 @@ def ablation_pairs(methods: list[str], cfg: Mapping[str, Any]) -> list[tuple[str
     """(method, reference) pairs: each Lethe iteration against the previous one, and each variant
     ``name+x`` against ``name``."""
     lethe = [m for m in cfg["lethe"] if m in methods]
-    pairs = list(zip(lethe[1:], lethe[:-1]))
+    pairs = list(zip(lethe[1:], lethe[:-1], strict=True))
     pairs += [(m, m.split("+", 1)[0]) for m in sorted(methods) if "+" in m and m.split("+", 1)[0] in methods]
     pairs += [(m, ref) for m, ref in (cfg.get("reference_pairs") or {}).items() if m in methods and ref in methods]
     return pairs

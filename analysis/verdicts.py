@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 CONSISTENT, CONTRADICTED, INCONCLUSIVE = "consistent", "contradicted", "inconclusive"
 EXCEEDED = "direction consistent, magnitude exceeded"
@@ -120,7 +121,7 @@ class Rules:
     basis: str = ""
 
     @classmethod
-    def from_cfg(cls, cfg: Mapping[str, Any]) -> "Rules":
+    def from_cfg(cls, cfg: Mapping[str, Any]) -> Rules:
         """From the report settings: ``confidence`` and the ``verdicts`` block."""
         v = cfg.get("verdicts") or {}
         return cls(
@@ -155,16 +156,16 @@ class Claim:
             raise ValueError(f"a claim allows [low, high] with low <= high, got [{self.low}, {self.high}]")
 
     @classmethod
-    def point(cls, x: float, null: float | None = None) -> "Claim":
+    def point(cls, x: float, null: float | None = None) -> Claim:
         return cls(float(x), float(x), null)
 
     @classmethod
-    def beats(cls, null: float = 0.0) -> "Claim":
+    def beats(cls, null: float = 0.0) -> Claim:
         """ "A is better than B": every value above the no-effect value."""
         return cls(null, math.inf, null)
 
     @classmethod
-    def loses(cls, null: float = 0.0) -> "Claim":
+    def loses(cls, null: float = 0.0) -> Claim:
         """ "A is worse than B": every value below the no-effect value."""
         return cls(-math.inf, null, null)
 

@@ -3,16 +3,17 @@ with label metrics (Coverage@N, contradiction@k) added, and the bootstrap CIs th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.labels import answer_recall_at_chars, contradiction_at_k, coverage_at_n, read_contradictions
 from analysis.declared_runs import RunInfo, RunRef, load_declared
+from analysis.labels import answer_recall_at_chars, contradiction_at_k, coverage_at_n, read_contradictions
 from analysis.metric_names import canonical_or_other, is_retrieval_metric
 from analysis.metrics import run_scores
 from lethebench.schema import read_table

@@ -13,9 +13,10 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from baselines.pyserini_jvm import ensure_jvm
 from lethe.core.atomic import atomic_dir

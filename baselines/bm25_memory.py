@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import regex
@@ -110,7 +111,7 @@ class InMemoryBM25:
         scores = all_scores[idx]
         if self.anserini_scores:
             scores = anserini_adjust_ties(scores)
-        ranking = [(self._ids[i], float(s)) for i, s in zip(idx.tolist(), scores.tolist())]
+        ranking = [(self._ids[i], float(s)) for i, s in zip(idx.tolist(), scores.tolist(), strict=True)]
         return SearchResult(ranking, {"search": (time.perf_counter() - t0) * 1e3})
 
     def describe(self) -> dict[str, Any]:

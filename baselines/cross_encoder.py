@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from baselines.first_stage import build_first_stage, is_bm25, plain, pool_key, timing_name
 from lethe.core.checksums import quarantine
@@ -32,10 +33,10 @@ from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
     fold_allows,
-    model_set_damage,
-    pool_weights_file,
     interpolate,
     load_cross_encoder,
+    model_set_damage,
+    pool_weights_file,
     read_model_card,
     read_pool_weights,
     score_pairs,
@@ -162,7 +163,7 @@ class CrossEncoderRerank:
         if self.interpolation == "dev":
             missing = [
                 f["dir"]
-                for f, c in zip(self.folds, self.cards)
+                for f, c in zip(self.folds, self.cards, strict=True)
                 if "interpolation" not in ((c or {}).get("selection") or {})
             ]
             if missing:
@@ -199,7 +200,7 @@ class CrossEncoderRerank:
     def _open_score_caches(self) -> None:
         """One logit cache per fold, keyed by its weights and inference settings (none without a cache_dir)."""
         self.score_caches = []
-        for model, card in zip(self.models, self.cards):
+        for model, card in zip(self.models, self.cards, strict=True):
             sha = (card or {}).get("weights_sha256") or (self.hub or {}).get("sha256")
             if self.cache_dir is None or not sha:
                 self.score_caches.append(None)
@@ -265,7 +266,7 @@ class CrossEncoderRerank:
         logits = self._logits(fold, query.text, [self._text[d] for d, _ in head])
         if self.interpolation == "dev":
             logits = interpolate(logits, [s for _, s in head], float(self.weights[fold]))  # type: ignore[arg-type]
-        ranking = canonical_order((d, float(s)) for (d, _), s in zip(head, logits))
+        ranking = canonical_order((d, float(s)) for (d, _), s in zip(head, logits, strict=True))
         self.pairs_scored += len(head)
         if tail:
             floor = min((s for _, s in ranking), default=0.0)
@@ -306,7 +307,7 @@ class CrossEncoderRerank:
                 "hub": self.hub,
                 "folds": [
                     {"dir": f["dir"], "weights_sha256": (c or {}).get("weights_sha256")} if f else None
-                    for f, c in zip(self.folds, self.cards)
+                    for f, c in zip(self.folds, self.cards, strict=True)
                 ],
             },
             "pairs_scored": self.pairs_scored,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from lethe.core.library_logs import quiet
+from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.dense import DenseIndex, make_embedder
 from lethe.retrieval.embedder import Embedder
-from lethe.core.protocol import Doc, Query, SearchResult
 
 MIN_POINTS_PER_CENTROID = 39  # FAISS warns below this many training points per list
 
@@ -62,7 +63,7 @@ class FaissIVF:
         t1 = time.perf_counter()
         scores, idx = self.index_.search(np.ascontiguousarray(q[None, :], dtype=np.float32), k)
         t2 = time.perf_counter()
-        ranking = [(self.dense.ids[i], float(s)) for s, i in zip(scores[0], idx[0]) if i >= 0]
+        ranking = [(self.dense.ids[i], float(s)) for s, i in zip(scores[0], idx[0], strict=True) if i >= 0]
         return SearchResult(
             ranking,
             {"encode_query": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3},

@@ -8,8 +8,9 @@ parameters instead of building it without the cache dir.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from baselines.bm25 import PyseriniBM25
 from lethe.core.hashing import content_hash

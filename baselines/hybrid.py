@@ -8,18 +8,19 @@ rrf: reciprocal rank fusion of the two lists (k = ``rrf_k``).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.bm25 import BM25Index
 from lethe.retrieval.dense import DenseIndex, make_embedder
 from lethe.retrieval.embedder import Embedder
 from lethe.retrieval.fusion import minmax, rrf
 from lethe.retrieval.ranking import top_indices, top_k
-from lethe.core.protocol import Doc, Query, SearchResult
 
 
 @dataclass
@@ -91,7 +92,7 @@ class HybridSearch:
         else:
             union = np.array(sorted(set(c.lex_top) | set(c.dense_top)), dtype=np.int64)
             s = alpha * minmax(c.lex[union]) + (1 - alpha) * c.cos[union].astype(np.float64)
-            fused = {ids[i]: float(x) for i, x in zip(union, s)}
+            fused = {ids[i]: float(x) for i, x in zip(union, s, strict=True)}
         return top_k(fused, k)
 
     def search(self, query: Query, k: int) -> SearchResult:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from baselines.vector import VectorSearch
-from lethe.retrieval.ranking import top_indices
-from lethe.retrieval.embedder import Embedder
 from lethe.core.protocol import Query, SearchResult
+from lethe.retrieval.embedder import Embedder
 from lethe.retrieval.mmr import mmr
+from lethe.retrieval.ranking import top_indices
 
 
 class MMRSearch(VectorSearch):

@@ -11,15 +11,16 @@ whatever the other queries are or the order they come in.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from baselines.first_stage import build_first_stage, plain, timing_name
+from lethe.core.hashing import seed_of
 from lethe.core.protocol import Doc, Query, SearchResult
 from lethe.retrieval.ranking import canonical_order
-from lethe.core.hashing import seed_of
 
 
 def query_rng(seed: int, query: Query) -> np.random.Generator:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from lethe.retrieval.dense import DenseIndex, make_embedder
-from lethe.retrieval.ranking import top_indices
-from lethe.retrieval.embedder import Embedder
 from lethe.core.protocol import Doc, Query, SearchResult
+from lethe.retrieval.dense import DenseIndex, make_embedder
+from lethe.retrieval.embedder import Embedder
+from lethe.retrieval.ranking import top_indices
 
 
 class VectorSearch:

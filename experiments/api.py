@@ -17,7 +17,8 @@ Wilcoxon and sign-flip p values, d_z, wins/ties/losses, and Bonferroni/Holm/BH o
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from omegaconf import OmegaConf, open_dict
@@ -54,7 +55,7 @@ def _named(spec: Spec, what: str) -> dict[str, Any]:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"{what}: two entries are both named {dupes}; give them names in a mapping name -> system")
-        return {n: ([] if isinstance(s, str) else s) for n, s in zip(names, spec)}
+        return {n: ([] if isinstance(s, str) else s) for n, s in zip(names, spec, strict=True)}
     raise TypeError(
         f"{what}: a name, a list of names or systems, or a mapping name -> list of overrides or system; got {spec!r}"
     )

@@ -49,8 +49,8 @@ from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
 from experiments.run_identity import method_params
-from lethe.core.paths import PROJECT_ROOT, project_path
 from lethe.core.arguments import check_arguments
+from lethe.core.paths import PROJECT_ROOT, project_path
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
 
@@ -290,8 +290,8 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
     import numpy as np
 
     from baselines.faiss_ivf import FaissIVF
-    from lethe.retrieval.ranking import top_indices
     from lethe.retrieval.embedder import Embedder
+    from lethe.retrieval.ranking import top_indices
 
     cfg = load_config([])
     emb = Embedder(to_dict(cfg.embedder), cache_dir=project_path(cfg.cache_dir), show_progress=False)
@@ -315,7 +315,7 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
                 tv.append(time.perf_counter() - t0)
             exact_t += statistics.median(te)
             ivf_t += statistics.median(tv)
-            recalls += [len(set(e.tolist()) & set(i.tolist())) / 10 for e, i in zip(ex, ivf)]
+            recalls += [len(set(e.tolist()) & set(i.tolist())) / 10 for e, i in zip(ex, ivf, strict=True)]
         out[name] = {
             "queries": len(recalls),
             "recall@10_vs_exact": float(np.mean(recalls)),
@@ -349,7 +349,7 @@ def bench_jobs(tiers: list[str], overrides: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in tiers:
         rows = {}
-        for tier, runs in R.resolve_tiers(R.load([f"tier={name}", *overrides])):
+        for _tier, runs in R.resolve_tiers(R.load([f"tier={name}", *overrides])):
             for r in runs:
                 if not r.done:
                     rows[r.key] = None
@@ -689,11 +689,11 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
     runs of ``s.lethe`` with today's and the default's embedder, alternated: warm P95 ratio."""
     import numpy as np
     import torch
-    from lethe.core.targets import build
 
     from analysis.metrics import evaluate_run
     from experiments.runner import run_experiment
     from lethe.core.protocol import Query
+    from lethe.core.targets import build
     from lethe.retrieval.crossencoder import score_pairs
     from lethe.retrieval.dense import make_embedder
     from lethe.retrieval.onnx_backend import inference_info
@@ -791,7 +791,10 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
             )
             pairs = sum(len(it[3]) for it in items)
             runs = {
-                p: {it[0]: canonical_order(zip(it[3], map(float, sc))) for it, sc in zip(items, scores[p])}
+                p: {
+                    it[0]: canonical_order(zip(it[3], map(float, sc), strict=True))
+                    for it, sc in zip(items, scores[p], strict=True)
+                }
                 for p in paths
             }
             qrels = {q: bm25.qrels[q] for q in ce_q if q in bm25.qrels}
@@ -804,7 +807,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
                 }
             }
             for p in variants:
-                diff = max(float(np.abs(a - b).max()) for a, b in zip(scores["torch"], scores[p]))
+                diff = max(float(np.abs(a - b).max()) for a, b in zip(scores["torch"], scores[p], strict=True))
                 ce[p] = {
                     "pairs_per_s": pairs / statistics.median(totals[p]),
                     "ratio": statistics.median(totals["torch"]) / statistics.median(totals[p]),

@@ -29,9 +29,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -220,7 +221,9 @@ def ranking_scores(system: Any) -> tuple[Scores, str] | None:
         if missing:
             raise ValueError(f"a ranking DataFrame needs columns query_id (or q_id), doc_id, score; missing {missing}")
         out: Scores = {}
-        for i, (q, d, s) in enumerate(zip(system[qcol].astype(str), system["doc_id"].astype(str), system["score"])):
+        for i, (q, d, s) in enumerate(
+            zip(system[qcol].astype(str), system["doc_id"].astype(str), system["score"], strict=True)
+        ):
             if d in out.setdefault(q, {}):
                 raise ValueError(f"ranking DataFrame: query {q!r} names doc {d!r} twice")
             out[q][d] = _finite(s, f"ranking DataFrame row {i}, query {q!r}, doc {d!r}")
@@ -320,9 +323,9 @@ def _jsonl_rows(part: Any, what: str, columns: tuple[str, ...]) -> list[dict[str
         idcol = next((c for c in (*columns, "_id") if c in part.columns), None)
         if idcol is None or "text" not in part.columns:
             raise ValueError(f"{what}: a DataFrame needs columns {' or '.join((*columns, '_id'))} and text")
-        rows = [{"_id": str(i), "text": str(t)} for i, t in zip(part[idcol], part["text"])]
+        rows = [{"_id": str(i), "text": str(t)} for i, t in zip(part[idcol], part["text"], strict=True)]
         if "title" in part.columns:
-            for row, title in zip(rows, part["title"]):
+            for row, title in zip(rows, part["title"], strict=True):
                 row["title"] = "" if pd.isna(title) else str(title)
         return rows
     raise TypeError(f"{what}: a DataFrame, a dict {{id: text}} or a BEIR .jsonl file; got {type(part).__name__}")
@@ -355,7 +358,7 @@ def _qrels_rows(part: Any, what: str) -> list[tuple[str, str, int]]:
             raise ValueError(f"{what}: a DataFrame needs columns query_id (or q_id), doc_id, relevance (or score)")
         return [
             (str(q), str(d), _grade(g, f"{what} row {i}"))
-            for i, (q, d, g) in enumerate(zip(part[qcol], part["doc_id"], part[grade]))
+            for i, (q, d, g) in enumerate(zip(part[qcol], part["doc_id"], part[grade], strict=True))
         ]
     raise TypeError(f"{what}: a DataFrame, a dict {{query_id: {{doc_id: grade}}}} or a TREC qrels file")
 

@@ -29,10 +29,10 @@ from experiments import train_cross_encoder as T
 from experiments.config import to_dict
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import method_params
-from lethe.core.targets import build
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
+from lethe.core.targets import build
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
     pool_weights_file,
@@ -100,7 +100,7 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
         "set": str(set_dir),
         "metric": T.METRIC,
         "folds": folds,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "created": dt.datetime.now(dt.UTC).isoformat(),
         "git": git_info(),
     }
 

@@ -5,7 +5,7 @@ therefore the same folds (:func:`lethebench.folds.cross_fit_plan`)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 from omegaconf import DictConfig

@@ -8,11 +8,11 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from experiments.config import to_dict
+from lethe.core.hashing import sha256_file
+from lethe.core.models import resolve_model
 from lethe.core.paths import plain_name, project_path
 from lethe.retrieval.embedder import Embedder
-from lethe.core.models import resolve_model
 from lethebench.build import build_dataset, build_key
-from lethe.core.hashing import sha256_file
 from lethebench.chunking import ChunkParams
 from lethebench.schema import Dataset, dataset_content_sha256
 

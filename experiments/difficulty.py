@@ -15,17 +15,18 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, open_dict
 
 from experiments.config import load_config
-from lethe.core.paths import project_path
 from experiments.runner import run_experiment
-from lethe.core.atomic import atomic_write_text
 from lethe.core.arguments import check_arguments
+from lethe.core.atomic import atomic_write_text
+from lethe.core.paths import project_path
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 

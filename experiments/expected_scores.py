@@ -4,8 +4,9 @@ reach, and storing the tier in the reference store."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -14,11 +15,11 @@ from omegaconf import DictConfig
 from analysis import expected as E
 from analysis.report import load_cfg
 from experiments import reference_store as RS
-from experiments.store_seal import write_seal
 from experiments.config import to_dict
 from experiments.prerequisites import prepare_file, prepare_steps, read_json
 from experiments.reference import ResolvedRun, Tier, matches, selected_studies
 from experiments.reproduce_settings import verify_metrics
+from experiments.store_seal import write_seal
 from experiments.study_jobs import study_done, study_folder
 from lethe.core.atomic import atomic_write_text
 from lethe.core.paths import project_path

@@ -17,8 +17,8 @@ import hydra
 from omegaconf import DictConfig
 
 from experiments.datasets import prepare_dataset
-from lethe.core.paths import project_path
 from lethe.core.arguments import check_arguments
+from lethe.core.paths import project_path
 from lethebench.export_beir import beir_files, export_beir
 from lethebench.schema import read_dataset
 

@@ -7,9 +7,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -21,7 +22,6 @@ from lethe.core.faults import disarm, kill_point
 from lethe.core.paths import project_path
 from lethe.retrieval.crossencoder import model_set_damage, set_folder
 from lethe.stages.learned_fusion import FusionModel
-
 
 PREPARE_FILE = ".reproduce/prepare_seconds.json"  # under the results dir: measured prerequisite times
 
@@ -132,13 +132,13 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
                 steps.append(model_step(name, (folder / "tuning.json").is_file(), "hybrid_tuning", r.cfg, threads))
     for r in runs:
         m = r.cfg.method
-        if OmegaConf.select(r.cfg, "method.model.train") is not None and m.get("interpolation") == "dev":
-            if not is_bm25(to_dict(m).get("first_stage")):
-                path = ce_pool.pool_file(r.cfg)
-                name = f"pool weights {path.parents[2].name}/{path.parents[1].name}/{path.stem}"  # <scope>/<set>/<pool>
-                if name not in seen:
-                    seen.add(name)
-                    steps.append(model_step(name, ce_pool.pool_is_whole(path), "ce_pool", r.cfg, threads))
+        trained = OmegaConf.select(r.cfg, "method.model.train") is not None and m.get("interpolation") == "dev"
+        if trained and not is_bm25(to_dict(m).get("first_stage")):
+            path = ce_pool.pool_file(r.cfg)
+            name = f"pool weights {path.parents[2].name}/{path.parents[1].name}/{path.stem}"  # <scope>/<set>/<pool>
+            if name not in seen:
+                seen.add(name)
+                steps.append(model_step(name, ce_pool.pool_is_whole(path), "ce_pool", r.cfg, threads))
     return steps
 
 
@@ -153,7 +153,7 @@ def read_json(path: Path | None) -> dict[str, Any]:
 def longest_first(indices: Sequence[int], seconds: Sequence[float | None]) -> list[int]:
     """``indices`` by recorded duration, longest first (unknown ones before all, then declared order): the
     order in which worker processes take prerequisites, so that they finish close together."""
-    rank = {k: (-(s if s is not None else math.inf), n) for n, (k, s) in enumerate(zip(indices, seconds))}
+    rank = {k: (-(s if s is not None else math.inf), n) for n, (k, s) in enumerate(zip(indices, seconds, strict=True))}
     return sorted(indices, key=rank.__getitem__)
 
 

@@ -14,11 +14,11 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from lethe.core.overrides import override_key, override_keys
-
 
 MIN_SPEED_JOBS = 3  # finished jobs with an estimate before the ETA scales estimates by this machine's speed
 
@@ -163,7 +163,11 @@ class SweepProgressCallback(Callback):  # type: ignore[misc]
         path_lines = path.read_text().splitlines()
         swept = set(json.loads(path_lines[0]).get("swept") or [])
         given = list(getattr(job_return, "overrides", None) or [])
-        name = " ".join(o for o, k in zip(given, override_keys(given)) if k in swept) or " ".join(given) or "job"
+        name = (
+            " ".join(o for o, k in zip(given, override_keys(given), strict=True) if k in swept)
+            or " ".join(given)
+            or "job"
+        )
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:  # one small append per job: atomic, so parallel workers never interleave lines
             os.write(fd, (json.dumps({"name": name, "seconds": seconds, "status": status}) + "\n").encode())

@@ -4,8 +4,8 @@ where each is written, the dataset cards' difficulty tables, and the report and 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from omegaconf import DictConfig
 
@@ -15,9 +15,9 @@ from analysis.report import build_report, load_cfg
 from analysis.seed_report import build_seed_report, named_refs
 from analysis.site import SiteStudy, SiteTier, build_site
 from experiments import reference_store as RS
-from experiments.store_seal import sealed_damage
 from experiments.reference import Tier, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, store_if_read, verify_metrics
+from experiments.store_seal import sealed_damage
 from experiments.study_jobs import publish_studies, study_docs, study_folder, study_tables
 from lethe.core.paths import PROJECT_ROOT, plain_name, project_path
 from lethebench.runs import RunFolder

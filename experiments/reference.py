@@ -11,18 +11,19 @@ the declared runs and nothing else.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig
 
 from analysis.declared_runs import RunRef
 from experiments.config import load_config
-from lethe.core.paths import plain_name, portable_location, project_path
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
+from lethe.core.paths import plain_name, portable_location, project_path
 from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = (

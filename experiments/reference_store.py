@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -154,7 +155,7 @@ def recorded_reach(per_query: pd.DataFrame) -> dict[str, int] | None:
     rerank = flag_frame(per_query, "rerank")
     if "reach" not in rerank.columns or rerank["reach"].isna().any():
         return None
-    return {str(q): int(r) for q, r in zip(per_query["query_id"], rerank["reach"])}
+    return {str(q): int(r) for q, r in zip(per_query["query_id"], rerank["reach"], strict=True)}
 
 
 def write_reach(folder: Path, per_query: pd.DataFrame) -> bool:

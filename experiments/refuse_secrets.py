@@ -23,7 +23,7 @@ def leniently_resolved(node: Any) -> Any:
     cannot be resolved yet is left out (it is checked again where the run resolves it)."""
     if isinstance(node, DictConfig):
         out = {}
-        for k in node.keys():
+        for k in node:
             try:
                 out[k] = leniently_resolved(node[k])
             except Exception:  # noqa: BLE001 - an interpolation that only resolves inside a job

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 

@@ -25,7 +25,7 @@ import logging
 import sys
 import time
 import traceback
-from typing import Sequence
+from collections.abc import Sequence
 
 import hydra
 import yaml
@@ -33,7 +33,6 @@ from omegaconf import DictConfig, open_dict
 
 from analysis import expected as E
 from experiments.config import load_config
-from experiments.store_seal import write_seal
 from experiments.expected_scores import record_reach_tier, store_tier, verify_tier, write_expected_tier
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
 from experiments.progress import Progress
@@ -47,7 +46,6 @@ from experiments.publishing import (
     write_report,
     write_site,
 )
-from experiments.report_staging import staged_reports
 from experiments.reference import (
     ResolvedRun,
     Tier,
@@ -57,8 +55,10 @@ from experiments.reference import (
     selected_studies,
     tier_names,
 )
+from experiments.report_staging import staged_reports
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
 from experiments.stopping import stop_on_signals, stop_reason
+from experiments.store_seal import write_seal
 from experiments.study_jobs import run_study, study_data_steps, study_done
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
@@ -298,7 +298,11 @@ OWN_KEYS = own_keys()
 
 def forwarded(task_overrides: Sequence[str]) -> list[str]:
     """The command-line overrides meant for the runs: every one whose key is not reproduce's own."""
-    return [o for o, key in zip(task_overrides, override_keys(task_overrides)) if key.split(".", 1)[0] not in OWN_KEYS]
+    return [
+        o
+        for o, key in zip(task_overrides, override_keys(task_overrides), strict=True)
+        if key.split(".", 1)[0] not in OWN_KEYS
+    ]
 
 
 def load(overrides: Sequence[str] = ()) -> DictConfig:

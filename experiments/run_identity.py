@@ -7,9 +7,10 @@ folder itself (its files, atomic writing, typed reading) is :class:`lethebench.r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from omegaconf import DictConfig
 

@@ -11,14 +11,16 @@ so that anyone re-evaluating ``run.trec`` with another tool gets the same order.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,12 +31,30 @@ from analysis.answers import embedding_similarity, score_answer
 from analysis.metric_names import UnknownMetric, canonical_metrics, deeper_than
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
-from lethe.core.targets import build, check_targets
-from lethe.core.paths import plain_name, project_path
-from lethe.core.secrets import refuse_secrets
 from experiments.datasets import dataset_key, prepare_dataset
 from experiments.launchers import launch_info
+from experiments.run_identity import RunIdentity, config_hash, method_params, run_identity
+from lethe.core.faults import kill_point
+from lethe.core.hashing import sha256_file
+from lethe.core.measurements import summarize
+from lethe.core.paths import plain_name, project_path
+from lethe.core.protocol import (
+    LLM_FAILURES,
+    Annotates,
+    BindsDataset,
+    Doc,
+    Query,
+    SearchResult,
+    UsesCollection,
+    UsesQuerySet,
+)
+from lethe.core.secrets import refuse_secrets
+from lethe.core.targets import build, check_targets
 from lethe.core.threads import set_threads, thread_settings
+from lethe.core.typed_config import ConfigError, check_section
+from lethe.llm.pool import LLMPool
+from lethe.retrieval.ranking import top_k
+from lethe.stages.answering import AnswerStage, answer_stage_from_config
 from lethebench.provenance import (
     cpu_snapshot,
     end_memory_window,
@@ -47,27 +67,9 @@ from lethebench.provenance import (
     start_memory_window,
     timing_valid,
 )
-from experiments.run_identity import RunIdentity, config_hash, method_params, run_identity
-from lethebench.supervision import method_supervision
-from lethe.core.protocol import (
-    LLM_FAILURES,
-    Annotates,
-    BindsDataset,
-    Doc,
-    Query,
-    SearchResult,
-    UsesCollection,
-    UsesQuerySet,
-)
-from lethe.core.measurements import summarize
-from lethe.retrieval.ranking import top_k
-from lethe.llm.pool import LLMPool
-from lethe.stages.answering import AnswerStage, answer_stage_from_config
-from lethe.core.faults import kill_point
-from lethe.core.hashing import sha256_file
-from lethe.core.typed_config import ConfigError, check_section
 from lethebench.runs import RunFolder, encode_cells, timings_frame
 from lethebench.schema import Dataset, read_dataset
+from lethebench.supervision import method_supervision
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ class QuerySelection:
     seed: int
 
     @classmethod
-    def from_config(cls, dataset: Mapping[str, Any], seed: int) -> "QuerySelection":
+    def from_config(cls, dataset: Mapping[str, Any], seed: int) -> QuerySelection:
         """From a resolved ``dataset`` section."""
 
         def names(key: str) -> tuple[str, ...] | None:
@@ -186,7 +188,7 @@ def walk_eligible(
         positions = np.array([d.position for d in docs])
         n_elig = np.searchsorted(positions, sq["position"].to_numpy(), side="left")
         current = -1
-        for row, ne in zip(sq.itertuples(index=False), n_elig):
+        for row, ne in zip(sq.itertuples(index=False), n_elig, strict=True):
             changed = ne != current and ne > 0
             if changed:
                 current = int(ne)
@@ -234,10 +236,10 @@ def add_answer_similarity(per_query: pd.DataFrame, ds: Dataset, plan: RunPlan) -
     (analysis.answers.embedding_similarity) for every answered query with a gold answer; None elsewhere."""
     if "answer" not in per_query or per_query["answer"].isna().all():
         return per_query
-    gold = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
+    gold = dict(zip(ds.queries["query_id"], ds.queries["answer"], strict=True))
     rows = [
         i
-        for i, (q, a) in enumerate(zip(per_query["query_id"], per_query["answer"]))
+        for i, (q, a) in enumerate(zip(per_query["query_id"], per_query["answer"], strict=True))
         if isinstance(a, str) and isinstance(gold.get(q), str) and gold[q].strip()
     ]
     sims: list[float | None] = [None] * len(per_query)
@@ -250,7 +252,7 @@ def add_answer_similarity(per_query: pd.DataFrame, ds: Dataset, plan: RunPlan) -
             [gold[per_query["query_id"].iat[i]] for i in rows],
             lambda texts: emb.encode(texts, role="query"),
         )
-        for i, v in zip(rows, values):
+        for i, v in zip(rows, values, strict=True):
             sims[i] = v
     return per_query.assign(answer_similarity=sims)
 
@@ -309,7 +311,7 @@ class RunSettings:
     threads: int | str | None = "auto"  # torch/BLAS/OpenMP threads: an int, "auto" or None (run_threads)
 
     @classmethod
-    def from_config(cls, run: Mapping[str, Any]) -> "RunSettings":
+    def from_config(cls, run: Mapping[str, Any]) -> RunSettings:
         return cls(
             int(run["k"]),
             canonical_metrics(run["metrics"], "run.metrics"),
@@ -502,7 +504,7 @@ def run_threads(setting: int | str | None, concurrent: bool) -> int | None:
 def execute(plan: RunPlan, ds: Dataset) -> None:
     """Compute the run ``plan`` describes on ``ds`` and write its results folder (the caller holds its lock)."""
     ident, ds_folder = plan.identity, plan.dataset_folder
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     launch = launch_info()
     threads = run_threads(plan.settings.threads, launch["concurrent"])
     if threads is not None:
@@ -528,7 +530,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     check_error_share(per_query, plan.settings.max_error_share)
     per_query, metrics = evaluate(plan, ds, queries, counts, searched.run, per_query)
     check_llm_failures(metrics, plan.settings.max_error_share)  # before anything is written
-    ended = dt.datetime.now(dt.timezone.utc)
+    ended = dt.datetime.now(dt.UTC)
     load_end, other_cores = load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
     manifest = {
         "config": plan.config,
@@ -615,8 +617,10 @@ def search_queries(
     ineligible or duplicate doc stops the run. ``answering`` (the run's ``answers`` section) answers the sampled
     queries from their final ranking after the timed search."""
     label, k = plan.identity.label, plan.settings.k
-    answers = dict(zip(ds.queries["query_id"], ds.queries["answer"]))
-    text_of = dict(zip(ds.corpus["doc_id"], ds.corpus["text"])).__getitem__ if answering is not None else None
+    answers = dict(zip(ds.queries["query_id"], ds.queries["answer"], strict=True))
+    text_of = (
+        dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True)).__getitem__ if answering is not None else None
+    )
     run: dict[str, list[tuple[str, float]]] = {}
     records: list[dict[str, Any]] = []
     index_seconds, index_calls, warmed = 0.0, 0, not plan.settings.warmup
@@ -651,10 +655,10 @@ def search_queries(
             query = Query(row.text, tuple(row.history), row.query_id, scope_id)
             if not warmed:
                 warmed = True
-                try:
-                    method.search(query, k)  # discarded: first call pays lazy loading/JIT costs
-                except Exception:  # noqa: BLE001 - the timed search below repeats it and records the error
-                    pass
+                # discarded: the first call pays lazy loading/JIT costs; the timed search below repeats it and records
+                # any error
+                with contextlib.suppress(Exception):
+                    method.search(query, k)
             ts = time.perf_counter()
             try:
                 res: SearchResult = method.search(query, k)

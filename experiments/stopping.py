@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

@@ -7,20 +7,21 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from analysis.site import printed_command
 from analysis.declared_runs import DAMAGED_FOLDER
+from analysis.site import printed_command
 from experiments import reference_store as RS
-from experiments.store_seal import sealed_damage
 from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
 from experiments.prerequisites import Step, data_step
 from experiments.reference import Study, load_tier, processed_folder, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, tier_overrides
+from experiments.store_seal import sealed_damage
 from lethe.core.paths import project_path
 from lethebench.studies import MANIFEST, StudyFolder
 

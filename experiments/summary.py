@@ -6,16 +6,17 @@ python -m experiments.summary [results_dir=results/smoke/runs]
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
-from lethe.core.paths import project_path
 from analysis.formatting import llm_failure_cell
 from analysis.metric_names import display_metric
 from lethe.core.arguments import check_arguments
+from lethe.core.paths import project_path
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
@@ -73,7 +74,9 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
             + [llm_failure_cell(r)]
         )
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    line = lambda cells: "  ".join(c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    line = lambda cells: "  ".join(
+        c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    )  # noqa: E731
     notes = (
         "n = evaluated queries; excl = queries without qrels or filtered out; fail = queries with no eligible docs,"
         " no results or an error (they score 0); llm fail/fallback = shares of LLM-using queries whose LLM call got no"

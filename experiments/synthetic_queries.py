@@ -17,23 +17,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from lethe.core.hashing import content_hash
 from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir
+from lethe.core.hashing import content_hash
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from lethe.llm.base import Decoding, LLMError
 from lethe.llm.parsing import ParseError, parse_question
 from lethe.llm.prompts import load_prompt
-from lethebench.schema import Dataset
 from lethe.text.collapse import collapse
+from lethebench.schema import Dataset
 
 FORBIDDEN_SPLIT = "test"
 QUERIES, MANIFEST = "queries.parquet", "manifest.json"
@@ -95,7 +96,7 @@ def generate(
                 return folder
             docs = sample_docs(ds.corpus, int(settings["docs"]), int(settings["min_chars"]), int(settings["seed"]))
             decoding = Decoding(max_tokens=int(settings["max_tokens"]), temperature=0.0, seed=int(settings["seed"]))
-            rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.timezone.utc)
+            rows, t0, started = [], time.perf_counter(), dt.datetime.now(dt.UTC)
             for i, d in enumerate(
                 tqdm(
                     docs.itertuples(index=False),
@@ -186,7 +187,7 @@ def synthetic_dataset(ds: Dataset, folder: Path, dev_share: float, seed: int) ->
             "meta": "{}",
         }
     )
-    qrels = {q: {d: 1} for q, d in zip(ok["query_id"], ok["doc_id"])}
+    qrels = {q: {d: 1} for q, d in zip(ok["query_id"], ok["doc_id"], strict=True)}
     return Dataset(ds.name, ds.corpus, queries, qrels, None, dict(ds.card), None)
 
 

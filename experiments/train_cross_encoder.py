@@ -29,8 +29,9 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import hydra
 import numpy as np
@@ -42,13 +43,13 @@ from analysis.metric_names import canonical_metrics
 from analysis.metrics import evaluate_run
 from experiments import ce_regimes as CR
 from experiments.config import load_config, to_dict
+from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.checksums import quarantine
 from lethe.core.locking import hold
 from lethe.core.models import resolve_model, weights_sha256
 from lethe.core.paths import CONF_DIR
 from lethe.core.protocol import Doc, Query
-from lethe.core.arguments import check_arguments
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
     PER_DATASET,
@@ -129,7 +130,7 @@ def bm25_candidates(ds: Dataset, queries: pd.DataFrame, bm25: Any, depth: int, p
 
 def mine_pairs(ds: Dataset, queries: pd.DataFrame, cands: Cands, negatives: int) -> tuple[list[Pair], dict[str, Any]]:
     """Training pairs: qrels docs (label 1) and the top ``negatives`` non-relevant BM25 hits (label 0)."""
-    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
+    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True))
     pairs: list[Pair] = []
     stats = {
         "queries": int(len(queries)),
@@ -195,7 +196,8 @@ class DevScorer:
 
     def _run(self, scores: Mapping[str, np.ndarray]) -> dict[str, list[tuple[str, float]]]:
         return {
-            q: canonical_order((d, float(s)) for (d, _), s in zip(self.cands[q][0], scores[q])) for q, _ in self.queries
+            q: canonical_order((d, float(s)) for (d, _), s in zip(self.cands[q][0], scores[q], strict=True))
+            for q, _ in self.queries
         }
 
     def __call__(self, model: Any) -> float:
@@ -317,7 +319,7 @@ def train_model_set(cfg: DictConfig | Sequence[str] = (), force: bool = False) -
     """Train and write the model set of ``cfg`` (``method=cross_encoder``; ``dataset`` = the evaluated
     dataset); return its folder (kept as is if complete, unless ``force``)."""
     t_start = time.perf_counter()
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     if not isinstance(cfg, DictConfig):
         cfg = compose(cfg)
     if "train" not in cfg.method.get("model", {}):
@@ -395,7 +397,7 @@ def train_fold(
     from baselines.first_stage import BM25_DEFAULT, is_bm25, plain
 
     t_start = time.perf_counter()
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     tcfg = to_dict(cfg.method.model.train)
     params = train_params(tcfg)
     first = plain(to_dict(cfg.method).get("first_stage"))
@@ -439,7 +441,7 @@ def train_fold(
             flush=True,
         ),
     )
-    for c, m in zip(result.checkpoints, scorer.log):
+    for c, m in zip(result.checkpoints, scorer.log, strict=True):
         c["metrics"] = m
     if not result.chosen:
         raise RuntimeError(f"{fold_dir.name}: no checkpoint was scored on the dev queries")

@@ -27,8 +27,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import hydra
 import numpy as np
@@ -38,17 +39,17 @@ from tqdm.auto import tqdm
 
 from analysis.metrics import evaluate_run
 from experiments.config import to_dict
+from experiments.cross_fit import labelled_ids, labelled_queries
+from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
 from experiments.run_identity import method_params
-from lethe.core.targets import build
+from experiments.runner import QuerySelection, group_docs, walk_eligible
+from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
-from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
-from experiments.cross_fit import labelled_ids, labelled_queries
-from lethebench.folds import cross_fit_plan
-from experiments.runner import QuerySelection, group_docs, walk_eligible
-from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethe.core.protocol import Query
-from lethe.core.arguments import check_arguments
+from lethe.core.targets import build
+from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
+from lethebench.folds import cross_fit_plan
 from lethebench.provenance import git_info
 from lethebench.schema import Dataset, read_dataset
 
@@ -164,7 +165,7 @@ def achieved(
         return float("nan")
     a, lam = snap(pred[:, 0], grid["alpha"]), snap(pred[:, 1], grid["lambda"])
     index = {cell: j for j, cell in enumerate(cells)}
-    return float(np.mean([ndcg[i, index[(float(x), float(y))]] for i, (x, y) in enumerate(zip(a, lam))]))
+    return float(np.mean([ndcg[i, index[(float(x), float(y))]] for i, (x, y) in enumerate(zip(a, lam, strict=True))]))
 
 
 def fit_fold(
@@ -240,7 +241,7 @@ def train(cfg: DictConfig, progress: bool = True) -> FusionModel:
         "oracle_share_by_alpha": {
             str(a): round(float(np.mean(y[informative, 0] == a)), 4) for a in info["grid"]["alpha"]
         },
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "created": dt.datetime.now(dt.UTC).isoformat(),
         "git": git_info(),
     }
     return FusionModel(folds, card)

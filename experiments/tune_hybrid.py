@@ -35,11 +35,11 @@ from experiments.cross_fit import labelled_ids, labelled_queries
 from experiments.datasets import dataset_build_key, dataset_key, prepare_dataset
 from experiments.run_identity import method_params
 from experiments.runner import QuerySelection, group_docs, walk_eligible
-from lethe.core.targets import build
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
 from lethe.core.paths import project_path
 from lethe.core.protocol import Query
+from lethe.core.targets import build
 from lethebench.folds import cross_fit_plan
 from lethebench.provenance import git_info
 from lethebench.schema import read_dataset
@@ -123,7 +123,7 @@ def tune(cfg: DictConfig, progress: bool = True) -> tuple[TunedHybrid, dict[str,
         folds.append(
             {
                 "value": value,
-                "mean_ndcg@10_by_value": dict(zip(map(str, grid), means)),
+                "mean_ndcg@10_by_value": dict(zip(map(str, grid), means, strict=True)),
                 "n_train": int(plan.train.sum()),
                 "n_dev": int(plan.dev.sum()),
                 "n_heldout": None if plan.heldout is None else int(plan.heldout.sum()),
@@ -140,7 +140,7 @@ def tune(cfg: DictConfig, progress: bool = True) -> tuple[TunedHybrid, dict[str,
         "scheme": scheme + " (here: the value is chosen on train+dev together)",
         "n_queries": int(len(meta)),
         "folds": folds,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "created": dt.datetime.now(dt.UTC).isoformat(),
         "git": git_info(),
     }
     return method, card

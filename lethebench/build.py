@@ -19,13 +19,14 @@ import hashlib
 import importlib
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from lethe.retrieval.embedder import Embedder
-from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethe.core.hashing import content_hash, sha256_file_cached
 from lethe.core.paths import project_path
+from lethe.retrieval.embedder import Embedder
+from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels, whole_corpus
 from lethebench.duplicates import duplicate_params, inject_duplicates
 from lethebench.schema import Dataset, DatasetError, SourceDataset, write_dataset
@@ -97,7 +98,7 @@ def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> S
 def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkParams, tokenizer_sha: str) -> str:
     """Content hash naming a processed dataset folder."""
     inputs = {}
-    for f, p in zip(dataset_cfg.get("files", []), input_paths(dataset_cfg, data_root)):
+    for f, p in zip(dataset_cfg.get("files", []), input_paths(dataset_cfg, data_root), strict=True):
         if not p.is_file():
             where = (
                 f"dataset.files_root={dataset_cfg['files_root']!r}: relative entries of dataset.files are read "

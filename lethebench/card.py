@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
 from lethe.text.analyzer import STOPWORDS  # Lucene's English stopwords, for overlap statistics
-
 
 # keys of a dataset config's `provenance:` section; `description` becomes the card's prose description,
 # the others its `provenance` entry
@@ -113,9 +113,9 @@ def lexical_overlap(
 
     Returns the mean overall and per category, and the share of queries with zero overlap.
     """
-    text = dict(zip(corpus["doc_id"], corpus["text"]))
+    text = dict(zip(corpus["doc_id"], corpus["text"], strict=True))
     rows = []
-    for qid, cat, qtext in zip(queries["query_id"], queries["category"], queries["text"]):
+    for qid, cat, qtext in zip(queries["query_id"], queries["category"], queries["text"], strict=True):
         rel = qrels.get(qid)
         toks = content_tokens(qtext)
         if not rel or not toks:

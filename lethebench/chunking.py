@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -202,7 +203,7 @@ def chunk_corpus(
         pieces = chunk_text(r["text"], spans, params, embed)
         ids = [r["source_id"]] if len(pieces) == 1 else [f"{r['source_id']}#{i}" for i in range(len(pieces))]
         src_to_docs[r["source_id"]] = ids
-        for i, (doc_id, (text, ntok)) in enumerate(zip(ids, pieces)):
+        for i, (doc_id, (text, ntok)) in enumerate(zip(ids, pieces, strict=True)):
             meta = json.loads(r["meta"])
             if len(pieces) > 1:
                 meta = {**meta, "chunk": i, "chunks": len(pieces)}

@@ -15,7 +15,8 @@ ordinary chunk mapping); a loader that grades chunks itself (UltraDomain) or ret
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

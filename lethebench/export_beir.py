@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -68,7 +69,9 @@ def _jsonl(rows: list[Mapping[str, Any]]) -> str:
 
 def _records(df: pd.DataFrame, drop: str) -> list[dict[str, Any]]:
     cols = [c for c in df.columns if c != drop]
-    return [{c: _plain(v) for c, v in zip(cols, row)} for row in df[cols].itertuples(index=False, name=None)]
+    return [
+        {c: _plain(v) for c, v in zip(cols, row, strict=True)} for row in df[cols].itertuples(index=False, name=None)
+    ]
 
 
 def _check_target(out: Path) -> None:
@@ -92,7 +95,10 @@ def export_beir(dataset: Dataset | str | Path, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     _check_target(out)
     queries = ds.queries
-    split_of = {qid: (s if isinstance(s, str) else NULL_SPLIT) for qid, s in zip(queries["query_id"], queries["split"])}
+    split_of = {
+        qid: (s if isinstance(s, str) else NULL_SPLIT)
+        for qid, s in zip(queries["query_id"], queries["split"], strict=True)
+    }
     by_split: dict[str, list[str]] = {}
     for qid in queries["query_id"]:
         if ds.qrels.get(qid):
@@ -101,9 +107,9 @@ def export_beir(dataset: Dataset | str | Path, out_dir: str | Path) -> Path:
         raise DatasetError(f"{ds.name}: a split name cannot be a file name: {sorted(by_split)}")
 
     with atomic_dir(out) as tmp:
-        docs = [{"_id": d, "title": "", "text": t} for d, t in zip(ds.corpus["doc_id"], ds.corpus["text"])]
+        docs = [{"_id": d, "title": "", "text": t} for d, t in zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True)]
         (tmp / CORPUS_FILE).write_text(_jsonl(docs), encoding="utf-8")
-        qs = [{"_id": q, "text": t} for q, t in zip(queries["query_id"], queries["text"])]
+        qs = [{"_id": q, "text": t} for q, t in zip(queries["query_id"], queries["text"], strict=True)]
         (tmp / QUERIES_FILE).write_text(_jsonl(qs), encoding="utf-8")
         (tmp / QRELS_DIR).mkdir()
         names = [CORPUS_FILE, QUERIES_FILE]

@@ -15,8 +15,8 @@ passes none (scope, else query), so its folds are those its models were trained 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 def source_ids(corpus: pd.DataFrame) -> dict[str, str]:
     """doc_id -> source_id (the document a chunk was cut from) of a processed corpus."""
-    return dict(zip(corpus["doc_id"].astype(str), corpus["source_id"].astype(str)))
+    return dict(zip(corpus["doc_id"].astype(str), corpus["source_id"].astype(str), strict=True))
 
 
 def gold_groups(query_ids: list[str], qrels: Qrels, source_of: Mapping[str, str]) -> dict[str, str]:

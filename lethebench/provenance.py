@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import os
-from pathlib import Path
 import platform
 import resource
 import subprocess
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from lethe.core.paths import PROJECT_ROOT
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
 from lethe.core.faults import kill_point
-from lethebench.card import render_card_md
 from lethe.core.hashing import content_hash, sha256_file, sha256_file_cached
+from lethebench.card import render_card_md
 from lethebench.trec import Qrels, read_qrels, write_qrels
 
 log = logging.getLogger(__name__)
@@ -148,8 +149,8 @@ def validate(ds: Dataset) -> None:
     _check_unique(ds.queries, "query_id", f"{ds.name}/queries")
     _check_nonempty_text(ds.corpus, "doc_id", f"{ds.name}/corpus")
     _check_nonempty_text(ds.queries, "query_id", f"{ds.name}/queries")
-    doc_scope = dict(zip(ds.corpus["doc_id"], ds.corpus["scope_id"]))
-    q_scope = dict(zip(ds.queries["query_id"], ds.queries["scope_id"]))
+    doc_scope = dict(zip(ds.corpus["doc_id"], ds.corpus["scope_id"], strict=True))
+    q_scope = dict(zip(ds.queries["query_id"], ds.queries["scope_id"], strict=True))
     unknown_scopes = set(q_scope.values()) - set(doc_scope.values())
     if unknown_scopes:
         raise DatasetError(f"{ds.name}/queries: scope_id(s) with no corpus docs: {sorted(unknown_scopes)[:5]}")

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from lethe.core.atomic import atomic_dir
 from lethe.core.locking import hold

@@ -21,8 +21,9 @@ parameter: it is left out of the run's identity (``experiments.run_identity``) a
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Mapping
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
 
 import yaml
 
@@ -78,7 +79,7 @@ def method_supervision(method: Mapping[str, Any]) -> tuple[str, ...]:
     return parse(value, f"method.{KEY}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def declared(name: str) -> Any:
     """The ``supervision`` entry ``conf/method/<name>.yaml`` declares (None when there is no such file or entry): what
     the analysis reads for a run made before the key existed (it is not part of the run's identity)."""

@@ -6,8 +6,8 @@ Ids must not contain whitespace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from lethe.core.atomic import atomic_write_text
 

@@ -18,8 +18,8 @@ from hydra.utils import instantiate
 
 from experiments.config import load_config, to_dict
 from experiments.run_identity import method_params
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from lethe.core.models import ModelNotFoundError
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from lethe.core.typed_config import ConfigError
 from lethebench.supervision import method_supervision
 from tests.conftest import DATA_ROOT

@@ -28,7 +28,7 @@ def command_line(module: str) -> str | None:
 def manifest(cfg: DictConfig, command: str | None, started: dt.datetime, **extra: Any) -> dict[str, Any]:
     """A study's ``manifest.json`` (for lethebench.studies.StudyFolder.write), ended now; ``extra`` adds
     study-specific entries (e.g. the dataset's build key)."""
-    ended = dt.datetime.now(dt.timezone.utc)
+    ended = dt.datetime.now(dt.UTC)
     return {
         "config": OmegaConf.to_container(cfg, resolve=True),
         "command": command,

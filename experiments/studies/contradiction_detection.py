@@ -39,18 +39,19 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
 from experiments.studies.common import command_line, manifest, study_llm
-from lethe.core.paths import project_path
-from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
-from lethe.core.protocol import Doc
 from lethe.core.arguments import check_arguments
+from lethe.core.paths import project_path
+from lethe.core.protocol import Doc
+from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethebench.schema import read_dataset
 from lethebench.studies import StudyFolder
 
@@ -81,7 +82,7 @@ def load_scopes(folder: Path) -> tuple[dict[str, list[Doc]], set[tuple[str, str]
     ds = read_dataset(Path(folder))
     gold: set[tuple[str, str]] = set()
     if ds.contradictions is not None:
-        gold = set(zip(ds.contradictions["stale_doc_id"], ds.contradictions["current_doc_id"]))
+        gold = set(zip(ds.contradictions["stale_doc_id"], ds.contradictions["current_doc_id"], strict=True))
     scopes: dict[str, list[Doc]] = {}
     corpus = ds.corpus.sort_values(["scope_id", "position", "doc_id"], kind="stable")
     for sid, grp in corpus.groupby("scope_id", sort=True):
@@ -401,7 +402,7 @@ def dataset_folder(cfg: DictConfig) -> Path:
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Evaluate ``cfg.backends`` (settings: ``conf/contradiction_detection.yaml``), write the tables and
     ``manifest.json`` to ``cfg.out_dir`` (unless ``blocking_only``); return ``{"meta", "rows"}``."""
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     backends = [str(b) for b in cfg.backends]
     bad = [b for b in backends if b not in ("rules", "llm")]
     if bad:
@@ -437,8 +438,8 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
             table_row("rules", None, sample_desc, evaluate_detector(RulesDetector(), scope_ids=sample, loaded=loaded))
         )
     if "llm" in backends:
-        from lethe.stages.contradiction.detectors import make_detector
         from lethe.llm.base import Decoding, Message
+        from lethe.stages.contradiction.detectors import make_detector
 
         for name in [str(n) for n in cfg.llms]:
             llm = study_llm(name, cfg)

@@ -49,17 +49,18 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import markdown_table
 from experiments.studies.common import command_line, manifest, study_llm
+from lethe.core.arguments import check_arguments
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import PROJECT_ROOT, project_path
-from lethe.core.arguments import check_arguments
 from lethebench.studies import StudyFolder
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
@@ -96,7 +97,7 @@ def cohen_kappa(gold: Sequence[str], pred: Sequence[str]) -> float | None:
     n = len(gold)
     if n == 0:
         return None
-    p_o = sum(g == p for g, p in zip(gold, pred)) / n
+    p_o = sum(g == p for g, p in zip(gold, pred, strict=True)) / n
     p_e = sum((sum(p == c for p in pred) / n) * (sum(g == c for g in gold) / n) for c in LABELS)
     if p_e >= 1.0:
         return None
@@ -105,8 +106,8 @@ def cohen_kappa(gold: Sequence[str], pred: Sequence[str]) -> float | None:
 
 def roc_auc(gold: Sequence[str], p_supported: Sequence[float]) -> float | None:
     """P(p of a gold-supported item > p of a gold-unsupported item), ties 1/2; None if a class is missing."""
-    pos = [p for g, p in zip(gold, p_supported) if g == "supported"]
-    neg = [p for g, p in zip(gold, p_supported) if g == "unsupported"]
+    pos = [p for g, p in zip(gold, p_supported, strict=True) if g == "supported"]
+    neg = [p for g, p in zip(gold, p_supported, strict=True) if g == "unsupported"]
     if not pos or not neg:
         return None
     wins = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg)
@@ -121,7 +122,7 @@ def agreement_scores(gold: Sequence[str], pred: Sequence[str | None]) -> dict[st
     for x in list(gold) + [p for p in pred if p is not None]:
         if x not in LABELS:
             raise ValueError(f"label {x!r} not in {LABELS}")
-    pairs = [(g, p) for g, p in zip(gold, pred) if p is not None]
+    pairs = [(g, p) for g, p in zip(gold, pred, strict=True) if p is not None]
     g_j, p_j = [g for g, _ in pairs], [p for _, p in pairs]
     conf = {f"gold_{g}": {f"pred_{p}": sum(1 for a, b in pairs if a == g and b == p) for p in LABELS} for g in LABELS}
     return {
@@ -291,7 +292,7 @@ def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[st
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Judge the items with each of ``cfg.llms`` (settings: ``conf/judge_agreement.yaml``), write the
     tables and ``manifest.json`` to ``cfg.out_dir``; return the JSON document."""
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     names = [str(n) for n in cfg.llms]
     if not names:
         raise SystemExit("llms is empty: name at least one conf/llm/<name>.yaml, e.g. llms=[smollm2]")

@@ -33,20 +33,21 @@ import datetime as dt
 import json
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import hydra
 import pandas as pd
 from omegaconf import DictConfig
 
 from analysis.formatting import fmt, fmt_p, markdown_table
-from experiments.studies.judge_agreement import agreement_scores
 from analysis.judge_pairs import build_pairs
 from analysis.stats import proportion_cells, sign_test
 from experiments.studies.common import command_line, manifest, study_llm
-from lethe.core.paths import project_path
+from experiments.studies.judge_agreement import agreement_scores
 from lethe.core.arguments import check_arguments
+from lethe.core.paths import project_path
 from lethe.stages.generation import HallucinationJudge
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.schema import Dataset, read_dataset
@@ -61,7 +62,7 @@ def groups_of(ds: Dataset) -> dict[str, str] | None:
     first gold source document (a TechQA technote), so that no document's questions fall in both splits."""
     if ds.queries["scope_id"].nunique() > 1:
         return None
-    source_of = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"]))
+    source_of = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"], strict=True))
     return {q: min((source_of.get(d, d) for d in rel), default=q) for q, rel in ds.qrels.items()}
 
 
@@ -81,7 +82,7 @@ def select_pairs(ds: Dataset, split: str, per_perturbation: int | None, seed: in
 
 def gold_contexts(ds: Dataset, query_id: str, context_docs: int) -> list[str]:
     """The texts of ``query_id``'s relevant docs, highest grade first (then doc id), at most ``context_docs``."""
-    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
+    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True))
     rel = sorted((ds.qrels.get(query_id) or {}).items(), key=lambda x: (-x[1], x[0]))
     return [text[d] for d, _ in rel if d in text][:context_docs]
 
@@ -93,7 +94,7 @@ def pairwise_rows(
     if criterion not in CRITERIA:
         raise ValueError(f"criterion={criterion!r}: not one of {list(CRITERIA)}")
     outcome = []
-    for better, j in zip(pairs["better"], judgments):
+    for better, j in zip(pairs["better"], judgments, strict=True):
         w = j.winners.get(criterion)  # "A" = answer_1, "B" = answer_2
         outcome.append(
             None
@@ -287,7 +288,7 @@ def _judge_each(
 
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Run every judge of ``cfg`` on the pairs, write the tables and manifest to ``cfg.out_dir``; return the doc."""
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     if not cfg.dataset_folder:
         raise SystemExit("set dataset_folder=<a processed dataset folder with gold answers (LoCoMo, TechQA)>")
     folder = project_path(cfg.dataset_folder)
@@ -324,7 +325,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                     {"first": o.first, "status": o.status, "raw_text": o.raw_text, "llm_ms": o.llm_ms} for o in j.orders
                 ],
             }
-            for p, j in zip(pairs["pair_id"], got)
+            for p, j in zip(pairs["pair_id"], got, strict=True)
         ]
     items = hallucination_items(ds, pairs, int(cfg.hallucination.context_docs))
     for name in cfg.hallucination.judges or []:
@@ -354,7 +355,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 "p_supported": r.p_supported,
                 "raw_text": r.raw_text,
             }
-            for it, p, r in zip(items, preds, res)
+            for it, p, r in zip(items, preds, res, strict=True)
         ]
     meta = {
         "dataset": ds.card.get("name") or ds.name,

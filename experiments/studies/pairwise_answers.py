@@ -23,8 +23,9 @@ import datetime as dt
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import hydra
 import pandas as pd
@@ -33,9 +34,9 @@ from omegaconf import DictConfig
 from analysis.formatting import fmt_p, markdown_table
 from analysis.stats import proportion_cells, sign_test
 from experiments.studies.common import command_line, manifest, study_llm
+from lethe.core.arguments import check_arguments
 from lethe.core.hashing import sha256_file
 from lethe.core.paths import project_path
-from lethe.core.arguments import check_arguments
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
@@ -75,7 +76,7 @@ def agreement(judgments: Sequence[PairJudgment], items: Sequence[Mapping[str, An
     """The judge's winners on hand-labelled items against their labels (module docstring). Each item's ``label``
     maps criteria to "1" or "2" (the better answer's position in the file); criteria it leaves out are not scored."""
     counts = {"agree": 0, "disagree": 0, "tie": 0, "unjudged": 0}
-    for j, it in zip(judgments, items):
+    for j, it in zip(judgments, items, strict=True):
         for c, gold in it["label"].items():
             want = {"1": "A", "2": "B"}[str(gold)]
             got = j.winners.get(c)
@@ -169,7 +170,7 @@ def _record(judge: str, pair: str, qid: str, j: PairJudgment) -> dict[str, Any]:
 
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Judge every pair and the labelled items with each judge; write the tables and manifest to ``cfg.out_dir``."""
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     folders = {str(k): project_path(v) for k, v in (cfg.run_folders or {}).items()}
     pairs = [tuple(str(x) for x in p) for p in cfg.pairs]
     for p in pairs:
@@ -201,7 +202,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
             t0 = time.perf_counter()
             labelled = [judge.judge(it["query"], it["answer1"], it["answer2"]) for it in items]
             label_s = time.perf_counter() - t0
-            records += [_record(jname, "labels", it["id"], j) for it, j in zip(items, labelled)]
+            records += [_record(jname, "labels", it["id"], j) for it, j in zip(items, labelled, strict=True)]
             every: list[PairJudgment] = list(labelled)
             sets: dict[str, list[PairJudgment]] = {"labels": labelled}
             for name, a, b in pairs:
@@ -211,7 +212,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 secs = time.perf_counter() - t1
                 every += got
                 sets[name] = got
-                records += [_record(jname, name, q, j) for q, j in zip(df["query_id"], got)]
+                records += [_record(jname, name, q, j) for q, j in zip(df["query_id"], got, strict=True)]
                 for row in win_rates([j.winners for j in got]):
                     rows.append(
                         {

@@ -20,17 +20,19 @@ import shlex
 import shutil
 import socket
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from omegaconf import OmegaConf
+
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, SlurmQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher as _SubmititLocal
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as _SubmititSlurm
-from omegaconf import OmegaConf
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +82,8 @@ ConfigStore.instance().store(
 class TimedJobReturn(JobReturn):
     """Hydra's JobReturn with the job's wall time and node, measured where the job ran."""
 
-    seconds: Optional[float] = None
-    node: Optional[str] = None
+    seconds: float | None = None
+    node: str | None = None
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -150,7 +152,7 @@ def follow_jobs(
     error once every job has ended, so no job is lost behind an earlier failure."""
     names = job_names(job_overrides)
     total, start = len(jobs), clock()
-    results: list[Optional[JobReturn]] = [None] * total
+    results: list[JobReturn | None] = [None] * total
     waiting = list(range(total))
     here = socket.gethostname()
     while waiting:
@@ -222,7 +224,7 @@ class _FollowingLauncher:
             idx = initial_job_idx + n
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
-        jobs = executor.map_array(self, *zip(*job_params))
+        jobs = executor.map_array(self, *zip(*job_params, strict=True))
         print(
             f"Submitted {len(jobs)} job(s) to submitit's {self._EXECUTOR} executor (logs under "
             f"{executor.folder}); a line as each one ends:",

@@ -4,7 +4,7 @@ would keep it) and every ``key=value`` override parseable, refused with a messag
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from lethe.core.secrets import refuse_secret_arguments
 from lethe.core.targets import refuse_target_arguments

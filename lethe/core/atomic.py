@@ -48,8 +48,8 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 try:
     import fcntl
@@ -62,11 +62,10 @@ log = logging.getLogger(__name__)
 def current_umask() -> int:
     """The process's umask, read without changing it where Linux shows it (``/proc/self/status``);
     elsewhere it is set and restored (not thread-safe, so only as a fallback)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any
 
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import content_hash, sha256_file_cached

@@ -26,8 +26,9 @@ import logging
 import os
 import zipfile
 import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class EmbeddingCache:
                     except _CORRUPT as err:
                         self._quarantine(shard, inode, err)
                         continue
-                    self._vecs.update(zip(keys, vecs))
+                    self._vecs.update(zip(keys, vecs, strict=True))
         return self._vecs
 
     def _quarantine(self, shard: Path, inode: int, err: BaseException) -> None:
@@ -152,7 +153,7 @@ class EmbeddingCache:
         )
         assert len(vecs) == len(keys), (len(vecs), len(keys))
         store = self._load()
-        for k, v in zip(keys, vecs):
+        for k, v in zip(keys, vecs, strict=True):
             store[k] = v
             self._pending.append((k, v))
         if len(self._pending) >= self.flush_every:

@@ -46,8 +46,9 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import sha256_file, sha256_text

@@ -8,7 +8,7 @@ the fold's held-out set. Asking for a query no model may score raises :class:`Le
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 
 class LeakageError(RuntimeError):

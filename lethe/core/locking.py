@@ -16,8 +16,8 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from filelock import FileLock, Timeout
 

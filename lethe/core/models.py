@@ -17,9 +17,10 @@ import functools
 import hashlib
 import importlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lethe.core.gguf import resolve_gguf
 from lethe.core.hashing import update_with_file
@@ -40,7 +41,7 @@ class ModelSpec:
     allow_hub: bool = False
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> "ModelSpec":
+    def from_config(cls, cfg: Mapping[str, Any]) -> ModelSpec:
         keys = {"name", "path", "pypi_module", "hub_id", "allow_hub"}
         spec = {k: v for k, v in cfg.items() if k in keys}
         if "allow_hub" in spec:

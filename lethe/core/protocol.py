@@ -7,8 +7,9 @@ see other scopes, later turns, qrels or answers, so they cannot peek.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # The retrieval plans of the Lethe planner (lethe.stages.planning): the values of a query's ``flags["plan"]`` and of
 # LetheBench's gold ``plan_label``, which the plan-accuracy analysis compares (analysis/plans.py).

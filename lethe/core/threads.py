@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM")
 
 

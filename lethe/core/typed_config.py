@@ -9,7 +9,8 @@ Mapping, a model object) are left to the target itself.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 _HYDRA_KEYS = {"_target_", "_convert_", "_partial_", "_recursive_", "_args_"}
 _SIMPLE: dict[str, Callable[[Any], bool]] = {

@@ -86,14 +86,15 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
-from lethe.llm.cache import ResponseCache, messages_as_dicts
 from lethe.core.model_types import ResolvedModel
 from lethe.core.models import resolve_model
 from lethe.core.secrets import refuse_secrets
 from lethe.core.typed_config import plain_values
+from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
+from lethe.llm.cache import ResponseCache, messages_as_dicts
 
 KINDS = ("llamacpp", "openai_compatible")
 

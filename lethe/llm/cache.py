@@ -14,13 +14,14 @@ An unreadable entry counts as a miss (and is overwritten by the next ``put``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lethe.core.atomic import atomic_write_text
-from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.core.hashing import sha256_text
+from lethe.llm.base import Decoding, LLMResponse, Message
 
 FORMAT_VERSION = 1
 

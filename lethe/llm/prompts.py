@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lethe.llm.base import Message
 from lethe.core.hashing import sha256_bytes
+from lethe.llm.base import Message
 
 __all__ = ["PROMPT_DIR", "Prompt", "load_prompt", "available_prompts"]
 
@@ -106,7 +106,7 @@ def available_prompts() -> list[tuple[str, str]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str, version: str = "v1") -> Prompt:
     """The prompt ``<name>.<version>.txt`` from ``PROMPT_DIR``; unknown ones raise FileNotFoundError."""
     if not _NAME.match(name) or not _VERSION.match(version):

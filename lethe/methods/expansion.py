@@ -71,19 +71,14 @@ plain query) or the heuristic's terms (``"heuristic"``); either way it is flagge
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from lethe.retrieval.bm25 import BM25Index
-from lethe.stages.boost import MetadataBoost, QuerySignals
-from lethe.retrieval.dense import DenseIndex, make_embedder
-from lethe.retrieval.embedder import Embedder
-from lethe.text.entities import exact_terms
-from lethe.retrieval.fusion import rrf
-from lethe.retrieval.ranking import top_indices, top_k
+from lethe.core.protocol import Doc, Query, SearchResult, count_fallback_causes, record_llm_failures
 from lethe.llm.base import Decoding, LLMBackend
 from lethe.llm.parsing import (
     ExactTerms,
@@ -95,8 +90,14 @@ from lethe.llm.parsing import (
     parse_passage,
 )
 from lethe.llm.prompts import load_prompt
+from lethe.retrieval.bm25 import BM25Index
+from lethe.retrieval.dense import DenseIndex, make_embedder
+from lethe.retrieval.embedder import Embedder
+from lethe.retrieval.fusion import rrf
+from lethe.retrieval.ranking import top_indices, top_k
+from lethe.stages.boost import MetadataBoost, QuerySignals
 from lethe.stages.understanding.llm import CallStats, Outcome, as_decoding, ask, build_llm
-from lethe.core.protocol import Doc, Query, SearchResult, count_fallback_causes, record_llm_failures
+from lethe.text.entities import exact_terms
 
 __all__ = ["HyDESearch", "KeywordSearch", "KeywordBoostSearch", "DEFAULT_DECODING"]
 

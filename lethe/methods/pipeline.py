@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from lethe.core.protocol import (
     count_fallback_causes,
     record_llm_failures,
 )
+from lethe.llm.pool import LLMPool
 from lethe.retrieval.bm25 import BM25Index
 from lethe.retrieval.dense import make_embedder
 from lethe.retrieval.embedder import Embedder
@@ -60,7 +62,6 @@ from lethe.retrieval.ranking import top_indices
 from lethe.stages.boost import MetadataBoost, QuerySignals, query_signals
 from lethe.stages.candidates import BM25Params, Prepared, SubCandidates
 from lethe.stages.diversify import EntityDiversifier
-from lethe.llm.pool import LLMPool
 from lethe.stages.learned_fusion import FusionModel, LearnedFusionConfig
 from lethe.stages.planning import Planner, as_dict, plan_inputs
 from lethe.stages.ranking_stage import IndexAware, RankingStage, ReadsCandidates, UsesLLMs
@@ -226,7 +227,7 @@ class LethePipeline:
             self.bm25.set_idf(self._collection_df, self._collection_n)
         missing = [d for d in self.docs if d.doc_id not in self._vecs]
         if missing:
-            for d, v in zip(missing, self.embedder.encode([d.text for d in missing], role="doc")):
+            for d, v in zip(missing, self.embedder.encode([d.text for d in missing], role="doc"), strict=True):
                 self._vecs[d.doc_id] = v
         self.vecs = np.stack([self._vecs[d.doc_id] for d in self.docs]) if self.docs else np.zeros((0, 1), np.float32)
         self.doc_entities = [entities(d.text) for d in self.docs]

@@ -9,7 +9,7 @@ The method wrapper with Anserini's ranking is ``baselines.bm25_memory.InMemoryBM
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -79,11 +79,11 @@ class BM25Index:
         self.analyze = get_analyzer(analyzer)
         self.fit_terms([])
 
-    def fit(self, texts: Sequence[str]) -> "BM25Index":
+    def fit(self, texts: Sequence[str]) -> BM25Index:
         """Analyze and index ``texts`` (n docs, in order)."""
         return self.fit_terms([self.analyze(t) for t in texts])
 
-    def fit_terms(self, docs_terms: Sequence[Sequence[str]]) -> "BM25Index":
+    def fit_terms(self, docs_terms: Sequence[Sequence[str]]) -> BM25Index:
         """Index already analyzed docs: one list of terms per doc."""
         vocab: dict[str, int] = {}
         lengths = np.fromiter((len(t) for t in docs_terms), dtype=np.int64, count=len(docs_terms))
@@ -116,7 +116,7 @@ class BM25Index:
             self.post_denom = np.float32(1) + freq.astype(np.float32) * self.norm_inverse[self.norms[self.post_docs]]
         return self
 
-    def set_idf(self, df: Mapping[str, int], n_docs: int) -> "BM25Index":
+    def set_idf(self, df: Mapping[str, int], n_docs: int) -> BM25Index:
         """Replace the IDF with one from outside collection statistics (``df``: term -> doc count
         over ``n_docs`` docs), e.g. a whole corpus instead of this session; lengths stay local."""
         terms = sorted(self.vocab, key=self.vocab.get)

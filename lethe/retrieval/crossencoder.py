@@ -20,18 +20,19 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from lethe.core.hashing import content_hash
 from lethe.core.atomic import atomic_write_text
 from lethe.core.checksums import folder_damage, sealed, unsealed, write_checksums
 from lethe.core.devices import resolve_device
-from lethe.core.library_logs import quiet_model_loading
+from lethe.core.hashing import content_hash
 from lethe.core.heldout import may_score
+from lethe.core.library_logs import quiet_model_loading
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
 from lethe.core.paths import project_path
 from lethe.retrieval.fusion import minmax as fusion_minmax
@@ -172,7 +173,7 @@ def rerank(
 ) -> list[tuple[str, float]]:
     """``candidates`` (doc_id, text) ordered by score descending, ties by doc id descending."""
     scores = score_pairs(model, query, [t for _, t in candidates], batch_size)
-    return canonical_order((d, float(s)) for (d, _), s in zip(candidates, scores))
+    return canonical_order((d, float(s)) for (d, _), s in zip(candidates, scores, strict=True))
 
 
 def minmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -6,14 +6,14 @@ where documents are embedded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from lethe.core.typed_config import ConfigError
 from lethe.retrieval.embedder import Embedder
-
 
 EMBEDDER_OPTIONS = ("batch_size", "cache_roles", "persist_every", "backend", "onnx", "device", "prompts")
 EMBEDDER_KEYS = frozenset({"name", "path", "pypi_module", "hub_id", "allow_hub", *EMBEDDER_OPTIONS})
@@ -43,7 +43,7 @@ class DenseIndex:
         self.ids: list[str] = []
         self.vecs = np.zeros((0, 1), np.float32)
 
-    def fit(self, ids: Sequence[str], texts: Sequence[str]) -> "DenseIndex":
+    def fit(self, ids: Sequence[str], texts: Sequence[str]) -> DenseIndex:
         self.ids = list(ids)
         self.vecs = self.embedder.encode(texts, role="doc") if texts else np.zeros((0, 1), np.float32)
         return self

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -162,7 +163,7 @@ class Embedder:
         keys = [text_key(t) for t in texts]
         found = cache.get(keys)
         self.last_cache_hits = sum(v is not None for v in found)
-        missing = {k: t for k, t, v in zip(keys, texts, found) if v is None}
+        missing = {k: t for k, t, v in zip(keys, texts, found, strict=True) if v is None}
         if missing:
             ordered = sorted(set(keys))
             chunks = [
@@ -184,10 +185,10 @@ class Embedder:
                 if len(chunk) >= 32:  # a real batch (docs): persist now; single queries accumulate
                     cache.flush()
                     kill_point("embedding")
-                fresh.update(zip(chunk, new))
+                fresh.update(zip(chunk, new, strict=True))
                 bar.update(len(chunk))
             bar.close()
-            found = [v if v is not None else fresh[k] for k, v in zip(keys, found)]
+            found = [v if v is not None else fresh[k] for k, v in zip(keys, found, strict=True)]
         return np.vstack(found) if found else np.zeros((0, self.dim), np.float32)
 
     @property

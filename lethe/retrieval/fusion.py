@@ -6,7 +6,7 @@ minimum after normalization (0) for convex fusion and contributes nothing to RRF
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -29,11 +29,8 @@ def convex(a: Mapping[str, float], b: Mapping[str, float], alpha: float, normali
     Keys absent from an input get 0 for that input's term.
     """
     keys = list(dict.fromkeys([*a, *b]))
-    na = dict(zip(a, minmax(np.array(list(a.values()))))) if a else {}
-    if normalize_b:
-        nb = dict(zip(b, minmax(np.array(list(b.values()))))) if b else {}
-    else:
-        nb = dict(b)
+    na = dict(zip(a, minmax(np.array(list(a.values()))), strict=True)) if a else {}
+    nb = dict(zip(b, minmax(np.array(list(b.values()))), strict=True)) if b and normalize_b else dict(b)
     return {d: alpha * na.get(d, 0.0) + (1 - alpha) * nb.get(d, 0.0) for d in keys}
 
 

@@ -32,16 +32,17 @@ import logging
 import tempfile
 import time
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from lethe.core.hashing import content_hash, sha256_text
 from lethe.core.atomic import atomic_dir
 from lethe.core.checksums import folder_damage, quarantine, write_checksums
 from lethe.core.devices import onnx_providers
+from lethe.core.hashing import content_hash, sha256_text
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class OnnxOptions:
     batch_size: int | None  # inputs per ONNX Runtime run; None = the caller's batch size (the torch path's)
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | "OnnxOptions") -> "OnnxOptions":
+    def from_config(cls, cfg: Mapping[str, Any] | OnnxOptions) -> OnnxOptions:
         """From a config mapping holding exactly the five keys (ValueError otherwise)."""
         if isinstance(cfg, OnnxOptions):
             return cfg
@@ -172,7 +173,7 @@ def _export(model: Any, kind: str, dest: Path, options: OnnxOptions) -> dict[str
             self.inner = inner
 
         def forward(self, *tensors: Any) -> Any:
-            features = dict(zip(names, tensors))
+            features = dict(zip(names, tensors, strict=True))
             features["modality"] = "text"
             return self.inner(features)[output]
 

@@ -24,8 +24,9 @@ retrieval, and ``generation`` and ``judge`` are timed as their own stages.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from difflib import SequenceMatcher
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

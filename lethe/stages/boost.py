@@ -12,8 +12,8 @@ so conversational queries pay nothing (the keyword-boost study's design, seeds/0
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

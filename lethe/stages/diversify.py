@@ -55,8 +55,8 @@ once.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
-from typing import AbstractSet, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -241,7 +241,7 @@ class EntityDiversifier:
         self,
         relevance: np.ndarray,
         doc_entities: Sequence[frozenset[str]],
-        query_entities: AbstractSet[str],
+        query_entities: Set[str],
         lam: float,
     ) -> list[int]:
         """Positions 0..n-1 of the fused list (relevance (n,), descending) in diversified order: the

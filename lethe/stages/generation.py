@@ -56,13 +56,14 @@ settings) for run manifests.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from lethe.text.abstention import abstains
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout
 from lethe.llm.prompts import Prompt, load_prompt
 from lethe.stages.rerank import p_yes_from_response, parse_yes_no
+from lethe.text.abstention import abstains
 from lethe.text.collapse import collapse
 
 __all__ = [

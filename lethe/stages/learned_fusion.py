@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lethe.core.hashing import content_hash, sha256_bytes
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+from lethe.core.hashing import content_hash, sha256_bytes
 from lethe.core.heldout import LeakageError, may_score, pick_fold  # noqa: F401 - LeakageError is part of this module's API
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class LearnedFusionConfig:
             raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
 
 
-def features(p: "Prepared") -> np.ndarray:
+def features(p: Prepared) -> np.ndarray:
     """Feature vector (len(FEATURES),) of a prepared query."""
     c = p.subs[0]
     lex = np.sort(c.bm25[np.isin(c.idx, c.lex_top)])[::-1]
@@ -188,9 +189,7 @@ class FusionModel:
             return False
 
     @classmethod
-    def load(
-        cls, model_dir: str | Path, expected_base: Mapping[str, Any], training: Mapping[str, Any]
-    ) -> "FusionModel":
+    def load(cls, model_dir: str | Path, expected_base: Mapping[str, Any], training: Mapping[str, Any]) -> FusionModel:
         """The model under ``model_dir/<config_key(...)>``; a clear error when absent or stale."""
         folder = Path(model_dir) / config_key(expected_base, training)
         if not (folder / "card.json").is_file() or not (folder / "model.pkl").is_file():
@@ -225,7 +224,7 @@ class FusionModel:
         allowed = [query_id is not None and f.may_score(query_id, scope_id) for f in self.folds]
         return pick_fold(allowed, query_id, scope_id, "learned fusion")
 
-    def predict(self, p: "Prepared", query: "Query") -> dict[str, Any]:
+    def predict(self, p: Prepared, query: Query) -> dict[str, Any]:
         """{'alpha', 'lam', 'fold'} for one query, snapped to the training grid."""
         i = self.fold_for(query.query_id, query.scope_id)
         y = np.asarray(self.folds[i].model.predict(features(p)[None, :]), dtype=np.float64).reshape(-1)

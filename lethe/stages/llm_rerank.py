@@ -19,8 +19,9 @@ says (off in ``conf/method/lethe_iter4.yaml``: what fits in the budget is measur
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from lethe.core.protocol import Doc, Query, record_llm_failures
 from lethe.llm.pool import LLMPool

@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout
 from lethe.llm.parsing import ParseError, extract_json

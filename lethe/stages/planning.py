@@ -24,8 +24,9 @@ is ours (the paper gives none).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import asdict, dataclass
-from typing import AbstractSet, Any, Mapping
+from typing import Any
 
 from lethe.core.protocol import PLANS
 
@@ -81,10 +82,10 @@ class PlanInputs:
 
 def plan_inputs(
     query: str,
-    query_entities: AbstractSet[str],
-    history_entities: AbstractSet[str],
+    query_entities: Set[str],
+    history_entities: Set[str],
     query_analyzed: set[str] | list[str],
-    history_vocab: AbstractSet[str] | Mapping[str, Any],
+    history_vocab: Set[str] | Mapping[str, Any],
 ) -> PlanInputs:
     """Overlap, length and novelty of ``query`` against a history (its entities and analyzed vocabulary)."""
     overlap = len(query_entities & history_entities) / len(query_entities) if query_entities else 0.0

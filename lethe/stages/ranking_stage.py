@@ -10,7 +10,8 @@ Hydra builds, applied in that order. Optional abilities are the Protocols below 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lethe.core.protocol import Doc, Query
 
@@ -53,7 +54,7 @@ class ReadsCandidates(Protocol):
 
 @runtime_checkable
 class UsesLLMs(Protocol):
-    def bind_llms(self, llms: "LLMPool") -> None:
+    def bind_llms(self, llms: LLMPool) -> None:
         """Called once when the pipeline is built, with its pool of LLM backends (one backend per distinct LLM
         config, shared by every stage that names it; the pipeline closes them): the stage builds what calls a
         model here."""

@@ -81,15 +81,16 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from lethe.retrieval.fusion import minmax
-from lethe.retrieval.ranking import top_indices
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout
 from lethe.llm.prompts import Prompt, load_prompt
+from lethe.retrieval.fusion import minmax
+from lethe.retrieval.ranking import top_indices
 from lethe.text.collapse import collapse
 
 __all__ = ["BudgetedReranker", "RerankResult", "parse_yes_no", "p_yes_from_response", "PROMPT_NAME", "DECODING"]
@@ -362,7 +363,7 @@ class BudgetedReranker:
             if raw.size != len(unjudged):
                 raise ValueError(f"fallback returned {raw.size} scores for {len(unjudged)} texts")
             mapped = np.clip(raw, 0.0, 1.0) if self.fallback_is_probability else _sigmoid(raw)
-            for i, s in zip(unjudged, mapped):
+            for i, s in zip(unjudged, mapped, strict=True):
                 rel[i], source[i] = float(s), "fallback"
             fallback_used, fallback_ms = True, (time.perf_counter() - tf) * 1000.0
 

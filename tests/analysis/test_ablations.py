@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import views as V
 from analysis import tables as T
+from analysis import views as V
 
 CFG = {
     "baselines": ["bm25", "hybrid"],
@@ -44,7 +44,7 @@ def test_variants_leave_the_main_family_and_form_their_own():
     main = T.table2(views, CFG)
     assert set(main["method"]) == {"hybrid", "lethe_iter1", "lethe_iter2"}  # no variant in the main family
     abl = T.table_ablations(views, CFG)
-    assert list(zip(abl["method"], abl["reference"])) == [
+    assert list(zip(abl["method"], abl["reference"], strict=True)) == [
         ("lethe_iter2", "lethe_iter1"),
         ("lethe_iter1+no_plan", "lethe_iter1"),
     ]

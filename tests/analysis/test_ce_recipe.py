@@ -46,11 +46,11 @@ def _view(scores: dict[str, np.ndarray], groups: list[str]) -> DatasetView:
 def test_recipe_dev_keeps_groups_whole_and_takes_about_the_share():
     groups = [f"g{i // 3}" for i in range(60)]  # 20 groups of 3 queries
     q = pd.DataFrame({"query_id": [f"q{i}" for i in range(60)], "scope_id": "s"})
-    dev, how = CR.recipe_dev_ids(q, dict(zip(q["query_id"], groups)), 0.2, 0)
+    dev, how = CR.recipe_dev_ids(q, dict(zip(q["query_id"], groups, strict=True)), 0.2, 0)
     assert how == "gold document" and len(dev) == 12  # 4 of 20 groups
-    by_group = {g: {q for q, gg in zip(q["query_id"], groups) if gg == g} for g in set(groups)}
+    by_group = {g: {q for q, gg in zip(q["query_id"], groups, strict=True) if gg == g} for g in set(groups)}
     assert all(m <= dev or not m & dev for m in by_group.values())
-    assert CR.recipe_dev_ids(q, dict(zip(q["query_id"], groups)), 0.2, 0)[0] == dev  # seeded
+    assert CR.recipe_dev_ids(q, dict(zip(q["query_id"], groups, strict=True)), 0.2, 0)[0] == dev  # seeded
     with pytest.raises(ValueError, match="share"):
         CR.recipe_dev_ids(q, {}, 0.7, 0)
 
@@ -59,7 +59,7 @@ def test_the_choice_reads_recipe_dev_and_the_report_reads_only_the_rest():
     n = 100
     groups = [f"g{i}" for i in range(n)]
     probe = _view({"ce": np.zeros(n)}, groups)
-    dev, _ = CR.recipe_dev_ids(probe.queries, dict(zip(probe.queries["query_id"], groups)), 0.2, 0)
+    dev, _ = CR.recipe_dev_ids(probe.queries, dict(zip(probe.queries["query_id"], groups, strict=True)), 0.2, 0)
     on_dev = probe.queries["query_id"].isin(dev).to_numpy()
     # ce_alone wins on recipe-dev only; ce wins on the reported queries
     ce = np.where(on_dev, 0.4, 0.6)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from analysis import expected as E
 from analysis.expected import (
     Tolerance,
     compare,
@@ -25,7 +26,6 @@ from analysis.expected import (
     verify,
     write_expected,
 )
-from analysis import expected as E
 from lethe.core.paths import PROJECT_ROOT
 from lethebench.runs import RunFolder
 
@@ -359,7 +359,7 @@ def test_a_study_is_measured_and_compared_row_by_row(tmp_path):
     }  # no timing, no missing value
     expected = {"runs": {"study/x": {"tolerance": 0.02, "metrics": {**got, "llm | m: precision": 0.26}}}}
     df = compare([("study/x", got, None), ("study/y", None, None)], expected)
-    status = dict(zip(df["run"] + " " + df["metric"], df["status"]))
+    status = dict(zip(df["run"] + " " + df["metric"], df["status"], strict=True))
     assert status["study/x llm | m: precision"] == "OKish" and status["study/x rules | -: tp"] == "OK"
     assert set(df.loc[df["run"] == "study/y", "status"]) == {"MISSING"}
     (folder / "other.json").write_text("{}")

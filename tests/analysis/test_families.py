@@ -46,7 +46,7 @@ def views():
 
 def test_the_family_is_exactly_the_declared_comparisons(views, cfg):
     conf = FAM.confirmatory_table(views, cfg, {"a": "hybrid", "b": "hybrid"})
-    got = sorted(zip(conf["dataset"], conf["method"], conf["baseline"], conf["role"]))
+    got = sorted(zip(conf["dataset"], conf["method"], conf["baseline"], conf["role"], strict=True))
     # iteration 4 has no run; iteration 3 only on a: every declared comparison whose runs both finished, no other
     assert got == [
         ("a", "lethe_iter2", "lethe_iter1", "step"),
@@ -83,7 +83,7 @@ def test_table_rows_outside_the_family_are_exploratory_with_bh_over_themselves(v
     t2 = FAM.split(corrected(pd.DataFrame(rows), cfg, "table2"), conf, cfg)
     assert not set(FAM.WHOLE_TABLE) & set(t2.columns)  # no whole-table correction left to misread
     c = t2[t2["family"] == FAM.CONFIRMATORY]
-    assert list(zip(c["dataset"], c["method"], c["metric"])) == [("a", "lethe_iter3", "ndcg@10")]
+    assert list(zip(c["dataset"], c["method"], c["metric"], strict=True)) == [("a", "lethe_iter3", "ndcg@10")]
     # the confirmatory row carries the family's test (more flips) and its Holm p, not a recomputation
     row = conf[(conf["method"] == "lethe_iter3") & (conf["role"] == "vs best baseline")].iloc[0]
     assert c.iloc[0]["p_adj"] == row["p_adj"] and c.iloc[0]["p_randomization"] == row["p_randomization"]

@@ -150,7 +150,7 @@ def test_a_less_supervised_best_baseline_gets_the_matched_comparison_beside_it(c
         ]
     )
     table = FI.findings_table(conf, t2, {"techqa": "hybrid"}, cfg)
-    got = list(zip(table["compared with"], table["role"], table["family"]))
+    got = list(zip(table["compared with"], table["role"], table["family"], strict=True))
     assert got == [
         ("hybrid", "vs best baseline", CONFIRMATORY),
         ("hybrid_tuned", "vs best with as much supervision", EXPLORATORY),

@@ -34,7 +34,7 @@ def pq(
     if supported is not None:
         df["flags"] = [
             json.dumps({**json.loads(f), "generation": {"judge_status": "ok" if x is not None else "timeout"}})
-            for f, x in zip(df["flags"], supported)
+            for f, x in zip(df["flags"], supported, strict=True)
         ]
         df["answer_supported"] = supported
         df["answer_status"] = ["ok" if s is not None else None for s in supported]

@@ -44,8 +44,8 @@ def test_pairs_of_real_gold_answers(queries):
     for r in pairs.itertuples():
         gold, other = (r.answer_1, r.answer_2) if r.better == "1" else (r.answer_2, r.answer_1)
         assert gold == r.gold != other == r.other
-    scope = dict(zip(queries["query_id"], queries["scope_id"]))
-    gold = dict(zip(queries["query_id"], queries["answer"]))
+    scope = dict(zip(queries["query_id"], queries["scope_id"], strict=True))
+    gold = dict(zip(queries["query_id"], queries["answer"], strict=True))
     other = pairs[pairs["perturbation"] == "other_answer"]
     by_answer = {}
     for q, a in gold.items():
@@ -54,7 +54,7 @@ def test_pairs_of_real_gold_answers(queries):
     for kind in ("number", "date", "entity"):  # one token changed, the rest as it was
         for r in pairs[pairs["perturbation"] == kind].itertuples():
             a, b = r.gold.split(), r.other.split()
-            assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1, (kind, r.gold, r.other)
+            assert len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1, (kind, r.gold, r.other)
     for r in pairs[pairs["perturbation"] == "truncation"].itertuples():
         assert r.gold.startswith(r.other) and len(r.other.split()) < len(r.gold.split())
     splits = pairs.groupby("group")["split"].nunique()
@@ -73,7 +73,7 @@ def test_groups_decide_the_split_and_the_other_answer(queries):
     one = queries.assign(scope_id="all")
     assert "other_answer" not in set(J.build_pairs(one, "x")["perturbation"])  # no other scope to draw from
     assert set(J.build_pairs(one, "x")["split"]) == {J.build_pairs(one, "x")["split"].iloc[0]}
-    own = J.build_pairs(one, "x", groups=dict(zip(one["query_id"], one["query_id"])))
+    own = J.build_pairs(one, "x", groups=dict(zip(one["query_id"], one["query_id"], strict=True)))
     assert "other_answer" in set(own["perturbation"]) and set(own["split"]) == {"dev", "test"}
     assert (own["group"] == own["query_id"]).all()
 

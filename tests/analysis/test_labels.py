@@ -52,7 +52,7 @@ def test_on_real_runs(e2e_runs):
     assert 0 < len(mid) <= int(answered.sum())
     assert ((small <= mid + 1e-12) & (mid <= big + 1e-12)).all() and mid.between(0, 1).all()
     assert (big > small).any()
-    text = dict(zip(corpus["doc_id"], corpus["text"].str.lower()))
+    text = dict(zip(corpus["doc_id"], corpus["text"].str.lower(), strict=True))
     for qid in list(big.index)[:20]:  # past the ranking's text: every gold word anywhere in the ranked docs
         gold = set(pd.Series(str(queries.set_index("query_id").loc[qid, "answer"]).lower()).str.findall(r"\w+")[0])
         gold -= {"a", "an", "the", "and"}

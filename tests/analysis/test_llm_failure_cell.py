@@ -1,8 +1,7 @@
 """Table 1 shows, per run, the share of LLM-using queries whose LLM call got no answer and the share whose
 unparseable answer a fallback replaced (issue 15, case 2), from metrics.json's "llm" section."""
 
-from analysis.formatting import NM
-from analysis.formatting import llm_failure_cell
+from analysis.formatting import NM, llm_failure_cell
 
 
 def test_cells():

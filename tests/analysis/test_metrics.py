@@ -63,7 +63,7 @@ def test_ir_measures_names_give_the_runs_per_query_values(e2e_runs, method):
     measures = [ir_measures.parse_measure(n) for n in IR_MEASURES_NAMES]
     ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in run.items() if r}
     theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, ranked)}
-    for name, col in zip(IR_MEASURES_NAMES, DEFAULT_METRICS):
+    for name, col in zip(IR_MEASURES_NAMES, DEFAULT_METRICS, strict=True):
         expected = [theirs.get((q, name), 0.0) for q in ranx.index]
         assert ranx[col].tolist() == pytest.approx(expected, abs=1e-6), name
 
@@ -87,7 +87,7 @@ def test_every_family_means_what_ir_measures_computes(e2e_runs, method):
     measures = [ir_measures.parse_measure(n) for n in MORE_FAMILIES]
     ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in run.items() if r}
     theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, ranked)}
-    for name, col in zip(MORE_FAMILIES, ours.columns):
+    for name, col in zip(MORE_FAMILIES, ours.columns, strict=True):
         expected = [theirs.get((q, name), 0.0) for q in ours.index]
         assert ours[col].tolist() == pytest.approx(expected, abs=1e-6), name
         assert ours[col].sum() > 0, name  # real scores

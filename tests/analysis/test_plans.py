@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score
 
+from analysis.formatting import NM
 from analysis.plans import PLANS, majority_baseline, plan_accuracy, plan_distribution, plan_table, wilson_ci
 from analysis.report import plan_section
-from analysis.formatting import NM
 from analysis.views import DatasetView
 
 # query_id: (gold plan_label, recorded plan, category, status); "-" = no plan recorded (flags without "plan")
@@ -190,7 +190,10 @@ def _views() -> tuple[dict[str, DatasetView], dict]:
 def test_plan_table_formats_rows():
     views, cfg = _views()
     t = plan_table(views, cfg)
-    assert list(zip(t["dataset"], t["method"])) == [("lethebench", "lethe_iter1"), ("locomo", "lethe_iter1")]
+    assert list(zip(t["dataset"], t["method"], strict=True)) == [
+        ("lethebench", "lethe_iter1"),
+        ("locomo", "lethe_iter1"),
+    ]
     row = t.iloc[0].to_dict()
     assert row == {
         "dataset": "lethebench",

@@ -17,9 +17,10 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from omegaconf import DictConfig, OmegaConf
@@ -46,7 +47,7 @@ TOKENS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tier(name: str, reference_dir: str) -> Tier:
     return load_tier(name, reference_dir)
 

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
+from analysis.declared_runs import RunRef
 from analysis.report import build_report, load_cfg
 from analysis.stats import adjust, ci_test_disagreement
-from analysis.declared_runs import RunRef
 from lethe.core.paths import PROJECT_ROOT
 
 
@@ -72,7 +72,7 @@ def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(repo
     flags = csv["ci_vs_test"].fillna("")
     assert flags.tolist() == [
         ci_test_disagreement(lo, hi, p, 0.05)
-        for lo, hi, p in zip(csv["ci_low"], csv["ci_high"], csv["p_randomization"])
+        for lo, hi, p in zip(csv["ci_low"], csv["ci_high"], csv["p_randomization"], strict=True)
     ]
     assert (
         "Primary test: the paired randomization (sign-flip) test of the mean difference (`p_randomization`)" in report

@@ -14,10 +14,10 @@ from scipy import stats as sps
 from analysis import seeds as S
 from analysis import stats
 from analysis import views as V
-from analysis.formatting import fmt_p
 from analysis.declared_runs import RunRef
-from lethebench.runs import RunFolder
+from analysis.formatting import fmt_p
 from lethe.core.paths import CONF_DIR
+from lethebench.runs import RunFolder
 from tests.conftest import TWO_CONVS
 
 ANSWERS = ["answers.enabled=true", "llm@answers.llm=smollm2", "answers.sample=3", "answers.options.max_tokens=12"]
@@ -99,7 +99,7 @@ def test_paired_difference_and_power_line_by_hand(views):
     if sd > 0:
         mde = (sps.t.ppf(0.975, 2) + sps.t.ppf(0.8, 2)) * sd / np.sqrt(3)
         assert r["smallest detectable difference (80% power)"] == f"{mde:.4f}"
-        assert r["could n show the seed's difference?"] == ("yes" if 0.05 >= mde else f"no: 0.0500 < {mde:.4f}")
+        assert r["could n show the seed's difference?"] == ("yes" if mde <= 0.05 else f"no: 0.0500 < {mde:.4f}")
         assert "n = 3 paired questions" in S.power_line(cmp)
 
 

@@ -161,9 +161,13 @@ def broken_links(site: Path) -> list[tuple[str, str]]:
                 continue
             path, _, frag = link.partition("#")
             target = (page.parent / unquote(path)).resolve() if path else page
-            if not target.is_file() or not target.is_relative_to(results):
-                broken.append((name, link))
-            elif frag and target.suffix == ".html" and f'id="{frag}"' not in target.read_text():
+            if (
+                not target.is_file()
+                or not target.is_relative_to(results)
+                or frag
+                and target.suffix == ".html"
+                and f'id="{frag}"' not in target.read_text()
+            ):
                 broken.append((name, link))
     return broken
 
@@ -369,7 +373,9 @@ def test_a_table_sorts_by_a_click_and_filters_by_words(site, browser):
         "box.dispatchEvent(new Event('input'))"
     )
     shown = _column(browser, 0, 0)
-    assert shown == [m for m, t in zip(methods, texts) if "cross_encoder" in t and "alone" in t]  # anywhere in the row
+    assert shown == [
+        m for m, t in zip(methods, texts, strict=True) if "cross_encoder" in t and "alone" in t
+    ]  # anywhere in the row
     assert "cross_encoder_alone" in shown and "bm25" not in shown
     assert browser.problems() == []
 

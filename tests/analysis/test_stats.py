@@ -51,7 +51,10 @@ def signed_rank_p_by_enumeration(d: np.ndarray) -> float:
     p = min(1, 2 * min(P(W+ >= obs), P(W+ <= obs)))."""
     ranks, w_plus, _ = pratt_rank_sums(d)
     sums = np.array(
-        [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product((0, 1), repeat=len(ranks))]
+        [
+            sum(r for r, s in zip(ranks, signs, strict=True) if s)
+            for signs in itertools.product((0, 1), repeat=len(ranks))
+        ]
     )
     ge, le = np.mean(sums >= w_plus), np.mean(sums <= w_plus)
     return min(1.0, 2 * min(ge, le))
@@ -255,7 +258,7 @@ def test_with_primary_test_corrects_only_the_primary_and_flags_rows():
     out = with_primary_test(df, "randomization", 0.05)
     np.testing.assert_allclose(out["p_holm"], adjust(P, "holm"))
     assert out["p_wilcoxon"].tolist() == P[::-1]  # the secondary is left as it is
-    expected = [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in zip(df["ci_low"], df["ci_high"], P)]
+    expected = [ci_test_disagreement(lo, hi, p, 0.05) for lo, hi, p in zip(df["ci_low"], df["ci_high"], P, strict=True)]
     assert out["ci_vs_test"].tolist() == expected and out.attrs["primary_test"] == "randomization"
     np.testing.assert_allclose(with_primary_test(df, "wilcoxon", 0.05)["p_holm"], adjust(P[::-1], "holm"))
     with pytest.raises(ValueError, match="primary test 'ttest'"):

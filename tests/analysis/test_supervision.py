@@ -58,10 +58,15 @@ def test_table2_tests_both_the_matched_and_the_overall_best_and_says_which(view,
     t2 = T.table2({"toy": view}, {**cfg, "family_metrics": ["ndcg@10"]})
     it3 = t2[t2["method"] == "lethe_iter3"]
     # the best of all first (the reference of the findings), then the matched one, never stronger
-    assert list(zip(it3["baseline"], it3["versus"])) == [("hybrid", T.OVERALL), ("hybrid_tuned", T.MATCHED)]
+    assert list(zip(it3["baseline"], it3["versus"], strict=True)) == [
+        ("hybrid", T.OVERALL),
+        ("hybrid_tuned", T.MATCHED),
+    ]
     assert set(it3["supervision"]) == {"dev labels (rules tuned on a dev set) + in-domain labels, cross-fitted"}
     bm25 = t2[t2["method"] == "bm25"]
-    assert list(zip(bm25["baseline"], bm25["versus"])) == [("hybrid", T.OVERALL)]  # one row: the two are the same
+    assert list(zip(bm25["baseline"], bm25["versus"], strict=True)) == [
+        ("hybrid", T.OVERALL)
+    ]  # one row: the two are the same
 
 
 def test_a_run_made_before_the_key_existed_reads_its_method_declaration():

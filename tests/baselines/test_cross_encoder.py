@@ -4,9 +4,10 @@ contract, the leakage guard of every regime, missing-model message."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,8 +16,8 @@ from hydra.utils import instantiate
 from experiments.config import to_dict
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import method_params
-from lethe.core.protocol import Doc, Query
 from lethe.core.models import ModelNotFoundError, weights_sha256
+from lethe.core.protocol import Doc, Query
 from lethebench.runs import RunFolder
 
 # a small LetheBench (queries per domain and split) and a few train/dev queries: a complete, real run
@@ -149,7 +150,7 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         cand = bm25.search(query, 20).ranking
         assert res.ranking and sorted(d for d, _ in res.ranking) == sorted(d for d, _ in cand)
         scores = [s for _, s in res.ranking]
-        assert all(a >= b for a, b in zip(scores, scores[1:]))
+        assert all(a >= b for a, b in zip(scores, scores[1:], strict=True))
         assert set(res.timings_ms) == {"bm25", "rerank"} and res.flags["candidates"] == len(cand)
         # k below the candidates: the best k of the same reranking
         assert ce.search(query, 3).ranking == res.ranking[:3]
@@ -203,7 +204,6 @@ def test_dev_interpolation_applies_each_folds_weight(cfg_for, tiny_model, tiny_d
 
 def test_runner_end_to_end_on_test_refused_on_dev(cfg_for, tiny_model, tmp_path):
     from experiments.runner import run_experiment
-
     from lethe.core.heldout import LeakageError
 
     # own results folder: the session one feeds the report tests

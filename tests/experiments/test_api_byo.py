@@ -60,7 +60,7 @@ def _tfidf_run(smoke, path: Path) -> Path:
     vec = TfidfVectorizer().fit(corpus["text"])
     sims = (vec.transform(queries["text"]) @ vec.transform(corpus["text"]).T).toarray()
     lines = []
-    for qid, row in zip(queries["query_id"], sims):
+    for qid, row in zip(queries["query_id"], sims, strict=True):
         for rank, j in enumerate(row.argsort()[::-1][:50], 1):
             lines.append(f"{qid} Q0 {corpus['doc_id'].iloc[j]} {rank} {row[j]:.6f} tfidf\n")
     path.write_text("".join(lines))
@@ -70,13 +70,13 @@ def _tfidf_run(smoke, path: Path) -> Path:
 def _eligible_cut(smoke, run_file: Path, k: int) -> dict[str, dict[str, float]]:
     """The run file cut by hand to each query's eligible turns (its conversation, positions before the query)."""
     corpus, queries = _data(smoke)
-    pos = dict(zip(corpus["doc_id"], corpus["position"]))
-    scope = dict(zip(corpus["doc_id"], corpus["scope_id"]))
-    qpos = dict(zip(queries["query_id"], zip(queries["scope_id"], queries["position"])))
+    pos = dict(zip(corpus["doc_id"], corpus["position"], strict=True))
+    scope = dict(zip(corpus["doc_id"], corpus["scope_id"], strict=True))
+    qpos = dict(zip(queries["query_id"], zip(queries["scope_id"], queries["position"], strict=True), strict=True))
     out = {}
     for qid, ranking in pd.read_csv(run_file, sep=" ", header=None, dtype={0: str, 2: str}).groupby(0):
         s, p = qpos[qid]
-        ok = [(d, sc) for d, sc in zip(ranking[2], ranking[4]) if scope[d] == s and pos[d] < p]
+        ok = [(d, sc) for d, sc in zip(ranking[2], ranking[4], strict=True) if scope[d] == s and pos[d] < p]
         out[qid] = dict(sorted(ok, key=lambda x: (x[1], x[0]), reverse=True)[:k])
     return out
 
@@ -154,7 +154,7 @@ def test_every_form_of_a_ranking_is_one_run_and_a_python_object_is_made_again(sm
     run_file = _tfidf_run(smoke, tmp_path / "tfidf.trec")
     frame = pd.read_csv(run_file, sep=" ", header=None, names=["query_id", "q0", "doc_id", "rank", "score", "tag"])
     frame = frame.astype({"query_id": str, "doc_id": str})
-    as_dict = {q: dict(zip(g["doc_id"], g["score"].astype(float))) for q, g in frame.groupby("query_id")}
+    as_dict = {q: dict(zip(g["doc_id"], g["score"].astype(float), strict=True)) for q, g in frame.groupby("query_id")}
     kw = dict(metrics=["nDCG@10"], baseline="bm25", overrides=_paths(smoke))
     folders = {
         form: experiment({"bm25": [], "tfidf": system}, {"locomo": SCOPES}, **kw).loc[("locomo", "tfidf"), "folder"]
@@ -179,7 +179,7 @@ def test_every_form_of_a_ranking_is_one_run_and_a_python_object_is_made_again(sm
 
 def test_a_callable_is_cut_to_eligible_turns_and_bad_systems_are_named(smoke, tmp_path):
     corpus, _ = _data(smoke)
-    words = {d: set(TOKEN.findall(t.lower())) for d, t in zip(corpus["doc_id"], corpus["text"])}
+    words = {d: set(TOKEN.findall(t.lower())) for d, t in zip(corpus["doc_id"], corpus["text"], strict=True)}
 
     def everywhere(text: str) -> list[tuple[str, float]]:  # over every turn of both conversations
         q = set(TOKEN.findall(text.lower()))

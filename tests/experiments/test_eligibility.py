@@ -9,8 +9,8 @@ import pytest
 
 from experiments.runner import EligibilityViolation, run_experiment
 from lethe.retrieval.ranking import top_k
-from lethebench.schema import write_dataset
 from lethebench.runs import RunFolder
+from lethebench.schema import write_dataset
 from tests.support.toy import toy_dataset
 
 

@@ -29,7 +29,7 @@ import pytest
 from experiments import reproduce as R
 from lethe.core.faults import POINTS, parse
 from lethe.core.hashing import sha256_file
-from lethebench.runs import FILES, RUN_PARQUET, RUN_TREC, QRELS_TREC, RunFolder, finished_runs
+from lethebench.runs import FILES, QRELS_TREC, RUN_PARQUET, RUN_TREC, RunFolder, finished_runs
 from tests.conftest import DATA_ROOT
 from tests.support.processes import with_environment
 from tests.support.reproduce_process import reproduce_process, write_reference

@@ -12,8 +12,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml
@@ -238,9 +238,10 @@ def test_the_dry_run_script_is_the_one_submitit_would_submit(tmp_path, monkeypat
     """The dry run renders the sbatch script without Slurm; with a stand-in ``srun`` on PATH, submitit's own
     AutoExecutor, given the parameters the way hydra-submitit-launcher gives them, renders the same script."""
     import submitit
+    from omegaconf import OmegaConf
+
     from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
     from hydra_plugins.lethe_launchers import SlurmLauncher
-    from omegaconf import OmegaConf
 
     params = _launcher_params(*overrides, f"hydra.sweep.dir={tmp_path / 'sweep'}")
     target = params.pop("_target_")

@@ -3,7 +3,6 @@ never uses the labels of a query it later scores."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

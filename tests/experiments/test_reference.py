@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
-from lethe.core.typed_config import ConfigError
 from experiments.reference import (
     NOT_TIERS,
     DeclaredRun,
@@ -23,6 +21,8 @@ from experiments.reference import (
     selected_studies,
     tier_names,
 )
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.typed_config import ConfigError
 from tests.conftest import DATA_ROOT
 
 TIERS = sorted(p.stem for p in (CONF_DIR / "reference").glob("*.yaml") if p.stem not in NOT_TIERS)

@@ -12,8 +12,8 @@ import yaml
 
 from experiments import reproduce as R
 from experiments.reference import load_tier, resolve
-from lethebench.runs import RunFolder, flag_frame
 from lethe.core.paths import CONF_DIR
+from lethebench.runs import RunFolder, flag_frame
 from tests.conftest import overrides_for
 from tests.experiments.test_iteration4_run import SMALL_LB, SMOL
 

@@ -19,8 +19,8 @@ import yaml
 
 from experiments import reproduce as R
 from experiments.config import load_config
-from lethe.core.paths import CONF_DIR
 from experiments.runner import run_experiment
+from lethe.core.paths import CONF_DIR
 from lethe.core.typed_config import ConfigError
 from lethebench.runs import RunFolder
 

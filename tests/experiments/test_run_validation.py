@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
-import pandas as pd
-
+from experiments.config import load_config
 from experiments.run_identity import run_identity
 from experiments.runner import run_experiment
 from lethe.core.typed_config import ConfigError
 from lethebench.runs import RunFolder
 from tests.conftest import overrides_for
-from experiments.config import load_config
 
 SCOPE = "dataset.scopes=[conv-26]"
 

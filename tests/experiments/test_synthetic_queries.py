@@ -126,7 +126,7 @@ def test_the_synthetic_set_has_only_generated_questions_after_their_scope(tmp_pa
     assert "real1" not in set(syn.queries["query_id"]) and "real1" not in syn.qrels
     assert sorted(syn.queries["split"].value_counts().to_dict().items()) == [("dev", 2), ("train", 4)]
     assert (syn.queries["position"] == 6).all()  # after each scope's last document (positions 0-5)
-    for q, d in syn.qrels.items():
+    for _q, d in syn.qrels.items():
         assert len(d) == 1 and next(iter(d)).split(":")[0] in {"s1", "s2"}
 
 

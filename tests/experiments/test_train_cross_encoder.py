@@ -23,8 +23,8 @@ def test_top_config_is_the_cross_encoder_on_its_training_dataset():
 
 
 def test_the_tiers_train_each_model_set_from_the_runs_config(tmp_path):
-    from experiments.reference import resolve
     from experiments.prerequisites import prepare_steps
+    from experiments.reference import resolve
 
     runs = [resolve(r, [f"cache_dir={tmp_path}"]) for r in load_tier("smoke").runs if r.method == "cross_encoder"]
     assert len(runs) == 2 and all(r.cfg.method.model.train.epochs == 1 for r in runs)

@@ -103,7 +103,7 @@ def test_export_is_plain_beir(lethebench_folder, tmp_path):
     assert sorted(p.name for p in (out / "qrels").iterdir()) == ["dev.tsv", "test.tsv", "train.tsv"]
     test = (out / "qrels" / "test.tsv").read_text().splitlines()
     assert test[0] == "query-id\tcorpus-id\tscore"
-    split = dict(zip(ds.queries["query_id"], ds.queries["split"]))
+    split = dict(zip(ds.queries["query_id"], ds.queries["split"], strict=True))
     rows = [line.split("\t") for line in test[1:]]
     assert {split[q] for q, _, _ in rows} == {"test"}
     assert len(rows) == sum(len(ds.qrels[q]) for q in ds.qrels if split[q] == "test")
@@ -240,7 +240,7 @@ def test_a_hand_written_folder_is_one_scope_with_beir_conventions(scifact):
     }
     # queries named by a loaded qrels file, at position n (every doc eligible); q4 is in no qrels file
     assert list(q["query_id"]) == ["q1", "q2", "q3", "q5"] and set(q["position"]) == {4}
-    assert dict(zip(q["query_id"], q["split"])) == {"q1": "test", "q2": "test", "q3": "test", "q5": "dev"}
+    assert dict(zip(q["query_id"], q["split"], strict=True)) == {"q1": "test", "q2": "test", "q3": "test", "q5": "dev"}
     # graded relevance kept; score 0 is not relevant; d4 was dropped with its qrel, so q3 has no relevant doc
     assert src.qrels == {"q1": {"d1": 2}, "q2": {"d2": 1}, "q5": {"5": 1}}
     ex = src.card["exclusions"]

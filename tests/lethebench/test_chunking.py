@@ -162,7 +162,7 @@ def test_percentile_breakpoints_cut_only_at_the_sources_largest_shifts():
     # adjacent similarities 0.30, 0.35, 0.05, 0.32: all below a 0.5 threshold, one clear topic shift
     sims = np.array([0.30, 0.35, 0.05, 0.32])
     angles = np.concatenate([[0.0], np.cumsum(np.arccos(sims))])
-    vec = {s: [np.cos(a), np.sin(a)] for s, a in zip(["A a.", "B b.", "C c.", "D d.", "E e."], angles)}
+    vec = {s: [np.cos(a), np.sin(a)] for s, a in zip(["A a.", "B b.", "C c.", "D d.", "E e."], angles, strict=True)}
     embed = lambda texts: np.array([vec[t] for t in texts], dtype=float)  # noqa: E731
     fixed = ChunkParams(size=8, overlap=1, strategy="semantic", semantic_threshold=0.5)
     assert len(chunk_text(text, ws_spans, fixed, embed)) == 5  # the degenerate case: one sentence per chunk

@@ -54,7 +54,7 @@ def test_no_techqa_gold_technote_is_in_two_folds():
     meta = pd.DataFrame({"scope_id": "techqa", "query_id": ids})
     folds, how = assign_folds(meta, 3, 0, groups)
     assert how == "gold document"
-    fold_of = dict(zip(ids, folds))
+    fold_of = dict(zip(ids, folds, strict=True))
     folds_of_doc: dict[str, set[int]] = {}
     for q in ids:
         for d in tq.qrels[q]:
@@ -64,5 +64,5 @@ def test_no_techqa_gold_technote_is_in_two_folds():
     assert len(sizes) == 3 and min(sizes.values()) > 0.25 * len(ids)
     # per query they would not be: some technote lands in two folds
     per_query, _ = assign_folds(meta, 3, 0)
-    by_q = dict(zip(ids, per_query))
+    by_q = dict(zip(ids, per_query, strict=True))
     assert any(len({int(by_q[q]) for q in ids if d in tq.qrels[q]}) > 1 for d in shared if shared[d] > 1)

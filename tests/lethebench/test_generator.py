@@ -8,9 +8,9 @@ import re
 import pandas as pd
 import pytest
 
+from lethe.core.hashing import sha256_file
 from lethebench.build import build_dataset, loader_version, source_version
 from lethebench.card import content_tokens
-from lethe.core.hashing import sha256_file
 from lethebench.generator import generate
 from lethebench.generator.family import FAMILIES, get_family
 from lethebench.generator.sessions import CATEGORIES, DOMAINS, PLAN_LABEL
@@ -87,8 +87,8 @@ def test_every_label_points_at_an_eligible_doc(small):
 
 
 def test_gold_entities_occur_in_relevant_docs(small):
-    text = dict(zip(small.sources["doc_id"], small.sources["text"]))
-    for qid, m in zip(small.queries["query_id"], small.queries["meta"]):
+    text = dict(zip(small.sources["doc_id"], small.sources["text"], strict=True))
+    for qid, m in zip(small.queries["query_id"], small.queries["meta"], strict=True):
         ents = json.loads(m)["gold_entities"]
         assert ents, qid
         rel_text = " ".join(text[d] for d in small.qrels[qid]).lower()
@@ -97,7 +97,7 @@ def test_gold_entities_occur_in_relevant_docs(small):
 
 
 def test_answers_are_in_the_grade_2_docs(small):
-    text = dict(zip(small.sources["doc_id"], small.sources["text"]))
+    text = dict(zip(small.sources["doc_id"], small.sources["text"], strict=True))
     q = small.queries.set_index("query_id")
     for qid, rel in small.qrels.items():
         if q.loc[qid, "category"] == "broad":
@@ -113,7 +113,7 @@ def test_answers_are_in_the_grade_2_docs(small):
 
 def test_splits_are_disjoint_sessions(small):
     meta = small.sources["meta"].map(json.loads)
-    split_of_scope = dict(zip(small.sources["scope_id"], meta.map(lambda m: m["split"])))
+    split_of_scope = dict(zip(small.sources["scope_id"], meta.map(lambda m: m["split"]), strict=True))
     assert all(s.startswith(split_of_scope[s]) for s in split_of_scope)
     sessions = small.sources.groupby("scope_id")["text"].apply(tuple)
     by_split: dict[str, set] = {}
@@ -128,7 +128,7 @@ def test_a_function_turn_has_the_kind_its_template_declares(small):
     template's first word, def/function). Every rendered function turn has its template's declared kind."""
     templates = get_family(_family(small)).templates.FUNC_TURNS
     assert {k for k, _ in templates} == {"code", "prose"}
-    kind_of_text = dict(zip(small.sources["text"], small.sources["kind"]))
+    kind_of_text = dict(zip(small.sources["text"], small.sources["kind"], strict=True))
     seen = set()
     for kind, tpl in templates:
         marks = {"fn": "\x00", "svc": "\x00", "ret": "\x00"}

@@ -140,9 +140,8 @@ def test_waiting_times_out_when_asked(folder):
     try:
         assert _claimed(holder)["fresh"] is True
         t0 = time.monotonic()
-        with pytest.raises(Timeout):
-            with RunFolder(folder).claim(timeout=0.3):
-                pass
+        with pytest.raises(Timeout), RunFolder(folder).claim(timeout=0.3):
+            pass
         assert time.monotonic() - t0 < 1.5
     finally:
         holder.kill()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from pathlib import Path
 
 from lethe.core import hashing
 from lethebench.schema import (

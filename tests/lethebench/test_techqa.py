@@ -70,7 +70,7 @@ def test_qrels_point_at_the_row_context(tq, techqa_path):
     docs = set(tq.sources["doc_id"])
     assert all(d in docs for v in tq.qrels.values() for d in v)
     rows = {r["id"]: r for r in _rows(techqa_path)}
-    text = dict(zip(tq.sources["doc_id"], tq.sources["text"]))
+    text = dict(zip(tq.sources["doc_id"], tq.sources["text"], strict=True))
     for qid, gold in tq.qrels.items():
         ctx = rows[qid]["contexts"][0]
         assert list(gold) == [ctx["filename"].removesuffix(".txt")]
@@ -139,7 +139,9 @@ def test_unusual_rows_are_counted_not_fatal(tmp_path):
     )
     ds = load_techqa(path)
     assert list(ds.sources["doc_id"]) == ["swg1_2", "swgB", "swgC", "swgD"]
-    assert dict(zip(ds.sources["doc_id"], ds.sources["text"]))["swgB"] == "longer text of B"  # longest kept
+    assert (
+        dict(zip(ds.sources["doc_id"], ds.sources["text"], strict=True))["swgB"] == "longer text of B"
+    )  # longest kept
     assert ds.qrels == {"Q_1": {"swg1_2": 1}, "Q2": {"swgB": 1}, "Q3": {"swgB": 1, "swgC": 1}}
     ex = ds.card["exclusions"]
     assert ex["answerable_without_gold_ids"] == ["Q4"]
@@ -412,8 +414,8 @@ def test_build_and_read_chunked_dataset(techqa_path, embedder, tmp_path):
     assert ds.card["counts"]["queries_with_qrels"] == 384
     assert ds.card["queries_by_category"] == {"answerable": 384, "impossible": 96}
     docs = set(ds.corpus["doc_id"])
-    src_of = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"]))
-    for qid, gold in ds.qrels.items():
+    src_of = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"], strict=True))
+    for _qid, gold in ds.qrels.items():
         assert gold and all(d in docs for d in gold)
         assert len({src_of[d] for d in gold}) == 1  # all chunks of the one gold technote
     assert (folder / "card.md").read_text().startswith("# Dataset card: techqa")

@@ -97,8 +97,10 @@ def test_mix_counts_categories_and_meta(mix):
     assert mix.queries["query_id"].is_unique
     assert Counter(mix.queries["category"]) == MIX_CATEGORIES
     qmeta = _meta(mix.queries)
-    assert all(m["dataset"] == c and m["label"] == "longbench" for m, c in zip(qmeta, mix.queries["category"]))
-    src_dataset = {d: json.loads(m)["dataset"] for d, m in zip(mix.sources["doc_id"], mix.sources["meta"])}
+    assert all(
+        m["dataset"] == c and m["label"] == "longbench" for m, c in zip(qmeta, mix.queries["category"], strict=True)
+    )
+    src_dataset = {d: json.loads(m)["dataset"] for d, m in zip(mix.sources["doc_id"], mix.sources["meta"], strict=True)}
     assert all(src_dataset[m["source_id"]] == m["dataset"] for m in qmeta)  # every context belongs to one sub-dataset
     assert mix.card["stats"]["mix"]["duplicate_ids_renamed"] == []
 
@@ -108,7 +110,7 @@ def test_queries_follow_all_contexts_and_keep_every_answer(cs, mix):
         assert sorted(ds.sources["position"]) == list(range(len(ds.sources)))
         assert (ds.queries["position"] > ds.sources["position"].max()).all()
         meta = _meta(ds.queries)
-        for a, m, q in zip(ds.queries["answer"], meta, ds.queries["query_id"]):
+        for a, m, q in zip(ds.queries["answer"], meta, ds.queries["query_id"], strict=True):
             assert a == m["answers"][0] and m["_id"] == q
         known = set(ds.sources["source_id"])
         assert all(m["source_id"] in known and m["source_id"].endswith(m["context_sha256"][:16]) for m in meta)
@@ -184,7 +186,9 @@ def test_chunk_qrels_only_point_into_the_gold_context(tmp_path):
     assert qrels["id1"] == {f"{book_id}#1": 2}
     assert qrels["id3"] == {f"{book_id}#2": 2}  # 6 of 7 answer tokens ('word' is not in the chunk)
     assert list(qrels["id2"]) == [src.sources["doc_id"][1] + "#1"]
-    rules = {q: json.loads(m)["relevance_rule"] for q, m in zip(src.queries["query_id"], src.queries["meta"])}
+    rules = {
+        q: json.loads(m)["relevance_rule"] for q, m in zip(src.queries["query_id"], src.queries["meta"], strict=True)
+    }
     assert rules == {"id1": "threshold", "id2": "threshold", "id3": "threshold"}
     measured = src.card["relevance_measured"]["tiny"]
     assert measured["rule_threshold"] == 3 and measured["answer_chunks_total"] == 3
@@ -325,8 +329,8 @@ def test_build_and_read_back(tmp_path, embedder, name, n_queries, n_contexts):
     ds = read_dataset(folder)
     print(f"\n{name}: build_dataset {seconds:.1f}s, {len(ds.corpus)} chunks")
     assert len(ds.queries) == n_queries and ds.corpus["source_id"].nunique() == n_contexts
-    doc_source = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"]))
-    qmeta = {q: json.loads(m) for q, m in zip(ds.queries["query_id"], ds.queries["meta"])}
+    doc_source = dict(zip(ds.corpus["doc_id"], ds.corpus["source_id"], strict=True))
+    qmeta = {q: json.loads(m) for q, m in zip(ds.queries["query_id"], ds.queries["meta"], strict=True)}
     assert set(ds.qrels) == set(qmeta)  # with the fallback every query has relevant chunks
     for qid, docs in ds.qrels.items():
         assert docs and all(doc_source[d] == qmeta[qid]["source_id"] for d in docs), qid

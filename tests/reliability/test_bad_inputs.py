@@ -130,8 +130,10 @@ def test_a_full_disk_names_the_path(tmp_path, monkeypatch):
     with pytest.raises(OSError, match=f"the disk holding {tmp_path / 'card.json'} is full"):
         atomic.atomic_write_text(tmp_path / "card.json", "{}")
     monkeypatch.undo()
-    with pytest.raises(OSError, match=f"the disk holding {tmp_path / 'run'} is full"):
-        with atomic.atomic_dir(tmp_path / "run") as tmp:
-            (tmp / "run.trec").write_text("x")
-            raise OSError(errno.ENOSPC, "No space left on device")
+    with (
+        pytest.raises(OSError, match=f"the disk holding {tmp_path / 'run'} is full"),
+        atomic.atomic_dir(tmp_path / "run") as tmp,
+    ):
+        (tmp / "run.trec").write_text("x")
+        raise OSError(errno.ENOSPC, "No space left on device")
     assert not (tmp_path / "run").exists() and list(tmp_path.iterdir()) == []

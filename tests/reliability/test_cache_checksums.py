@@ -110,9 +110,9 @@ def test_folder_checksums_name_what_changed(tmp_path):
 
 
 def test_a_cached_onnx_export_that_was_edited_is_exported_again(tmp_path, caplog):
+    from experiments.config import load_config
     from lethe.retrieval.embedder import Embedder
     from lethe.retrieval.onnx_backend import ONNX_FILE
-    from experiments.config import load_config
 
     cfg = dict(load_config([]).embedder)
     texts = ["Caroline went to a support group.", "db2 error SQL0805N"]  # queries: never read from the vector cache

@@ -12,11 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-from lethe.core.paths import PROJECT_ROOT
-from tests.support.processes import alive
-from tests.experiments.test_synthetic_queries import SETTINGS, ScriptedLLM, _dataset
-
 from experiments import synthetic_queries as SQ
+from lethe.core.paths import PROJECT_ROOT
+from tests.experiments.test_synthetic_queries import SETTINGS, ScriptedLLM, _dataset
+from tests.support.processes import alive
 
 PARENT = """
 import os, sys, time

@@ -7,8 +7,8 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 
 class ChatServer:
@@ -46,7 +46,7 @@ class ChatServer:
         self.url = f"http://127.0.0.1:{self._srv.server_address[1]}"
 
     @contextlib.contextmanager
-    def running(self) -> Iterator["ChatServer"]:
+    def running(self) -> Iterator[ChatServer]:
         t = threading.Thread(target=self._srv.serve_forever, daemon=True)
         t.start()
         try:

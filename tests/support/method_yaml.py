@@ -3,7 +3,8 @@ sections or values replaced for a test."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from hydra.utils import instantiate
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 _CHUNK = b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\n'
 FIRST_TOKEN = (
@@ -47,7 +47,7 @@ class SilentServer:
                     conn.sendall(FIRST_TOKEN)
 
     @contextlib.contextmanager
-    def running(self) -> Iterator["SilentServer"]:
+    def running(self) -> Iterator[SilentServer]:
         t = threading.Thread(target=self._serve, daemon=True)
         t.start()
         try:

@@ -73,16 +73,17 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
-from lethe.stages.contradiction.rules import Conflict, detect
-from lethe.text.entities import _FUNCTION_WORDS, entities
+from lethe.core.protocol import Doc
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout
 from lethe.llm.prompts import Prompt, load_prompt
-from lethe.core.protocol import Doc
+from lethe.stages.contradiction.rules import Conflict, detect
 from lethe.stages.rerank import p_yes_from_response, parse_yes_no
+from lethe.text.entities import _FUNCTION_WORDS, entities
 
 __all__ = [
     "DetectionResult",
@@ -129,7 +130,25 @@ class DetectionResult:
 
 # ---------------------------------------------------------------- blocking features
 _STOP = frozenset(_FUNCTION_WORDS) | frozenset(
-    "etc services service config configs yaml yml json team teams owners codeowners var opt usr src lib".split()
+    [
+        "etc",
+        "services",
+        "service",
+        "config",
+        "configs",
+        "yaml",
+        "yml",
+        "json",
+        "team",
+        "teams",
+        "owners",
+        "codeowners",
+        "var",
+        "opt",
+        "usr",
+        "src",
+        "lib",
+    ]
 )
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9\-]*[a-z0-9]|[a-z]")
 _SEG_SPLIT = re.compile(r"[/\s:@=,]+")

@@ -87,9 +87,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -191,15 +191,125 @@ _ENV_RE = re.compile(
     r"(?<![\w.-])(pre-prod|preprod|production|prod|live|staging|stage|development|dev|qa)(?![\w-]|\.\w)", re.I
 )
 _STOP = frozenset(
-    """a an the it its this that these those which what who whom whose we you they he she i me us them
-our your their his her my there here and or but if then so of in on at by to from with for as is are was were be been
-being has have had do does did not no now new current old someone somebody anyone everyone nobody all any each
-every some team update note done""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "which",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "we",
+        "you",
+        "they",
+        "he",
+        "she",
+        "i",
+        "me",
+        "us",
+        "them",
+        "our",
+        "your",
+        "their",
+        "his",
+        "her",
+        "my",
+        "there",
+        "here",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "so",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "to",
+        "from",
+        "with",
+        "for",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "now",
+        "new",
+        "current",
+        "old",
+        "someone",
+        "somebody",
+        "anyone",
+        "everyone",
+        "nobody",
+        "all",
+        "any",
+        "each",
+        "every",
+        "some",
+        "team",
+        "update",
+        "note",
+        "done",
+    ]
 )
 _STRUCTURAL = frozenset(
-    """resources limits requests spec metadata services service environment env config configuration
-data settings server deploy deployment containers container template labels annotations provider resource values
-app apps default defaults common global ports volumes image""".split()
+    [
+        "resources",
+        "limits",
+        "requests",
+        "spec",
+        "metadata",
+        "services",
+        "service",
+        "environment",
+        "env",
+        "config",
+        "configuration",
+        "data",
+        "settings",
+        "server",
+        "deploy",
+        "deployment",
+        "containers",
+        "container",
+        "template",
+        "labels",
+        "annotations",
+        "provider",
+        "resource",
+        "values",
+        "app",
+        "apps",
+        "default",
+        "defaults",
+        "common",
+        "global",
+        "ports",
+        "volumes",
+        "image",
+    ]
 )
 _DB_ENGINES = "postgres|postgresql|mysql|mariadb|mongodb|mongo|redis|cassandra|sqlite|dynamodb|elasticsearch|clickhouse|oracle|mssql"
 
@@ -743,6 +853,6 @@ def demote(
     scores = [float(s) for _, s in ranking] if on == "score" else [float(len(ranking) - i) for i in range(len(ranking))]
     lo, hi = min(scores), max(scores)
     norm = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
-    new = [(d, n * (1.0 - penalty) if d in stale else n) for (d, _), n in zip(ranking, norm)]
+    new = [(d, n * (1.0 - penalty) if d in stale else n) for (d, _), n in zip(ranking, norm, strict=True)]
     order = top_indices(np.array([s for _, s in new], dtype=np.float64), len(new))  # ties keep the incoming order
     return [new[i] for i in order]

@@ -13,7 +13,8 @@ query.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lethe.core.protocol import Doc, Query, record_llm_failures
 from lethe.llm.pool import LLMPool

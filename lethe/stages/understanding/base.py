@@ -8,8 +8,9 @@ Backends: ``lethe.stages.understanding.rules`` (deterministic rules, documented 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from lethe.text.collapse import comparison_key
 

@@ -43,10 +43,10 @@ parse failures) are shared with the expansion methods (``lethe.methods.expansion
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
-
+from typing import Any
 
 from lethe.core.measurements import summarize
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout

@@ -85,26 +85,94 @@ Decomposition (``RuleBasedBackend.decompose``; returns ``[query]`` when nothing 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
+from lethe.stages.understanding.base import DEFAULT_MAX_SUBQUERIES
 from lethe.text.analyzer import STOPWORDS as _LUCENE_STOPWORDS
 from lethe.text.entities import EXACT_KINDS, entities, exact_terms
-from lethe.stages.understanding.base import DEFAULT_MAX_SUBQUERIES
 
 __all__ = ["RuleBasedBackend"]
 
 
-_WH = frozenset("what which who whom whose when where why how".split())
+_WH = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
 _AUX = frozenset(
-    "is are was were am be do does did can could will would shall should may might must has have had".split()
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "am",
+        "be",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "has",
+        "have",
+        "had",
+    ]
 )
-_SUBJECTS = frozenset("i we you".split())
-_PRONOUNS = frozenset("it its they them their that this those he she his her".split())
-_ATTR_LEAD = frozenset("the a an its their his her our your my this that these those it them they he she him".split())
+_SUBJECTS = frozenset(["i", "we", "you"])
+_PRONOUNS = frozenset(["it", "its", "they", "them", "their", "that", "this", "those", "he", "she", "his", "her"])
+_ATTR_LEAD = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "its",
+        "their",
+        "his",
+        "her",
+        "our",
+        "your",
+        "my",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "them",
+        "they",
+        "he",
+        "she",
+        "him",
+    ]
+)
 _RELATIONAL = frozenset(
-    """between both compare compared comparing comparison difference differences differ differs
-versus vs either neither together combined jointly ratio relationship relation share shared common""".split()
+    [
+        "between",
+        "both",
+        "compare",
+        "compared",
+        "comparing",
+        "comparison",
+        "difference",
+        "differences",
+        "differ",
+        "differs",
+        "versus",
+        "vs",
+        "either",
+        "neither",
+        "together",
+        "combined",
+        "jointly",
+        "ratio",
+        "relationship",
+        "relation",
+        "share",
+        "shared",
+        "common",
+    ]
 )
 _STOP = frozenset(
     _LUCENE_STOPWORDS
@@ -112,13 +180,68 @@ _STOP = frozenset(
     | _AUX
     | _PRONOUNS
     | frozenset(
-        """
-i me my we us our you your him hers theirs ours yours been being done doing having
-don doesn didn isn aren wasn weren won couldn shouldn wouldn haven hasn
-so than too very just also much many some any all each from up out about over off again now else
-still yet next later more
-please here there
-""".split()
+        [
+            "i",
+            "me",
+            "my",
+            "we",
+            "us",
+            "our",
+            "you",
+            "your",
+            "him",
+            "hers",
+            "theirs",
+            "ours",
+            "yours",
+            "been",
+            "being",
+            "done",
+            "doing",
+            "having",
+            "don",
+            "doesn",
+            "didn",
+            "isn",
+            "aren",
+            "wasn",
+            "weren",
+            "won",
+            "couldn",
+            "shouldn",
+            "wouldn",
+            "haven",
+            "hasn",
+            "so",
+            "than",
+            "too",
+            "very",
+            "just",
+            "also",
+            "much",
+            "many",
+            "some",
+            "any",
+            "all",
+            "each",
+            "from",
+            "up",
+            "out",
+            "about",
+            "over",
+            "off",
+            "again",
+            "now",
+            "else",
+            "still",
+            "yet",
+            "next",
+            "later",
+            "more",
+            "please",
+            "here",
+            "there",
+        ]
     )
 )
 

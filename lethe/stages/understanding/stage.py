@@ -6,9 +6,10 @@ A backend is chosen by name, ``rule`` (``lethe.stages.understanding.rules``) or 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lethe.stages.understanding.base import QueryUnderstandingBackend, Understanding, understand
 from lethe.stages.understanding.rules import RuleBasedBackend

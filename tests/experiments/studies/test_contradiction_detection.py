@@ -12,6 +12,7 @@ import math
 import pandas as pd
 import pytest
 
+from experiments.config import load_config
 from experiments.studies.contradiction_detection import (
     blocking_stats,
     detection_scores,
@@ -24,7 +25,6 @@ from experiments.studies.contradiction_detection import (
     tables,
     threshold_sweep,
 )
-from experiments.config import load_config
 from lethe.stages.contradiction.detectors import LLMContradictionDetector, RulesDetector
 from lethebench.schema import write_dataset
 from lethebench.studies import StudyFolder
@@ -42,7 +42,7 @@ TEXTS = {
 @pytest.fixture()
 def toy_folder(tmp_path):
     ds = toy_dataset()
-    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
+    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True))
     text.update(TEXTS)
     ds.corpus["text"] = [text[d] for d in ds.corpus["doc_id"]]
     ds.contradictions = pd.DataFrame(

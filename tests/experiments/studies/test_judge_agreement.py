@@ -9,6 +9,7 @@ import json
 import pytest
 from omegaconf.errors import MissingMandatoryValue
 
+from experiments.config import load_config
 from experiments.studies.judge_agreement import (
     DEFAULT_ITEMS,
     agreement_scores,
@@ -19,7 +20,6 @@ from experiments.studies.judge_agreement import (
     study,
     to_markdown,
 )
-from experiments.config import load_config
 from lethe.stages.generation import JudgeResult
 from lethebench.studies import StudyFolder
 

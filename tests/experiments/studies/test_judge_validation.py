@@ -41,7 +41,7 @@ def test_items_label_gold_supported_and_changed_answers_unsupported(ds):
     golds = [it for it in items if it["label"] == "supported"]
     assert {it["perturbation"] for it in golds} == {"gold"} and len(golds) == len({it["id"] for it in golds})
     assert len(items) - len(golds) == int((pairs["perturbation"] != "truncation").sum())
-    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
+    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True))
     for it in items[:10]:
         qid = it["id"].split(":gold")[0] if it["perturbation"] == "gold" else it["id"].rsplit(":", 1)[0]
         want = sorted(ds.qrels[qid].items(), key=lambda x: (-x[1], x[0]))

@@ -4,13 +4,14 @@ the study end to end on two real runs' answers (BM25 and vector on LoCoMo, answe
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
-from experiments.studies import pairwise_answers as P
 from analysis.stats import proportion_ci
+from experiments.studies import pairwise_answers as P
 from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.base import Decoding, Message
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment
@@ -122,8 +123,8 @@ def test_study_judges_two_real_runs_answers(cfg_for, tmp_path, monkeypatch):
     both = P.answered_pairs(folders["bm25"], folders["vector"])
     assert doc["pairs"][0]["questions"] == len(both) >= 1  # the same seeded sample: both runs answered it
     rows = [r for r in doc["rows"] if r["criterion"] == "Overall Winner"]
-    longer_b = sum(len(b) > len(a) for a, b in zip(both["answer_a"], both["answer_b"]))
-    equal = sum(len(b) == len(a) for a, b in zip(both["answer_a"], both["answer_b"]))
+    longer_b = sum(len(b) > len(a) for a, b in zip(both["answer_a"], both["answer_b"], strict=True))
+    equal = sum(len(b) == len(a) for a, b in zip(both["answer_a"], both["answer_b"], strict=True))
     assert rows[0]["b_wins"] == longer_b and rows[0]["ties"] == equal  # equal length: each order picks position 1
     judge = doc["judges"][0]
     # a length judge agrees with a label exactly where the labelled answer is the longer one (hand count from the file)

@@ -99,7 +99,7 @@ def test_two_processes_rewriting_one_folder(tmp_path):
     procs = [_python(WRITER, final, n, who) for who in ("p1", "p2")]
     seen = _poll_while(final, lambda: any(p.poll() is None for p in procs))
     outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert out.startswith("0 "), out  # no write failed
     assert seen["polls"] > 100, seen  # the reader really polled while they wrote
@@ -231,8 +231,7 @@ def test_modes_follow_the_umask(tmp_path, umask, mask, file_mode, dir_mode):
 def test_a_failed_block_leaves_the_old_folder_and_nothing_else(tmp_path):
     final = tmp_path / "run"
     _write(final, "v1\n")
-    with pytest.raises(RuntimeError):
-        with atomic_dir(final) as tmp:
-            (tmp / "DONE").write_text("v2\n")
-            raise RuntimeError("job failed")
+    with pytest.raises(RuntimeError), atomic_dir(final) as tmp:
+        (tmp / "DONE").write_text("v2\n")
+        raise RuntimeError("job failed")
     assert (final / "DONE").read_text() == "v1\n" and [p.name for p in tmp_path.iterdir()] == ["run"]

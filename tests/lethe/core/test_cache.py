@@ -173,7 +173,7 @@ def test_ragged_values_round_trip_and_a_damaged_ragged_shard_is_quarantined(tmp_
     c.flush()
     assert c.dir.parent.name == "scores"
     got = EmbeddingCache(tmp_path, NS, kind="scores", ragged=True).get(keys)
-    assert all(np.array_equal(g, v) and g.dtype == np.float32 for g, v in zip(got, values))
+    assert all(np.array_equal(g, v) and g.dtype == np.float32 for g, v in zip(got, values, strict=True))
     assert EmbeddingCache(tmp_path, NS).get(keys[:1]) == [None]  # embeddings of the same namespace: another folder
     shard = next(c.dir.glob("*.npz"))
     with np.load(shard) as z:

@@ -3,7 +3,6 @@ in the manifest and stays out of the config hash; a CUDA run agrees with the CPU
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

@@ -4,7 +4,7 @@ turns first, then the eligible turns just before it)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from experiments.datasets import prepare_dataset
 from lethebench.schema import Dataset, read_dataset

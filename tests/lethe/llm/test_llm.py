@@ -9,8 +9,8 @@ lethe/llm/backends.py). Everything runs on one thread; the whole file takes well
 from __future__ import annotations
 
 import hashlib
-import json
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 import requests
 
+from lethe.core.gguf import GGUFChecksumError, GGUFNotFoundError, file_sha256, resolve_gguf
+from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.backends import KINDS, LlamaCppBackend, OpenAICompatibleBackend, llama_server_command, make_llm
 from lethe.llm.base import Decoding, LLMError, LLMTimeout, Message
 from lethe.llm.cache import ResponseCache, response_key
 from lethe.llm.parsing import keywords_schema
 from lethe.llm.prompts import load_prompt
-from lethe.core.gguf import GGUFChecksumError, GGUFNotFoundError, file_sha256, resolve_gguf
-from lethe.core.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
 ASK = [Message("user", "What is the capital of France? Answer in one word.")]

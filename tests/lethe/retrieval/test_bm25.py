@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from baselines.bm25_memory import InMemoryBM25, anserini_adjust_ties
+from lethe.core.protocol import Doc, Method, Query
 from lethe.retrieval.bm25 import LENGTH_TABLE, BM25Index, byte4_to_int, encode_lengths, int_to_byte4
 from lethe.text.analyzer import analyze, tokenize
-from lethe.core.protocol import Doc, Method, Query
 
 # expected terms: Anserini 1.7.1's DefaultEnglishAnalyzer on the same strings (checked with
 # pyserini.analysis.Analyzer(get_lucene_analyzer()))
@@ -97,7 +97,7 @@ def test_method_protocol_and_reindex():
     fresh.index(docs)
     assert m.search(Query("cat dog"), 3).ranking == fresh.search(Query("cat dog"), 3).ranking
     r = m.search(Query("cat dog"), 10).ranking
-    assert len(r) == 4 and all(a[1] >= b[1] for a, b in zip(r, r[1:]))
+    assert len(r) == 4 and all(a[1] >= b[1] for a, b in zip(r, r[1:], strict=True))
 
 
 def test_anserini_tie_adjustment():

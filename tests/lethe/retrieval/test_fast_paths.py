@@ -50,7 +50,9 @@ def cache(tmp_path_factory) -> Path:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
-    return float(np.mean([len(set(np.argsort(-x)[:k]) & set(np.argsort(-y)[:k])) / k for x, y in zip(a, b)]))
+    return float(
+        np.mean([len(set(np.argsort(-x)[:k]) & set(np.argsort(-y)[:k])) / k for x, y in zip(a, b, strict=True)])
+    )
 
 
 def test_options_come_whole_from_config(onnx_cfg):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from lethe.retrieval.fusion import convex, minmax, rrf
-from lethe.retrieval.ranking import top_k
 from lethe.retrieval.mmr import mmr
+from lethe.retrieval.ranking import top_k
 
 
 def test_mmr_hand_computed():

@@ -9,13 +9,16 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from analysis.answers import score_answer
-from lethe.text.abstention import ABSTENTION_PHRASES, abstains
 from experiments.studies.judge_agreement import DEFAULT_ITEMS, judge_agreement, load_items
+from lethe.core.paths import PROJECT_ROOT
+from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
+from lethe.llm.prompts import PROMPT_DIR, load_prompt
 from lethe.stages.generation import (
     ABSTENTION,
     JUDGE_DECODING,
@@ -28,9 +31,7 @@ from lethe.stages.generation import (
     is_abstention,
     postprocess_answer,
 )
-from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, LLMTimeout, Message
-from lethe.llm.prompts import PROMPT_DIR, load_prompt
-from lethe.core.paths import PROJECT_ROOT
+from lethe.text.abstention import ABSTENTION_PHRASES, abstains
 
 ROOT = PROJECT_ROOT
 Q = "What is the memory limit of the ingest-worker?"

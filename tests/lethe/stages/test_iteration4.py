@@ -3,14 +3,15 @@ demotion with the rules detector on constructed updates, and the seeded generati
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 import lethe.llm.backends as backends
-from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.core.protocol import Doc, Query
+from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.methods.pipeline import LethePipeline
 from tests.support.fake_llm import FakeLLM
 from tests.support.method_yaml import build_pipeline, built_sections

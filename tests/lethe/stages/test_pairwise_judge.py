@@ -4,6 +4,7 @@ position bias on scripted fake replies; one real judgment in both orders with Sm
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from lethe.core.paths import PROJECT_ROOT

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from lethe.stages.boost import query_signals
+from lethe.stages.planning import PlanInputs, plan_inputs
 from lethe.text.analyzer import analyze
 from lethe.text.entities import entities, exact_terms
-from lethe.stages.planning import PlanInputs, plan_inputs
 from tests.support.method_yaml import build_stage
 
 CFG = build_stage("planning")  # the values of conf/method/lethe_iter1.yaml (the paper's appendix A.2)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
+from lethe.core.paths import PROJECT_ROOT
 from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMResponse, Message
 from lethe.llm.prompts import load_prompt
 from lethe.stages.rerank import (
@@ -23,7 +25,6 @@ from lethe.stages.rerank import (
     p_yes_from_response,
     parse_yes_no,
 )
-from lethe.core.paths import PROJECT_ROOT
 from tests.support.fake_llm import FakeLLM
 
 ROOT = PROJECT_ROOT
@@ -56,7 +57,7 @@ def order(res: RerankResult) -> list[str]:
 def assert_valid(res: RerankResult, candidates: Sequence[tuple[str, str, float]]) -> None:
     assert sorted(order(res)) == sorted(c[0] for c in candidates)
     s = [x for _, x in res.ranking]
-    assert all(a >= b for a, b in zip(s, s[1:])), s
+    assert all(a >= b for a, b in zip(s, s[1:], strict=True)), s
     assert all(math.isfinite(x) for x in s)
 
 
@@ -228,7 +229,7 @@ def test_budget_enforced_with_slow_backend():
     assert res.share_judged == pytest.approx(res.judged / 10) and res.considered == 10
     assert res.timeouts == len(llm.calls) - res.judged <= 1
     timeouts = [call["timeout_s"] for call in llm.calls]
-    assert all(a > b for a, b in zip(timeouts, timeouts[1:])) and timeouts[0] <= 0.350  # remaining budget
+    assert all(a > b for a, b in zip(timeouts, timeouts[1:], strict=True)) and timeouts[0] <= 0.350  # remaining budget
     assert [s for d, s in res.ranking if res.scores[d]["source"] == "neutral"]  # the rest stays neutral
     assert_valid(res, c)
 

@@ -5,7 +5,8 @@ LoCoMo passages (tolerance: tests/lethe/llm/test_prefix_reuse.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf

@@ -8,11 +8,15 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
-from lethe.stages.contradiction.rules import detect
+from lethe.core.paths import PROJECT_ROOT
+from lethe.core.protocol import Doc
+from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout, Message
+from lethe.llm.prompts import load_prompt
 from lethe.stages.contradiction.detectors import (
     DECODING,
     DetectionResult,
@@ -24,10 +28,7 @@ from lethe.stages.contradiction.detectors import (
     value_kinds,
     value_tokens,
 )
-from lethe.llm.base import Decoding, LLMBackend, LLMError, LLMTimeout, Message
-from lethe.llm.prompts import load_prompt
-from lethe.core.protocol import Doc
-from lethe.core.paths import PROJECT_ROOT
+from lethe.stages.contradiction.rules import detect
 from tests.support.fake_llm import FakeLLM as BaseFake
 
 ROOT = PROJECT_ROOT
@@ -231,7 +232,7 @@ def test_budget_stops_judging_and_counts_the_rest():
     assert wall < 0.18 + 0.3 and res.llm_ms <= 180 + 150  # slack for a loaded machine
     timeouts = [c["timeout_s"] for c in llm.calls]
     assert all(t is not None and 0 < t <= 0.18 for t in timeouts)
-    assert all(a > b for a, b in zip(timeouts, timeouts[1:]))  # each call gets the remaining budget
+    assert all(a > b for a, b in zip(timeouts, timeouts[1:], strict=True))  # each call gets the remaining budget
     assert {e["decision"] for e in res.log[len(llm.calls) :]} == {"not_judged"}
     assert_counts_add_up(res)
     # a generous budget judges everything

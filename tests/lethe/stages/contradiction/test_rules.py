@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from experiments.studies.contradiction_detection import detection_scores, evaluate_rules_on_dataset
+from lethe.core.protocol import Doc
 from lethe.stages.contradiction.rules import (
     Conflict,
     Fact,
@@ -17,7 +18,6 @@ from lethe.stages.contradiction.rules import (
     normalize_attribute,
     normalize_value,
 )
-from lethe.core.protocol import Doc
 from lethebench.schema import write_dataset
 from tests.support.toy import toy_dataset
 
@@ -222,7 +222,7 @@ def test_detection_scores_exact_numbers():
 
 def test_evaluate_rules_on_toy_dataset(tmp_path):
     ds = toy_dataset()
-    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"]))
+    text = dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True))
     text.update(
         {
             "chat:3": "The port of daemon-svc is 8080.",

@@ -11,7 +11,8 @@ import hashlib
 import json
 import sys
 import types
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,9 +20,7 @@ import pytest
 from baselines.vector import VectorSearch
 from experiments.config import load_config, to_dict
 from experiments.run_identity import method_params
-from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearch
-from lethe.retrieval.fusion import rrf
-from lethe.retrieval.ranking import top_k
+from lethe.core.protocol import Doc, Query
 from lethe.llm.base import Decoding, LLMError, LLMResponse, LLMTimeout, Message
 from lethe.llm.parsing import (
     ExactTerms,
@@ -36,11 +35,13 @@ from lethe.llm.parsing import (
     parse_subqueries,
 )
 from lethe.llm.prompts import PROMPT_DIR, _split, available_prompts, load_prompt
-from lethe.stages.understanding.llm import LLMQueryUnderstanding
-from lethe.core.protocol import Doc, Query
+from lethe.methods.expansion import HyDESearch, KeywordBoostSearch, KeywordSearch
+from lethe.retrieval.fusion import rrf
+from lethe.retrieval.ranking import top_k
 from lethe.stages.understanding.base import QueryUnderstandingBackend, understand
-from lethe.stages.understanding.stage import BACKENDS
+from lethe.stages.understanding.llm import LLMQueryUnderstanding
 from lethe.stages.understanding.rules import RuleBasedBackend
+from lethe.stages.understanding.stage import BACKENDS
 
 PROMPTS = [
     "answer",
@@ -583,7 +584,9 @@ def test_hyde_average_uses_the_normalized_mean_vector(embedder):
     q = embedder.encode(["What dessert did he bring to the outdoor lunch?"], role="query")[0]
     a = embedder.encode([answer], role="doc")[0]
     v = (q + a) / np.linalg.norm(q + a)
-    expect = sorted(((d.doc_id, float(s)) for d, s in zip(DOCS, m.dense.vecs @ v)), key=lambda x: -x[1])[:3]
+    expect = sorted(((d.doc_id, float(s)) for d, s in zip(DOCS, m.dense.vecs @ v, strict=True)), key=lambda x: -x[1])[
+        :3
+    ]
     assert res.ranking[0][0] == "tart"
     assert [d for d, _ in res.ranking] == [d for d, _ in expect]
     assert [s for _, s in res.ranking] == pytest.approx([s for _, s in expect], abs=1e-5)
@@ -754,7 +757,7 @@ def test_keyword_boost_adaptive_weight_follows_the_importance(embedder, vector):
     cos = dict(vector.search(q, 7).ranking)
     weights = {"low": 0.15, "medium": 0.3, "high": 0.5}
     for level, w in weights.items():
-        reply = '{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "%s"}' % level
+        reply = f'{{"exact_match_terms": ["parseJWT"], "use_keyword_boost": true, "keyword_importance": "{level}"}}'
         m, _ = make(
             KeywordBoostSearch,
             embedder,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from lethe.stages.understanding.base import QueryUnderstandingBackend, Understanding, understand
-from lethe.stages.understanding.stage import make_backend
 from lethe.stages.understanding.rules import RuleBasedBackend
+from lethe.stages.understanding.stage import make_backend
 
 RELEASE = ["What's the release number of webhook-api in production?", "It's 0.19.17 for webhook-api."]
 OWNER = ["Who owns catalogd?", "catalogd: Pika."]
