@@ -89,6 +89,7 @@ import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from nltk.stem import PorterStemmer
@@ -180,6 +181,39 @@ def score_answer(pred: str, gold: str, category: str | None) -> dict[str, float]
         gold = gold.split(";")[0].strip()
     f1 = multi_answer_f1(pred, gold) if category == "multi-hop" else token_f1(pred, gold)
     return {"f1": f1, "rouge_l": rouge_l(pred, gold), "em": exact_match(pred, gold)}
+
+
+AnswerRules = Callable[[str, Any, Any], dict[str, float] | None]
+"""A dataset's answer rules: ``(answer, gold, category) -> {"f1", "rouge_l", "em"}``, or None when the question is
+not scored (no gold answer the rules can use). ``gold`` and ``category`` are the query row's cells (any type)."""
+
+
+def plain_rules(pred: str, gold: Any, category: Any) -> dict[str, float] | None:
+    """Token F1, ROUGE-L and exact match against a non-empty gold answer (``category`` is not used); None without
+    one."""
+    return score_answer(pred, gold, None) if isinstance(gold, str) and gold.strip() else None
+
+
+def locomo_rules(pred: str, gold: Any, category: Any) -> dict[str, float] | None:
+    """LoCoMo's per-category rules (:func:`score_answer`); its adversarial questions, which have no gold answer,
+    score 1 when the answer abstains, else 0; None for any other question without a gold answer."""
+    category = category if isinstance(category, str) else None
+    has_gold = isinstance(gold, str) and bool(gold.strip())
+    if not has_gold and category != "adversarial":
+        return None
+    return score_answer(pred, gold if has_gold else None, category)
+
+
+# dataset.answer_rules -> the rules its generated answers are scored by
+ANSWER_RULES: dict[str | None, AnswerRules] = {None: plain_rules, "locomo": locomo_rules}
+
+
+def answer_rules(name: str | None) -> AnswerRules:
+    """The answer rules ``dataset.answer_rules`` names (null: :func:`plain_rules`); a ValueError names the key."""
+    if name not in ANSWER_RULES:
+        known = ", ".join("null" if k is None else repr(k) for k in ANSWER_RULES)
+        raise ValueError(f"dataset.answer_rules must be one of {known}, got {name!r}")
+    return ANSWER_RULES[name]
 
 
 def embedding_similarity(

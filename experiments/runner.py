@@ -27,7 +27,7 @@ import pandas as pd
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from analysis.answers import embedding_similarity, score_answer
+from analysis.answers import AnswerRules, answer_rules, embedding_similarity
 from analysis.metric_names import UnknownMetric, canonical_metrics, deeper_than
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
@@ -195,11 +195,9 @@ def walk_eligible(
             yield scope_id, row, int(ne), (docs[:ne] if changed else None)
 
 
-def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> dict[str, Any]:
-    """Per-query answer columns from a method's ``generation`` flag, scored against the gold answer
-    with LoCoMo's protocol (analysis.answers.score_answer; ``category`` is a LoCoMo category name for
-    LoCoMo, else None: plain token F1); LoCoMo's adversarial questions, which have no gold answer, score 1 when the
-    answer abstains, else 0; {} when no answer was generated."""
+def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any, rules: AnswerRules) -> dict[str, Any]:
+    """Per-query answer columns from a method's ``generation`` flag, scored against the query's gold answer and
+    category by the dataset's answer rules (analysis.answers.ANSWER_RULES); {} when no answer was generated."""
     if not gen:
         return {}
     rec: dict[str, Any] = {
@@ -211,10 +209,8 @@ def answer_record(gen: Mapping[str, Any] | None, gold: Any, category: Any) -> di
         "answer_rouge_l": None,
         "answer_em": None,
     }
-    category = category if isinstance(category, str) else None
-    # LoCoMo's adversarial questions have no gold answer: they are scored by whether the answer abstains
-    if gen.get("answer") is not None and ((isinstance(gold, str) and gold.strip()) or category == "adversarial"):
-        s = score_answer(gen["answer"], gold if isinstance(gold, str) else None, category)
+    s = rules(gen["answer"], gold, category) if gen.get("answer") is not None else None
+    if s is not None:
         rec.update(answer_f1=s["f1"], answer_rouge_l=s["rouge_l"], answer_em=s["em"])
     return rec
 
@@ -336,7 +332,7 @@ class RunPlan:
     dataset_folder: Path
     build_key: str
     selection: QuerySelection
-    answer_rules: str | None  # 'locomo' or None (dataset.answer_rules)
+    answer_rules: str | None  # dataset.answer_rules: a key of analysis.answers.ANSWER_RULES
     method_params: dict[str, Any]  # the method section without its description keys (name, variant, supervision)
     cache_dir: Path
     settings: RunSettings
@@ -421,9 +417,8 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
 def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: Dataset) -> RunPlan:
     """The typed plan of ``cfg``, whose resolved and validated dict is ``resolved`` (errors name the key)."""
     build_key = dataset_key(cfg, ds_folder, ds)  # a custom folder's key includes its checked content
-    answer_rules = resolved["dataset"].get("answer_rules")
-    if answer_rules not in (None, "locomo"):
-        raise ValueError(f"dataset.answer_rules must be null or 'locomo', got {answer_rules!r}")
+    rules = resolved["dataset"].get("answer_rules")
+    answer_rules(rules)  # a ValueError naming the key for an unknown name
     params = method_params(resolved["method"])
     settings = RunSettings.from_config(resolved["run"])
     identity = run_identity(resolved, build_key)
@@ -436,7 +431,7 @@ def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: 
         ds_folder,
         build_key,
         QuerySelection.from_config(resolved["dataset"], settings.seed),
-        answer_rules,
+        rules,
         params,
         project_path(resolved["cache_dir"]),
         settings,
@@ -618,6 +613,7 @@ def search_queries(
     queries from their final ranking after the timed search."""
     label, k = plan.identity.label, plan.settings.k
     answers = dict(zip(ds.queries["query_id"], ds.queries["answer"], strict=True))
+    rules = answer_rules(plan.answer_rules)
     text_of = (
         dict(zip(ds.corpus["doc_id"], ds.corpus["text"], strict=True)).__getitem__ if answering is not None else None
     )
@@ -694,7 +690,8 @@ def search_queries(
                 answer_record(
                     res.flags.get("generation"),
                     answers.get(row.query_id),
-                    row.category if plan.answer_rules == "locomo" else None,
+                    row.category,
+                    rules,
                 )
             )
             rec.update(encode_cells(res.timings_ms, res.flags))

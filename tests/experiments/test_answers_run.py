@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.answers import score_answer
+from analysis.answers import answer_rules, score_answer
 from experiments.config import to_dict
 from experiments.run_identity import config_hash, hashed_config
 from experiments.runner import run_experiment, validate_run_config
@@ -66,7 +66,16 @@ def test_answer_record_scores_locomo_adversarial_questions_by_abstention():
     from experiments.runner import answer_record
 
     gen = {"answer": "Not mentioned in the conversation.", "status": "ok"}
-    assert answer_record(gen, None, "adversarial")["answer_f1"] == 1.0  # no gold: the abstention rule decides
-    assert answer_record({**gen, "answer": "Paris"}, None, "adversarial")["answer_f1"] == 0.0
-    assert answer_record({**gen, "answer": "Paris"}, None, None)["answer_f1"] is None  # elsewhere: no gold, no score
-    assert answer_record({**gen, "answer": "Paris"}, "Paris", "single-hop")["answer_f1"] == 1.0
+    locomo, plain = answer_rules("locomo"), answer_rules(None)
+    assert answer_record(gen, None, "adversarial", locomo)["answer_f1"] == 1.0  # no gold: the abstention rule decides
+    assert answer_record({**gen, "answer": "Paris"}, None, "adversarial", locomo)["answer_f1"] == 0.0
+    assert answer_record({**gen, "answer": "Paris"}, None, None, locomo)["answer_f1"] is None  # no gold, no score
+    assert answer_record({**gen, "answer": "Paris"}, "Paris", "single-hop", locomo)["answer_f1"] == 1.0
+    # another dataset's rules ignore the category: a gold answer is scored by plain token F1, none is not scored
+    assert answer_record({**gen, "answer": "Paris"}, None, "adversarial", plain)["answer_f1"] is None
+    assert (
+        answer_record({**gen, "answer": "Paris, London"}, "Paris", "multi-hop", plain)["answer_f1"]
+        == (score_answer("Paris, London", "Paris", None)["f1"])
+    )
+    with pytest.raises(ValueError, match="dataset.answer_rules must be one of null, 'locomo', got 'squad'"):
+        answer_rules("squad")
