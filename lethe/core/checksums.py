@@ -114,17 +114,20 @@ def unsealed(doc: Any, where: str | os.PathLike) -> dict[str, Any]:
     return rest
 
 
-def quarantine(path: str | os.PathLike) -> Path | None:
-    """Move ``path`` (a file or folder) to ``<parent>/quarantine/<name>`` (``<name>.1``, ``.2`` ... when taken);
-    the new path, or None when ``path`` is gone already (another process moved it first)."""
+def quarantine(path: str | os.PathLike, inode: int | None = None) -> Path | None:
+    """Move ``path`` (a file or folder) to ``<parent>/quarantine/<name>`` (a file's
+    ``<stem>.1<suffix>``, a folder's ``<name>.1``, ``.2`` ... when taken); the new path, or None when ``path`` is gone already (another process moved it first) or, given the
+    ``inode`` it was read from, was rewritten whole since (not the damaged file)."""
     path = Path(path)
     qdir = path.parent / QUARANTINE
     qdir.mkdir(exist_ok=True)
     target, n = qdir / path.name, 0
     while target.exists() or target.is_symlink():
         n += 1
-        target = qdir / f"{path.name}.{n}"
+        target = qdir / (f"{path.stem}.{n}{path.suffix}" if path.is_file() else f"{path.name}.{n}")
     try:
+        if inode is not None and os.stat(path).st_ino != inode:
+            return None
         os.rename(path, target)
     except FileNotFoundError:
         return None

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from lethe.core.atomic import atomic_write_bytes, atomic_write_text
+from lethe.core.checksums import quarantine
 from lethe.core.hashing import content_hash, sha256_text
 
 log = logging.getLogger(__name__)
 
-QUARANTINE = "quarantine"
 # what reading a damaged .npz raises: not a zip / bad CRC, a damaged deflate stream, a short file,
 # a member that is not an array (or not there), arrays of different lengths
 _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError)
@@ -107,17 +107,8 @@ class EmbeddingCache:
     def _quarantine(self, shard: Path, inode: int, err: BaseException) -> None:
         """Move the unreadable ``shard`` to ``quarantine/`` (a new name if one is there already)."""
         self.quarantined += 1
-        qdir = self.dir / QUARANTINE
-        qdir.mkdir(exist_ok=True)
-        target, n = qdir / shard.name, 0
-        while target.exists():
-            n += 1
-            target = qdir / f"{shard.stem}.{n}{shard.suffix}"
-        try:
-            if os.stat(shard).st_ino != inode:
-                raise FileNotFoundError(shard)  # rewritten whole since it was read: not the damaged file
-            os.rename(shard, target)
-        except FileNotFoundError:
+        target = quarantine(shard, inode)
+        if target is None:
             log.warning(
                 "embedding cache: unreadable shard %s (%s: %s), already replaced or moved aside by "
                 "another process; its vectors will be recomputed",
