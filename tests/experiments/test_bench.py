@@ -47,7 +47,7 @@ def test_jobs_section_on_the_smoke_tier(tmp_path):
 def test_llm_threads_are_compared_on_the_same_calls():
     """The thread-count lever (issue 34, item 3): each count makes the same seeded calls, interleaved; SmolLM2's greedy
     texts do not depend on the thread count, so the speed-up is the only difference."""
-    from experiments.bench import bench_llm_threads
+    from experiments.bench.llm import bench_llm_threads
 
     r = bench_llm_threads(["smollm2"], [1, 2], reps=2)["smollm2"]
     assert set(r["threads"]) == {"1", "2"} and r["speedup_over_first"]["1"] == 1.0
