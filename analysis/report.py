@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from analysis.declared_runs import RunRef
 from analysis.figures import caption_fields, draw_all
 from analysis.iteration4 import iteration4_table
 from analysis.metric_names import canonical_or_other, display_metric
+from analysis.table import Table
 from lethe.core.atomic import atomic_write_text
 from lethe.core.faults import kill_point
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
@@ -97,15 +100,23 @@ def claims_section(
         f"`conf/reference/seed_claims.yaml`. {CL.HOW} "
         f"{VD.rule_text(VD.Rules.from_cfg(cfg))} {CL.verdict_counts(table)} ({CL.source_counts(table)})."
     )
-    F.write_table(table, tdir, "table_claims", "Claims: every printed claim, measured, with its verdict", footnote=note)
+    claims = Table("table_claims", "Claims: every printed claim, measured, with its verdict", table, note)
+    claims.write(tdir)
     groups = []
     if not per_dataset.empty:
-        title = "Claims measured on several datasets: the per-dataset rows under each claim's one verdict above"
-        F.write_table(per_dataset, tdir, "table_claims_per_dataset", title, footnote=VD.GROUP_RULE)
-        groups = [f"**{title}** (rule: {VD.GROUP_RULE}):", "", F.to_markdown(per_dataset), ""]
+        rows = Table(
+            "table_claims_per_dataset",
+            "Claims measured on several datasets: the per-dataset rows under each claim's one verdict above",
+            per_dataset,
+            VD.GROUP_RULE,
+        )
+        rows.write(tdir)
+        groups = [f"**{rows.title}** (rule: {VD.GROUP_RULE}):", "", rows.markdown(footnote=None), ""]
     fidelity = CL.fidelity_lines(seeds)
     fidelity = ["What each seed study approximates:", "", *fidelity, ""] if fidelity else []
-    return "\n".join([note, "", F.to_markdown(table), "", *groups, *fidelity]) + "\n" + gate_claims(views, cfg)
+    return (
+        "\n".join([note, "", claims.markdown(footnote=None), "", *groups, *fidelity]) + "\n" + gate_claims(views, cfg)
+    )
 
 
 def gate_claims(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any]) -> str:
@@ -142,13 +153,13 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
     table = G.sanity_table(views, cfg)
     if table.empty:
         return "No declared reranker (`analysis.rerankers`) has a finished run yet.\n"
-    F.write_table(
-        table,
-        tdir,
+    sanity = Table(
         "table_sanity",
         "Sanity gates: rerankers against their first stage and a random reordering of the same candidates",
-        footnote=G.BELOW_NOTE,
+        table,
+        G.BELOW_NOTE,
     )
+    sanity.write(tdir)
     metric = display_metric(cfg["gate_metric"])
     return "\n".join(
         [
@@ -161,7 +172,7 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
             "started from exactly that first stage (same processed dataset, run.k and first-stage parameters); "
             "otherwise the verdict says `not comparable` and names what differs.",
             "",
-            F.to_markdown(table, G.BELOW_NOTE),
+            sanity.markdown(),
         ]
     )
 
@@ -292,15 +303,15 @@ def findings_section(
     table = FI.findings_table(conf, t2, best, cfg)
     printed = FI.printable(table)
     note = FAM.note(conf, cfg) if not conf.empty else "No confirmatory comparison has both runs finished yet."
-    F.write_table(
-        printed,
-        tdir,
+    findings = Table(
         "table_findings",
         "Findings: each Lethe iteration against the best baseline and the iteration before",
-        footnote=note,
+        printed,
+        note,
     )
+    findings.write(tdir)
     atomic_write_text(tdir / "findings.json", table.to_json(orient="records", indent=1, double_precision=10) + "\n")
-    md = ["## Findings", "", FI.section(table, cfg, contradiction_notes(cfg, studies)), F.to_markdown(printed, note)]
+    md = ["## Findings", "", FI.section(table, cfg, contradiction_notes(cfg, studies)), findings.markdown()]
     if not conf.empty:
         show = conf[
             [
@@ -322,14 +333,9 @@ def findings_section(
                 "losses",
             ]
         ]
-        F.write_table(
-            show,
-            tdir,
-            "table_confirmatory",
-            "The confirmatory family: paired tests, Holm over these rows",
-            footnote=note,
-        )
-        md += [FI.FULL_FAMILY, "", F.to_markdown(F.with_p_strings(show))]
+        family = Table("table_confirmatory", "The confirmatory family: paired tests, Holm over these rows", show, note)
+        family.write(tdir)
+        md += [FI.FULL_FAMILY, "", family.markdown(F.with_p_strings(show), None)]
     return md
 
 
@@ -342,7 +348,8 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
             "No runs with recorded plans yet: H4 (plan-selection accuracy) is not measured; it needs a Lethe "
             "run with adaptive planning on.\n"
         )
-    F.write_table(table, tdir, "table_plans", "H4: plan-selection accuracy of the Lethe methods")
+    plans = Table("table_plans", "H4: plan-selection accuracy of the Lethe methods", table)
+    plans.write(tdir)
     conf = float(cfg["confidence"])
     lines = [
         f"Accuracy of the plan each Lethe method chose (flags.plan) against the gold plan_label, over the "
@@ -351,7 +358,7 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
         "them, so a generous reference). 'no plan' counts gold-labelled queries without a recorded plan (not "
         "scored). Plan shares are over all evaluated queries with a recorded plan.",
         "",
-        F.to_markdown(table, F.FOOTNOTE_NM),
+        plans.markdown(),
     ]
     per_cat: dict[str, dict[str, pd.DataFrame]] = {}
     for ds, m, v in P.runs_with_plans(views, cfg):
@@ -384,6 +391,337 @@ def plan_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], tdi
     return "\n".join(lines)
 
 
+@dataclass
+class ReportContext:
+    """What the report's sections read: the settings, the declared runs and their views (``views`` without the seed
+    studies' labels), and the folders tables and figures are written to. The shared tables are computed once, when
+    a section first asks for them."""
+
+    cfg: Mapping[str, Any]
+    refs: list[RunRef]
+    extra: Sequence[tuple[str, str]]
+    studies: Mapping[str, Mapping[str, Any]] | None
+    all_views: dict[str, V.DatasetView]
+    views: dict[str, V.DatasetView]
+    main_refs: list[RunRef]
+    tables: Path
+    figures: Path
+
+    @cached_property
+    def best(self) -> dict[str, str | None]:
+        """The best baseline per dataset (of all: the findings' reference)."""
+        return {ds: T.best_baseline(v, self.cfg) for ds, v in self.views.items()}
+
+    @cached_property
+    def confirmatory(self) -> pd.DataFrame:
+        return FAM.confirmatory_table(self.views, self.cfg, self.best)
+
+    @cached_property
+    def t2(self) -> pd.DataFrame:
+        """Table 2, every row exploratory where no confirmatory comparison has both runs."""
+        return FAM.split(T.table2(self.views, self.cfg), self.confirmatory, self.cfg)
+
+    @cached_property
+    def ablations(self) -> pd.DataFrame:
+        """The steps-and-ablations table."""
+        return FAM.split(T.table_ablations(self.views, self.cfg), self.confirmatory, self.cfg, reference="reference")
+
+
+Section = Callable[[ReportContext], list[str]]
+# report section name -> the function writing its tables and returning its Markdown lines; report.md shows the
+# sections ``report_sections`` (conf/analysis/default.yaml) lists, in that order
+SECTIONS: dict[str, Section] = {}
+
+
+def report_section(name: str) -> Callable[[Section], Section]:
+    """Register a report section under ``name`` (a new table of the report is one such function and its name in
+    ``report_sections``)."""
+
+    def register(fn: Section) -> Section:
+        if name in SECTIONS:
+            raise ValueError(
+                f"report section {name!r} is registered twice ({SECTIONS[name].__module__}, {fn.__module__})"
+            )
+        SECTIONS[name] = fn
+        return fn
+
+    return register
+
+
+@report_section("findings")
+def _findings(c: ReportContext) -> list[str]:
+    return findings_section(c.confirmatory, c.t2, c.best, c.views, c.cfg, c.tables, c.studies)
+
+
+@report_section("overview")
+def _overview(c: ReportContext) -> list[str]:
+    ov = Table(
+        "overview_ndcg10", "nDCG@10 per method and dataset", T.overview(c.views, c.cfg, c.main_refs), F.FOOTNOTE_MISSING
+    )
+    ov.write(c.tables)
+    return ["## Overview: nDCG@10", "", ov.markdown()]
+
+
+@report_section("sanity")
+def _sanity(c: ReportContext) -> list[str]:
+    return [
+        "## Sanity gates: each reranker against its first stage and a random reordering",
+        "",
+        sanity_section(c.views, c.cfg, c.tables),
+    ]
+
+
+@report_section("ce_selection")
+def _ce_selection(c: ReportContext) -> list[str]:
+    sel = Table("table_ce_selection", "Cross-encoder model sets: dev selection", CS.selection_table(c.views), CS.NOTE)
+    if sel.frame.empty:
+        return []
+    sel.write(c.tables)
+    return ["## Cross-encoder: how each model set was chosen (dev)", "", CS.recipe(c.views), "", sel.markdown()]
+
+
+@report_section("ce_recipe")
+def _ce_recipe(c: ReportContext) -> list[str]:
+    recipe = CR.recipe_table(c.views, c.cfg)
+    if recipe.empty:
+        return []
+    t = Table(
+        "table_ce_recipe",
+        "Cross-encoder recipe chosen on recipe-dev, reported on the other queries",
+        recipe,
+        CR.note(c.cfg) + " " + CR.finding(recipe, c.cfg),
+    )
+    t.write(c.tables)
+    return ["## Cross-encoder: recipe chosen on recipe-dev, reported on the other queries", "", t.markdown()]
+
+
+@report_section("ce_regimes")
+def _ce_regimes(c: ReportContext) -> list[str]:
+    regimes = CS.regime_table(c.views, c.cfg)
+    if regimes.empty:
+        return []
+    note = (
+        "Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "
+        "each training regime (columns; `(default)` = the core tier's run), all at the dev-chosen "
+        "interpolation. " + CS.regime_finding(regimes)
+    )
+    t = Table("table_ce_regimes", "Cross-encoder training regimes (test)", regimes, note)
+    t.write(c.tables)
+    return ["## Cross-encoder: training regimes (test)", "", t.markdown()]
+
+
+@report_section("datasets")
+def _datasets(c: ReportContext) -> list[str]:
+    """Per dataset: Table 1 (performance), Table 3 (latency by stage) and, where domains exist, Table 4."""
+    cfg, md = c.cfg, []
+    for ds, v in sorted(c.views.items()):
+        t1 = T.with_missing_rows(T.table1(v, cfg, c.studies), v, cfg)
+        judge_note = INS.marked_footnote(t1, INS.hallucination_judge_unfit(cfg, c.studies))
+        t1_note = " ".join(
+            [F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING, judge_note]
+        ).strip()
+        table1 = Table(f"table1_{ds}", f"Table 1 ({ds}): performance summary", t1, t1_note)
+        table1.write(c.tables)
+        marked = any(T.timing_mark(v, m) for m in v.per_query)
+        table3 = Table(
+            f"table3_{ds}",
+            f"Table 3 ({ds}): latency by pipeline stage (ms)",
+            T.table3(v, cfg),
+            " ".join([F.FOOTNOTE_NM, *([T.FOOTNOTE_TIMING] if marked else [])]),
+        )
+        table3.write(c.tables)
+        note = (cfg.get("dataset_notes") or {}).get(ds)
+        md += [
+            f"## {ds}",
+            "",
+            *([str(note), ""] if note else []),
+            table1.title,
+            "",
+            table1.markdown(),
+            f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
+            "wall time)",
+            "",
+            table3.markdown(),
+        ]
+        t4 = T.table4(v, cfg)
+        if t4 is not None:
+            table4 = Table(f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain", t4)
+            table4.write(c.tables)
+            md += [table4.title, "", table4.markdown()]
+    return md
+
+
+# the columns of Table 2 and the steps table report.md shows (their files hold every column)
+T2_SHOWN = (
+    "family",
+    "dataset",
+    "metric",
+    "baseline",
+    "versus",
+    "method",
+    "supervision",
+    "n",
+    "baseline_mean",
+    "method_mean",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_randomization",
+    "p_wilcoxon",
+    "n_nonzero",
+)
+SHOWN_TAIL = ("ci_vs_test", "d_z", "wins", "ties", "losses")
+
+
+@report_section("significance")
+def _significance(c: ReportContext) -> list[str]:
+    t2, cfg = c.t2, c.cfg
+    if t2.empty:
+        return []
+    t = Table(
+        "table2_significance",
+        "Table 2: paired tests against the best baseline (and the best with as much supervision)",
+        t2,
+        T.best_baseline_note(c.views, cfg),
+    )
+    t.write(c.tables)
+    if "family" in t2.columns:
+        cols = [
+            *T2_SHOWN,
+            *[x for x in ("p_adj", "correction") if x in t2.columns],
+            *[x for x in FAM.WHOLE_TABLE if x in t2.columns],
+            *SHOWN_TAIL,
+            "gate",
+        ]
+    else:
+        cols = [x for x in t2.columns if x not in ("ci_method", "wilcoxon_method", "notes")]
+    return [
+        "## Table 2: significance against the best baseline",
+        "",
+        f"{len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
+        f"datasets), confirmatory rows first. {T.tests_note(t2, cfg)}",
+        "",
+        t.markdown(F.with_p_strings(t2[cols])),
+    ]
+
+
+@report_section("ablations")
+def _ablations(c: ReportContext) -> list[str]:
+    ta = c.ablations
+    md = ["## Lethe steps and ablations", ""]
+    if ta.empty:
+        return [*md, "No Lethe iterations or ablation variants with a reference run yet.", ""]
+    t = Table("table_ablations", "Lethe steps and ablations: paired tests against the reference", ta)
+    t.write(c.tables)
+    cols = [
+        *[x for x in ("family",) if x in ta.columns],
+        "dataset",
+        "metric",
+        "reference",
+        "method",
+        "n",
+        "reference_mean",
+        "method_mean",
+        "mean_diff",
+        "ci_low",
+        "ci_high",
+        "p_randomization",
+        "p_wilcoxon",
+        *[x for x in ("p_adj", "correction", *FAM.WHOLE_TABLE) if x in ta.columns],
+        *SHOWN_TAIL,
+    ]
+    return [
+        *md,
+        f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
+        f"(mean_diff = method - reference): {len(ta)} comparisons, confirmatory rows first. {T.tests_note(ta, c.cfg)}",
+        "",
+        t.markdown(F.with_p_strings(ta[cols]), None),
+    ]
+
+
+@report_section("iteration4")
+def _iteration4(c: ReportContext) -> list[str]:
+    t_it4 = iteration4_table(c.views, c.cfg, c.studies)
+    if t_it4.empty:
+        return []
+    it4_note = f"{F.FOOTNOTE_NM} {INS.marked_footnote(t_it4, INS.hallucination_judge_unfit(c.cfg, c.studies))}".strip()
+    t = Table("table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers", t_it4, it4_note)
+    t.write(c.tables)
+    return [
+        "## Iteration 4: LLM stages",
+        "",
+        "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
+        "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
+        "Answers: LoCoMo-protocol token F1, exact match and ROUGE-L against the gold answer, and similarity; "
+        "hallucination = share of judged answers the pinned judge prompt found unsupported by the retrieved "
+        "context. Means with 95% BCa CIs, shares (EM, hallucination) with 95% Wilson intervals; n = answers scored.",
+        "",
+        t.markdown(),
+    ]
+
+
+@report_section("seeds_pointer")
+def _seeds_pointer(c: ReportContext) -> list[str]:
+    if not c.cfg.get("seeds_report"):
+        return []
+    return ["## Seed studies", "", f"The seed studies, claimed beside measured, are in `{c.cfg['seeds_report']}`.", ""]
+
+
+@report_section("plans")
+def _plans(c: ReportContext) -> list[str]:
+    return ["## H4: plan selection", "", plan_section(c.views, c.cfg, c.tables)]
+
+
+@report_section("instruments")
+def _instruments(c: ReportContext) -> list[str]:
+    return ["## Instruments: judge validation", "", INS.validation_section(c.cfg, c.studies)]
+
+
+@report_section("figures")
+def _figures(c: ReportContext) -> list[str]:
+    kill_point("writing_report")
+    figs = draw_all(c.views, c.t2, c.cfg, c.figures, ta=c.ablations)
+    md = ["## Figures", ""]
+    for name, paths in figs.items():
+        md += [
+            f"![{name}](figures/{paths[0].name})",
+            "",
+            CAPTIONS.get(name, name).format_map(caption_fields(c.views, c.cfg, c.ablations)),
+            "",
+        ]
+    return md
+
+
+@report_section("extra")
+def _extra(c: ReportContext) -> list[str]:
+    """The sections the caller hands in (``build_report``'s ``extra``: title, Markdown)."""
+    return [line for title, body in c.extra for line in (f"## {title}", "", body, "")]
+
+
+@report_section("claims")
+def _claims(c: ReportContext) -> list[str]:
+    declared = {r.key for r in c.refs}
+    return [
+        "## Claims: verdicts",
+        "",
+        claims_section(c.all_views, c.views, c.t2, c.cfg, c.tables, c.studies, declared),
+    ]
+
+
+@report_section("setup")
+def _setup(c: ReportContext) -> list[str]:
+    return [FI.SETUP_HEADING, "", setup_section(c.all_views, c.refs, c.cfg)]
+
+
+def report_sections(cfg: Mapping[str, Any]) -> list[Section]:
+    """The sections ``cfg['report_sections']`` names, in order; a ValueError names an unknown one."""
+    names = list(cfg.get("report_sections") or [])
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise ValueError(f"analysis report_sections: unknown section(s) {unknown}; known: {sorted(SECTIONS)}")
+    return [SECTIONS[n] for n in names]
+
+
 def build_report(
     cfg: Mapping[str, Any],
     refs: list[RunRef],
@@ -391,18 +729,28 @@ def build_report(
     studies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``<out_dir>``/tables, ``<out_dir>``/figures and ``<out_dir>``/report.md from the declared runs
-    ``refs``; ``extra`` holds (title, Markdown) sections placed before the claims section, ``studies`` the JSON
-    document of each finished study by name (the claims table reads seed 003's). Runs whose label matches
-    ``study_labels`` are left out (the seed studies' report, analysis/seed_report.py, shows them); ``seeds_report``,
-    when set, names that report in a pointer section."""
+    ``refs``: the sections ``report_sections`` lists (:data:`SECTIONS`), in order; ``extra`` holds (title, Markdown)
+    sections (section ``extra``), ``studies`` the JSON document of each finished study by name (the claims table
+    reads seed 003's). Runs whose label matches ``study_labels`` are left out (the seed studies' report,
+    analysis/seed_report.py, shows them); ``seeds_report``, when set, names that report in a pointer section."""
     t0 = time.perf_counter()
+    sections = report_sections(cfg)
     out = Path(cfg["out_dir"])
-    tdir, fdir = out / "tables", out / "figures"
     all_views = V.collect(cfg, refs)
     patterns = list(cfg.get("study_labels") or [])
     study = lambda label: SEEDS.is_study_label(label, patterns)  # noqa: E731
     views = V.without_labels(all_views, study)
-    main_refs = [r for r in refs if not study(r.label)]
+    ctx = ReportContext(
+        cfg,
+        refs,
+        extra,
+        studies,
+        all_views,
+        views,
+        [r for r in refs if not study(r.label)],
+        out / "tables",
+        out / "figures",
+    )
     md = [
         "# Lethe harness: measured results",
         "",
@@ -426,199 +774,8 @@ def build_report(
             + ".",
             "",
         ]
-    best = {ds: T.best_baseline(v, cfg) for ds, v in views.items()}  # the best of all: the findings' reference
-    conf = FAM.confirmatory_table(views, cfg, best)
-    t2 = T.table2(views, cfg)
-    t2 = FAM.split(t2, conf, cfg)  # every row exploratory where no confirmatory comparison has both runs
-    md += findings_section(conf, t2, best, views, cfg, tdir, studies)
-    ov = T.overview(views, cfg, main_refs)
-    F.write_table(ov, tdir, "overview_ndcg10", "nDCG@10 per method and dataset", footnote=F.FOOTNOTE_MISSING)
-    md += ["## Overview: nDCG@10", "", F.to_markdown(ov, F.FOOTNOTE_MISSING)]
-    md += [
-        "## Sanity gates: each reranker against its first stage and a random reordering",
-        "",
-        sanity_section(views, cfg, tdir),
-    ]
-    sel = CS.selection_table(views)
-    if not sel.empty:
-        F.write_table(sel, tdir, "table_ce_selection", "Cross-encoder model sets: dev selection", footnote=CS.NOTE)
-        md += [
-            "## Cross-encoder: how each model set was chosen (dev)",
-            "",
-            CS.recipe(views),
-            "",
-            F.to_markdown(sel, CS.NOTE),
-        ]
-    recipe = CR.recipe_table(views, cfg)
-    if not recipe.empty:
-        note = CR.note(cfg) + " " + CR.finding(recipe, cfg)
-        F.write_table(
-            recipe,
-            tdir,
-            "table_ce_recipe",
-            "Cross-encoder recipe chosen on recipe-dev, reported on the other queries",
-            footnote=note,
-        )
-        md += [
-            "## Cross-encoder: recipe chosen on recipe-dev, reported on the other queries",
-            "",
-            F.to_markdown(recipe, note),
-        ]
-    regimes = CS.regime_table(views, cfg)
-    if not regimes.empty:
-        note = (
-            "Mean nDCG@10 on the evaluated queries: the cross-encoder's first stage, its random control and "
-            "each training regime (columns; `(default)` = the core tier's run), all at the dev-chosen "
-            "interpolation. " + CS.regime_finding(regimes)
-        )
-        F.write_table(regimes, tdir, "table_ce_regimes", "Cross-encoder training regimes (test)", footnote=note)
-        md += ["## Cross-encoder: training regimes (test)", "", F.to_markdown(regimes, note)]
-    for ds, v in sorted(views.items()):
-        t1 = T.with_missing_rows(T.table1(v, cfg, studies), v, cfg)
-        judge_note = INS.marked_footnote(t1, INS.hallucination_judge_unfit(cfg, studies))
-        t1_note = " ".join(
-            [F.FOOTNOTE_NM, F.FOOTNOTE_MISSING, gate_footnote(cfg), T.FOOTNOTE_TIMING, judge_note]
-        ).strip()
-        F.write_table(t1, tdir, f"table1_{ds}", f"Table 1 ({ds}): performance summary", footnote=t1_note)
-        t3 = T.table3(v, cfg)
-        marked = any(T.timing_mark(v, m) for m in v.per_query)
-        t3_note = " ".join([F.FOOTNOTE_NM, *([T.FOOTNOTE_TIMING] if marked else [])])
-        F.write_table(t3, tdir, f"table3_{ds}", f"Table 3 ({ds}): latency by pipeline stage (ms)", footnote=t3_note)
-        note = (cfg.get("dataset_notes") or {}).get(ds)
-        md += [
-            f"## {ds}",
-            "",
-            *([str(note), ""] if note else []),
-            f"Table 1 ({ds}): performance summary",
-            "",
-            F.to_markdown(t1, t1_note),
-            f"Table 3 ({ds}): latency by pipeline stage on this machine (mean ms per query; totals from per-query "
-            "wall time)",
-            "",
-            F.to_markdown(t3, t3_note),
-        ]
-        t4 = T.table4(v, cfg)
-        if t4 is not None:
-            F.write_table(t4, tdir, f"table4_{ds}", f"Table 4 ({ds}): nDCG@10 by domain")
-            md += [f"Table 4 ({ds}): nDCG@10 by domain", "", F.to_markdown(t4, F.FOOTNOTE_NM)]
-    if not t2.empty:
-        note = T.best_baseline_note(views, cfg)
-        F.write_table(
-            t2,
-            tdir,
-            "table2_significance",
-            "Table 2: paired tests against the best baseline (and the best with as much supervision)",
-            footnote=note,
-        )
-        show = t2[
-            [
-                "family",
-                "dataset",
-                "metric",
-                "baseline",
-                "versus",
-                "method",
-                "supervision",
-                "n",
-                "baseline_mean",
-                "method_mean",
-                "mean_diff",
-                "ci_low",
-                "ci_high",
-                "p_randomization",
-                "p_wilcoxon",
-                "n_nonzero",
-                *[c for c in ("p_adj", "correction") if c in t2.columns],
-                *[c for c in FAM.WHOLE_TABLE if c in t2.columns],
-                "ci_vs_test",
-                "d_z",
-                "wins",
-                "ties",
-                "losses",
-                "gate",
-            ]
-            if "family" in t2.columns
-            else [c for c in t2.columns if c not in ("ci_method", "wilcoxon_method", "notes")]
-        ]
-        md += [
-            "## Table 2: significance against the best baseline",
-            "",
-            f"{len(t2)} comparisons (methods x metrics {[display_metric(m) for m in cfg['family_metrics']]} x "
-            f"datasets), confirmatory rows first. {T.tests_note(t2, cfg)}",
-            "",
-            F.to_markdown(F.with_p_strings(show), note),
-        ]
-    ta = T.table_ablations(views, cfg)
-    ta = FAM.split(ta, conf, cfg, reference="reference")
-    md += ["## Lethe steps and ablations", ""]
-    if ta.empty:
-        md += ["No Lethe iterations or ablation variants with a reference run yet.", ""]
-    else:
-        F.write_table(ta, tdir, "table_ablations", "Lethe steps and ablations: paired tests against the reference")
-        show = ta[
-            [
-                *[c for c in ("family",) if c in ta.columns],
-                "dataset",
-                "metric",
-                "reference",
-                "method",
-                "n",
-                "reference_mean",
-                "method_mean",
-                "mean_diff",
-                "ci_low",
-                "ci_high",
-                "p_randomization",
-                "p_wilcoxon",
-                *[c for c in ("p_adj", "correction", *FAM.WHOLE_TABLE) if c in ta.columns],
-                "ci_vs_test",
-                "d_z",
-                "wins",
-                "ties",
-                "losses",
-            ]
-        ]
-        md += [
-            f"Each Lethe iteration against the previous one, and each variant `name+x` against `name` "
-            f"(mean_diff = method - reference): {len(ta)} comparisons, confirmatory rows first. {T.tests_note(ta, cfg)}",
-            "",
-            F.to_markdown(F.with_p_strings(show)),
-        ]
-    t_it4 = iteration4_table(views, cfg, studies)
-    if not t_it4.empty:
-        it4_note = f"{F.FOOTNOTE_NM} {INS.marked_footnote(t_it4, INS.hallucination_judge_unfit(cfg, studies))}".strip()
-        F.write_table(
-            t_it4, tdir, "table_iteration4", "Iteration 4: LLM reranking, contradiction handling, answers", it4_note
-        )
-        md += [
-            "## Iteration 4: LLM stages",
-            "",
-            "Runs on seeded query samples (`n`); nDCG@10 of iteration 3 is on the same queries. `share judged`: "
-            "candidates the LLM judged within the budget; the rerank stage must keep its P95 within budget + 10%. "
-            "Answers: LoCoMo-protocol token F1, exact match and ROUGE-L against the gold answer, and similarity; "
-            "hallucination = share of judged answers the pinned judge prompt found unsupported by the retrieved "
-            "context. Means with 95% BCa CIs, shares (EM, hallucination) with 95% Wilson intervals; n = answers scored.",
-            "",
-            F.to_markdown(t_it4, it4_note),
-        ]
-    if cfg.get("seeds_report"):
-        md += ["## Seed studies", "", f"The seed studies, claimed beside measured, are in `{cfg['seeds_report']}`.", ""]
-    md += ["## H4: plan selection", "", plan_section(views, cfg, tdir)]
-    kill_point("writing_report")
-    figs = draw_all(views, t2, cfg, fdir, ta=ta)
-    md += ["## Instruments: judge validation", "", INS.validation_section(cfg, studies)]
-    md += ["## Figures", ""]
-    for name, paths in figs.items():
-        md += [
-            f"![{name}](figures/{paths[0].name})",
-            "",
-            CAPTIONS.get(name, name).format_map(caption_fields(views, cfg, ta)),
-            "",
-        ]
-    for title, body in extra:
-        md += [f"## {title}", "", body, ""]
-    md += ["## Claims: verdicts", "", claims_section(all_views, views, t2, cfg, tdir, studies, {r.key for r in refs})]
-    md += [FI.SETUP_HEADING, "", setup_section(all_views, refs, cfg)]
+    for section in sections:
+        md += section(ctx)
     report = out / "report.md"
     atomic_write_text(report, "\n".join(md))
     print(

@@ -13,8 +13,9 @@ import pytest
 from nbclient import NotebookClient
 
 from analysis.declared_runs import RunRef
-from analysis.report import build_report, load_cfg
+from analysis.report import ReportContext, build_report, load_cfg, report_section
 from analysis.stats import adjust, ci_test_disagreement
+from analysis.table import Table
 from lethe.core.paths import PROJECT_ROOT
 
 
@@ -53,6 +54,34 @@ def test_tables_are_byte_identical_across_runs(report_cfg, refs, tmp_path):
         "not measurements" in report
         and "| paper Table 1 | bm25: nDCG@10 = 0.435 | 0.435 | - | - | not comparable |" in report
     )
+
+
+@report_section("toy_run_counts")
+def _toy_run_counts(c: ReportContext) -> list[str]:
+    """A toy report table, added in this one file: finished runs per dataset."""
+    t = Table(
+        "table_toy",
+        "Toy: finished runs per dataset",
+        pd.DataFrame([{"dataset": ds, "runs": len(v.runs)} for ds, v in sorted(c.views.items())]),
+        None,
+    )
+    t.write(c.tables)
+    return ["## Toy", "", t.title, "", t.markdown()]
+
+
+def test_a_new_report_table_is_one_registered_function_and_its_name(report_cfg, refs, tmp_path):
+    """Issue 59: a table is a Table record written by one writer; the report shows the sections `report_sections`
+    lists, so the toy section above joins it by name (and an unknown or doubly registered name is refused)."""
+    cfg = {**report_cfg, "out_dir": str(tmp_path), "report_sections": ["overview", "toy_run_counts"]}
+    report = build_report(cfg, refs).read_text()
+    assert report.index("## Overview: nDCG@10") < report.index("## Toy") and "## Findings" not in report
+    assert "Toy: finished runs per dataset\n\n| dataset | runs |\n|---|---|\n| locomo | 3 |\n" in report
+    assert (tmp_path / "tables" / "table_toy.csv").read_text() == "dataset,runs\nlocomo,3\n"
+    assert (tmp_path / "tables" / "table_toy.md").read_text().startswith("**Toy: finished runs per dataset**")
+    with pytest.raises(ValueError, match=r"report_sections: unknown section\(s\) \['tabel2'\]"):
+        build_report({**cfg, "report_sections": ["tabel2"]}, refs)
+    with pytest.raises(ValueError, match="report section 'overview' is registered twice"):
+        report_section("overview")(_toy_run_counts)
 
 
 def test_tables_print_ir_measures_names_whichever_spelling_the_settings_use(report_cfg, refs, tmp_path):
