@@ -1,5 +1,5 @@
 """What the tables and figures read: one view per dataset of its declared runs' per-query scores,
-with label metrics (Coverage@N, contradiction@k) added, and the bootstrap CIs they share."""
+with the label metrics (analysis.label_metrics: Coverage@N, contradiction@k, answer recall) added, and the bootstrap CIs they share."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pandas as pd
 
 from analysis import stats
 from analysis.declared_runs import RunInfo, RunRef, load_declared
-from analysis.labels import answer_recall_at_chars, contradiction_at_k, coverage_at_n, read_contradictions
+from analysis.label_metrics import LabelData, add_label_scores, label_columns, label_params
+from analysis.labels import read_contradictions
 from analysis.metric_names import canonical_or_other, is_retrieval_metric
 from analysis.metrics import run_scores
 from lethebench.schema import read_table
@@ -29,9 +30,9 @@ class DatasetView:
     per_query: dict[str, pd.DataFrame] = field(default_factory=dict)  # method -> indexed by query_id
     label_metrics: list[str] = field(default_factory=list)
     missing: dict[str, RunRef] = field(default_factory=dict)  # declared labels without a finished run
-    # dataset folder -> (corpus doc_id/text, contradiction labels): runs of one dataset may have their own builds
-    # (another chunking has other doc units), so the label metrics read each run's own
-    label_data: dict[Path, tuple[pd.DataFrame, pd.DataFrame | None]] = field(default_factory=dict, repr=False)
+    # dataset folder -> its label inputs: runs of one dataset may have their own builds (another chunking has other
+    # doc units), so the label metrics read each run's own
+    label_data: dict[Path, LabelData] = field(default_factory=dict, repr=False)
 
 
 def method_order(methods: list[str], cfg: Mapping[str, Any]) -> list[str]:
@@ -67,20 +68,20 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         v = views[ds]
         v.runs[method] = run
         pq = run.per_query.set_index("query_id")
-        n, k = int(cfg["coverage_n"]), int(cfg["contradiction_k"])
-        chars = cfg.get("answer_recall_chars")
         stored = run.stored_labels
         if stored is not None:  # a reference-store run: its label metrics were computed when it was stored
-            if (stored["coverage_n"], stored["contradiction_k"]) != (n, k) or stored.get(
-                "answer_recall_chars", chars
-            ) != chars:  # a store made before it: the metric is missing
+            params = label_params(cfg)
+            # a setting the store does not name came after it was made: that metric is missing (n/m), not wrong
+            if any(stored.get(s, p) != p for s, p in params.items()):
                 raise ValueError(
-                    f"{run.folder} stores coverage@{stored['coverage_n']}, contradiction@"
-                    f"{stored['contradiction_k']} and answer recall@{stored.get('answer_recall_chars')}c; "
-                    f"coverage_n={n}, contradiction_k={k}, answer_recall_chars={chars} need the run folders"
+                    f"{run.folder} stores the label metrics at "
+                    + ", ".join(f"{s}={stored.get(s)}" for s in params)
+                    + "; "
+                    + ", ".join(f"{s}={p}" for s, p in params.items())
+                    + " need the run folders"
                 )
         else:
-            add_label_metrics(v, run, pq, n, k, chars)
+            add_label_metrics(v, run, pq, cfg)
         unstored = [m for m in asked_metrics(cfg) if m not in pq.columns]
         if unstored:  # a metric the run did not store: from its run files (metrics are not part of a run's identity)
             if stored is not None:
@@ -91,36 +92,19 @@ def collect(cfg: Mapping[str, Any], refs: list[RunRef]) -> dict[str, DatasetView
         if ref.dataset in views:
             views[ref.dataset].missing[ref.label] = ref
     for v in views.values():
-        v.label_metrics = sorted(
-            {
-                c
-                for pq in v.per_query.values()
-                for c in pq.columns
-                if c.startswith(("coverage@", "contradiction@", "answer_recall@"))
-            }
-        )
+        v.label_metrics = label_columns(list({c for pq in v.per_query.values() for c in pq.columns}))
     return views
 
 
-def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, n: int, k: int, chars: int | None = None) -> None:
-    """Add Coverage@n, contradiction@k and (``chars`` set) answer recall@``chars``c to ``pq`` (indexed by query_id)
-    where ``v``'s dataset has their labels, from ``run``'s rankings over its own dataset build (whose corpus text and
+def add_label_metrics(v: DatasetView, run: RunInfo, pq: pd.DataFrame, cfg: Mapping[str, Any]) -> None:
+    """Add every label metric switched on in ``cfg`` (:mod:`analysis.label_metrics`) to ``pq`` (indexed by query_id)
+    where ``v``'s dataset has its labels, from ``run``'s rankings over its own dataset build (whose corpus text and
     labels are read once per build, in ``v.label_data``)."""
     folder = run.dataset_folder
     if folder not in v.label_data:
-        v.label_data[folder] = (read_table(folder, "corpus", ["doc_id", "text"]), read_contradictions(folder))
-    corpus, contra = v.label_data[folder]
+        v.label_data[folder] = LabelData(read_table(folder, "corpus", ["doc_id", "text"]), read_contradictions(folder))
     evaluated = v.queries[v.queries["query_id"].isin(pq.index)]
-    cov = coverage_at_n(run.run, evaluated, corpus, n)
-    if len(cov):
-        pq[f"coverage@{n}"] = cov.reindex(pq.index)
-    con = contradiction_at_k(run.run, contra, list(pq.index), k)
-    if len(con):
-        pq[f"contradiction@{k}"] = con.reindex(pq.index)
-    if chars:
-        rec = answer_recall_at_chars(run.run, evaluated, corpus, int(chars))
-        if len(rec):
-            pq[f"answer_recall@{int(chars)}c"] = rec.reindex(pq.index)
+    add_label_scores(pq, run.run, v.label_data[folder], evaluated, cfg)
 
 
 _CI_CACHE: dict[tuple, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ import yaml
 from omegaconf import DictConfig
 
 from analysis import expected as E
+from analysis.label_metrics import label_params
 from analysis.report import load_cfg
 from experiments import reference_store as RS
 from experiments.config import to_dict
@@ -222,11 +223,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     store = project_path(str(cfg.store_dir))
     kept = kept_store_entries(tier, runs, cfg, store) if cfg.select else {}
     settings = load_cfg(base=cfg.analysis)
-    labels = {
-        "coverage_n": int(settings["coverage_n"]),
-        "contradiction_k": int(settings["contradiction_k"]),
-        "answer_recall_chars": settings.get("answer_recall_chars"),
-    }
+    labels = label_params(settings)  # the label metrics' settings, stored beside their columns
     roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
     refs = [r.ref(tier.name) for r in runs]
     views = V.collect(settings, refs)
