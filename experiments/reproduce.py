@@ -7,6 +7,7 @@
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
     python -m experiments.reproduce action=verify tier=all   # the verification table only
     python -m experiments.reproduce tier=core action=write_expected   # expected scores from finished runs
+    python -m experiments.reproduce tier=all action=rekey    # after a change of the identity rules (experiments/rekey.py)
     python -m experiments.reproduce tier=core select=[locomo/bm25] overrides=[method.k1=0.9]
 
 Settings: ``conf/reproduce.yaml``; tiers: ``conf/reference/<tier>.yaml``. Runs go through the same
@@ -55,6 +56,7 @@ from experiments.reference import (
     selected_studies,
     tier_names,
 )
+from experiments.rekey import print_rekeyed, rekey_tier
 from experiments.report_staging import staged_reports
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
 from experiments.stopping import stop_on_signals, stop_reason
@@ -259,6 +261,10 @@ def reproduce(cfg: DictConfig) -> int:
     if cfg.action == "record_reach":
         for tier, runs in tiers:
             record_reach_tier(tier, runs, cfg)
+        return 0
+    if cfg.action == "rekey":
+        for tier, runs in tiers:
+            print_rekeyed(tier.name, rekey_tier(tier, runs, cfg))
         return 0
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
