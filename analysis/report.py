@@ -42,7 +42,7 @@ from analysis.metric_names import canonical_or_other, display_metric
 from analysis.table import Table
 from lethe.core.atomic import atomic_write_text
 from lethe.core.faults import kill_point
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT, project_path
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, default_paths, project_path
 
 CAPTIONS = {  # templates: analysis.figures.caption_fields fills {paper}, {families}, ... from the settings and runs drawn
     "fig1": "Figure 1, {families}: entity {coverage} per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only. n per method in its row label or legend entry (a method run on a query sample has a smaller n; a panel whose methods differ in n says so in its title). The latency axis is symmetric-log, linear below {linthresh} ms, so a method measured at 0 ms is drawn at 0, not left out or moved. ‡ after a method: its latency was measured under contention (Table 3's mark), not comparable with the others.",
@@ -68,7 +68,7 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
             out[key] = canonical_or_other(out[key])
     if "family_metrics" in out:
         out["family_metrics"] = [canonical_or_other(m) for m in out["family_metrics"]]
-    out.setdefault("claims", str(PROJECT_ROOT.parent / "shared" / "paper" / "claims.yaml"))
+    out.setdefault("claims", str(default_paths().claims))
     if out.get("seeds"):
         out["seeds"] = str(project_path(out["seeds"]))
     return out  # type: ignore[return-value]

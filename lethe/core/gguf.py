@@ -53,7 +53,7 @@ from typing import Any
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import sha256_file, sha256_text
 from lethe.core.model_types import ModelNotFoundError, ResolvedModel
-from lethe.core.paths import project_path
+from lethe.core.paths import default_paths
 
 _CHUNK = 1 << 22  # 4 MiB per read when hashing / joining
 
@@ -67,8 +67,8 @@ class GGUFChecksumError(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """``$LETHE_CACHE`` or ``.cache/lethe`` under the work root (the default of ``cache_dir`` in conf/config.yaml)."""
-    return project_path(os.environ.get("LETHE_CACHE", ".cache/lethe"))
+    """The default cache folder (``conf/paths/default.yaml``'s ``cache``: ``$LETHE_CACHE`` or its default)."""
+    return default_paths().cache
 
 
 # ----------------------------------------------------------------------------- hashing

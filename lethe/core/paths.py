@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from lethe.core.typed_config import ConfigError
 
@@ -37,6 +40,39 @@ def project_path(p: str | Path) -> Path:
     """Absolute path; a relative one is taken relative to :func:`work_root`."""
     p = Path(p).expanduser()
     return p if p.is_absolute() else (work_root() / p).resolve()
+
+
+PATHS_CONFIG = CONF_DIR / "paths" / "default.yaml"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The project's folders (``conf/paths/default.yaml``), absolute: raw data, processed datasets, the cache, the
+    results, the reference store and the paper's claims file."""
+
+    data: Path
+    processed: Path
+    cache: Path
+    results: Path
+    reference_store: Path
+    claims: Path
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> Paths:
+        """From a resolved ``paths`` section (relative entries resolve against :func:`work_root`); a ConfigError names
+        a missing key."""
+        missing = [f.name for f in fields(cls) if not section.get(f.name)]
+        if missing:
+            raise ConfigError(f"paths: {', '.join(missing)} not set (conf/paths/default.yaml)")
+        return cls(**{f.name: project_path(str(section[f.name])) for f in fields(cls)})
+
+
+def default_paths() -> Paths:
+    """``conf/paths/default.yaml`` resolved now (its ``${oc.env:...}`` entries read the environment at each call): the
+    folders of code that runs outside a composed config."""
+    from omegaconf import OmegaConf
+
+    return Paths.from_config(OmegaConf.to_container(OmegaConf.load(PATHS_CONFIG), resolve=True))
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")

@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from lethe.core.paths import PROJECT_ROOT, ROOT_ENV, ROOT_MARKER, plain_name, portable_location, project_path, work_root
+from lethe.core.paths import (
+    PATHS_CONFIG,
+    PROJECT_ROOT,
+    ROOT_ENV,
+    ROOT_MARKER,
+    Paths,
+    default_paths,
+    plain_name,
+    portable_location,
+    project_path,
+    work_root,
+)
 from lethe.core.typed_config import ConfigError
 
 
@@ -51,3 +62,24 @@ def test_a_name_that_could_leave_its_folder_is_refused_naming_the_key(bad):
 def test_plain_names_pass_unchanged():
     for ok in ("locomo", "techqa_dup", "cross_encoder+label_free", "v1.2-b", "seed001s_a0.5"):
         assert plain_name(ok, "k") == ok
+
+
+def test_every_folder_default_is_written_in_one_file(tmp_path, monkeypatch):
+    """Issue 59: conf/paths/default.yaml owns the folders; the run config, the studies and code without a composed
+    config read it (default_paths), so the default cache folder is spelled in that file only."""
+    spelled = sorted(
+        p.relative_to(PROJECT_ROOT).as_posix()
+        for d in ("conf", "lethe", "lethebench", "baselines", "experiments", "analysis", "hydra_plugins")
+        for p in (PROJECT_ROOT / d).rglob("*")
+        if p.suffix in (".py", ".yaml") and ".cache/lethe" in p.read_text().replace(".cache/lethe-smoke", "")
+    )
+    assert spelled == ["conf/paths/default.yaml"]
+    monkeypatch.delenv("LETHE_CACHE", raising=False)
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    paths = default_paths()
+    assert paths.cache == tmp_path / ".cache" / "lethe" and paths.reference_store == tmp_path / "results" / "reference"
+    monkeypatch.setenv("LETHE_CACHE", "/scratch/cache")
+    assert default_paths().cache == Path("/scratch/cache")
+    with pytest.raises(ConfigError, match="paths: claims not set"):
+        Paths.from_config({"data": "d", "processed": "p", "cache": "c", "results": "r", "reference_store": "s"})
+    assert PATHS_CONFIG.is_file()
