@@ -79,6 +79,11 @@ def relocated(cfg: Any, cache_dir: str | None) -> Any:
     return cfg
 
 
+# Where a dataset's files sit, not what they hold: their content is in the build key (the inputs' sha256, or a custom
+# folder's content hash), so the same data read from another folder, or through a symlink, is the same run.
+DATASET_LOCATION_KEYS = frozenset({"folder", "files", "files_root", "beir_dir"})
+
+
 def _target(path: str) -> Any:
     """The class or function a ``_target_`` names (imported on first use); a ConfigError names one that is not."""
     module, _, name = path.rpartition(".")
@@ -115,7 +120,7 @@ def method_params(method: Mapping[str, Any]) -> dict[str, Any]:
 
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
     """The part of a resolved config (``to_dict(cfg)``) that determines results, under :data:`IDENTITY_SCHEMA`:
-    the dataset and its build key, the method (without placement keys and its description keys but name and variant,
+    the dataset (without its :data:`DATASET_LOCATION_KEYS`) and its build key, the method (without placement keys and its description keys but name and variant,
     with each section's identity extras), chunking, and the run settings that change what is computed (``k``,
     ``seed``, ``warmup``, ``max_error_share``); paths under ``cache_dir`` :func:`relocated`. How a run is scored is
     not what it computes: ``run.metrics`` is left out (a metric a finished run did not store is computed from its
@@ -134,7 +139,7 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
     return relocated(
         {
             "identity_schema": IDENTITY_SCHEMA,
-            "dataset": resolved["dataset"],
+            "dataset": {k: v for k, v in resolved["dataset"].items() if k not in DATASET_LOCATION_KEYS},
             "dataset_build_key": build_key,
             "method": with_identity_extras(without_placement(method)),
             "chunking": dict(resolved["chunking"]),
