@@ -16,10 +16,12 @@ not is left as it is and named). Scores are never touched, so no number moves; v
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig
 
 from analysis import expected as E
@@ -70,10 +72,10 @@ def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict
     by_key = {r.key: r for r in runs}
     text = path.read_text()
     for key, (old, new) in moved.items():
-        line = f"config_hash: {old}\n"
-        if text.count(line) != 1:
-            raise SystemExit(f"{path}: the hash {old} of {key} occurs {text.count(line)} times; re-key it by hand")
-        text = text.replace(line, f"config_hash: {new}\n")
+        line = re.compile(rf"config_hash: (['\"]?){re.escape(old)}\1\n")  # quoted when YAML would read a number
+        if len(line.findall(text)) != 1:
+            raise SystemExit(f"{path}: the hash {old} of {key} occurs {len(line.findall(text))} times; re-key by hand")
+        text = line.sub(f"config_hash: {yaml.safe_dump(new).splitlines()[0]}\n", text)
     store = project_path(str(cfg.store_dir))
     index = RS.read_index(store).get(tier.name)
     entries = dict((index or {}).get("runs") or {})
