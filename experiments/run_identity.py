@@ -19,6 +19,7 @@ from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
 from lethe.core.hashing import content_hash
 from lethe.core.paths import project_path
+from lethe.core.targets import allowed
 from lethe.core.typed_config import ConfigError
 from lethebench.runs import run_path
 from lethebench.supervision import KEY as SUPERVISION_KEY
@@ -103,7 +104,8 @@ def with_identity_extras(cfg: Any) -> Any:
         return cfg
     out = {k: with_identity_extras(v) for k, v in cfg.items()}
     target = out.get("_target_")
-    hook = getattr(_target(target), "hashed_section", None) if isinstance(target, str) else None
+    # a target outside the allowlist is never imported here: lethe.core.targets refuses it, naming its key, at build
+    hook = getattr(_target(target), "hashed_section", None) if isinstance(target, str) and allowed(target) else None
     return dict(hook(out)) if callable(hook) else out
 
 
