@@ -56,10 +56,19 @@ def sha256_file_cached(path: str | os.PathLike) -> str:
     return sha
 
 
+def canonical_json(value: Any, compact: bool = False) -> str:
+    """The one canonical JSON of configs, keys and payloads: keys sorted, a value JSON cannot hold as its ``str``;
+    json's default separators and ASCII escapes, or with ``compact`` none and non-ASCII text as is (the LLM response
+    cache's key text, lethe.llm.cache). Either spelling is part of keys on disk: changing one would orphan them."""
+    if compact:
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def content_hash(value: Any, length: int | None = None) -> str:
     """Hex sha256 of ``value``'s canonical JSON (keys sorted, json's default separators, a value JSON cannot hold
     as its ``str``), cut to its first ``length`` hex characters (None: all 64). The one hash of configs and keys:
     run identity (12), dataset builds, learned-fusion models, cross-encoder and question sets, ONNX exports (16),
     embedding-cache namespaces (20), dataset contents and source pins (64). The lengths are those the keys already
     on disk and in the committed expected files carry; changing one would orphan them."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:length]
+    return sha256_text(canonical_json(value))[:length]

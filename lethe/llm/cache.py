@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lethe.core.atomic import atomic_write_text
-from lethe.core.hashing import sha256_text
+from lethe.core.hashing import canonical_json, sha256_text
 from lethe.llm.base import Decoding, LLMResponse, Message
 
 FORMAT_VERSION = 1
@@ -55,8 +55,7 @@ def response_key(
     }
     if extra:
         payload["extra"] = dict(extra)
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return sha256_text(blob)
+    return sha256_text(canonical_json(payload, compact=True))
 
 
 class ResponseCache:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from lethe.core.hashing import canonical_json
 from lethe.core.typed_config import ConfigError
 
 
@@ -24,7 +24,7 @@ class LLMPool:
 
         if not cfg:
             raise ConfigError(f"{where} is required (an LLM config, conf/llm/*.yaml, e.g. ${{llm}})")
-        key = json.dumps(dict(cfg), sort_keys=True, default=str)
+        key = canonical_json(dict(cfg))
         if key not in self._llms:
             self._llms[key] = make_llm(dict(cfg), self.cache_dir)
         return self._llms[key]
