@@ -10,7 +10,8 @@ For every declared run whose hash moved (its expected entry's hash against the h
   metrics and ``run.trec`` tag rewritten, so a warm ``make reproduce`` finds it done.
 
 A folder's own config must give the new hash under the current rules (checked: a folder whose recorded config does
-not is left as it is and named). Scores are never touched, so no number moves; verification proves it.
+not is left as it is and named, and the command fails). Scores are never touched, so no number moves: the command
+then verifies each stored tier from the store alone (experiments.reproduce).
 """
 
 from __future__ import annotations

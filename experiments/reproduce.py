@@ -33,6 +33,7 @@ import yaml
 from omegaconf import DictConfig, open_dict
 
 from analysis import expected as E
+from experiments import reference_store as RS
 from experiments.config import load_config
 from experiments.expected_scores import record_reach_tier, store_tier, verify_tier, write_expected_tier
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
@@ -262,10 +263,18 @@ def reproduce(cfg: DictConfig) -> int:
         for tier, runs in tiers:
             record_reach_tier(tier, runs, cfg)
         return 0
-    if cfg.action == "rekey":
+    if cfg.action == "rekey":  # then each stored tier verified from the store alone: nothing but the identity moved
+        index = RS.read_index(project_path(str(cfg.store_dir)))
         for tier, runs in tiers:
-            print_rekeyed(tier.name, rekey_tier(tier, runs, cfg))
-        return 0
+            out = rekey_tier(tier, runs, cfg)
+            print_rekeyed(tier.name, out)
+            code = code or (1 if out["refused"] else 0)
+            if tier.name in index:
+                everything = [r.key for r in tier.runs] + [st.key for st in tier.studies]
+                ok, text = verify_tier(tier, [], cfg, write=False, kept=everything)
+                print(text, flush=True)
+                code = code or (0 if ok else 1)
+        return code
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
         if failed:
