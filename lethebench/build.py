@@ -45,6 +45,7 @@ LOADERS: dict[str, str] = {
     "ultradomain": "lethebench.loaders.ultradomain:load_ultradomain",
     "lethebench": "lethebench.generator:generate",
     "beir": "lethebench.loaders.beir:load_beir",
+    "longmemeval": "lethebench.loaders.longmemeval:load_longmemeval",
 }
 
 
