@@ -23,7 +23,7 @@ MINE = {
     "license": "CC0-1.0",
     "citation": "Us (2026). Our chats.",
 }
-LOADERS_WITH_DATA = ("locomo", "techqa", "ultradomain")  # loaders that read data made by others
+LOADERS_WITH_DATA = ("locomo", "techqa", "ultradomain", "longmemeval")  # loaders that read data made by others
 
 
 def _config(name: str) -> dict:
