@@ -43,7 +43,7 @@ def test_a_new_label_metric_is_one_registered_record(e2e_runs, toy):
     refs = [RunRef("locomo", m, "test", f, RunFolder(f).dataset_folder, "x") for m, f in e2e_runs.items()]
     views = V.collect({**CFG, "toy_answer_top": 5}, refs)
     v = views["locomo"]
-    assert v.label_metrics == ["answer_in_top@5", "coverage@10"]  # LoCoMo has no stale/current pairs
+    assert v.label_metrics == ["answer_in_top@5"]  # LoCoMo has no gold entities nor stale/current pairs
     corpus = pd.read_parquet(refs[0].dataset_folder / "corpus.parquet", columns=["doc_id", "text"])
     for ref in refs:
         got = v.per_query[ref.label]["answer_in_top@5"].dropna()
