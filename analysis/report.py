@@ -552,6 +552,7 @@ def _datasets(c: ReportContext) -> list[str]:
 
 
 # the columns of Table 2 and the steps table report.md shows (their files hold every column)
+PAIRED_SHOWN = ("method_mean", "mean_diff", "ci_low", "ci_high", "p_randomization", "p_wilcoxon")
 T2_SHOWN = (
     "family",
     "dataset",
@@ -562,12 +563,7 @@ T2_SHOWN = (
     "supervision",
     "n",
     "baseline_mean",
-    "method_mean",
-    "mean_diff",
-    "ci_low",
-    "ci_high",
-    "p_randomization",
-    "p_wilcoxon",
+    *PAIRED_SHOWN,
     "n_nonzero",
 )
 SHOWN_TAIL = ("ci_vs_test", "d_z", "wins", "ties", "losses")
@@ -621,12 +617,7 @@ def _ablations(c: ReportContext) -> list[str]:
         "method",
         "n",
         "reference_mean",
-        "method_mean",
-        "mean_diff",
-        "ci_low",
-        "ci_high",
-        "p_randomization",
-        "p_wilcoxon",
+        *PAIRED_SHOWN,
         *[x for x in ("p_adj", "correction", *FAM.WHOLE_TABLE) if x in ta.columns],
         *SHOWN_TAIL,
     ]
