@@ -20,22 +20,7 @@ from lethe.core.typed_config import ConfigError
 # holds the name of a variable, not its value (``api_key_env``); ``max_tokens``, ``keywords`` and ``row_key`` lists are
 # not credentials (a plural word, another word, or a value that is not a string).
 SECRET_WORDS = frozenset(
-    [
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "pwd",
-        "pass",
-        "credential",
-        "credentials",
-        "auth",
-        "authorization",
-        "bearer",
-        "cookie",
-    ]
+    "key apikey token secret password passwd pwd pass credential credentials auth authorization bearer cookie".split()
 )
 _WORD_SPLIT = re.compile(r"[_.\-\s]+")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")

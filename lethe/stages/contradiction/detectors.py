@@ -130,25 +130,7 @@ class DetectionResult:
 
 # ---------------------------------------------------------------- blocking features
 _STOP = frozenset(_FUNCTION_WORDS) | frozenset(
-    [
-        "etc",
-        "services",
-        "service",
-        "config",
-        "configs",
-        "yaml",
-        "yml",
-        "json",
-        "team",
-        "teams",
-        "owners",
-        "codeowners",
-        "var",
-        "opt",
-        "usr",
-        "src",
-        "lib",
-    ]
+    "etc services service config configs yaml yml json team teams owners codeowners var opt usr src lib".split()
 )
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9\-]*[a-z0-9]|[a-z]")
 _SEG_SPLIT = re.compile(r"[/\s:@=,]+")

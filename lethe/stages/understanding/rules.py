@@ -95,84 +95,16 @@ from lethe.text.entities import EXACT_KINDS, entities, exact_terms
 __all__ = ["RuleBasedBackend"]
 
 
-_WH = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+_WH = frozenset("what which who whom whose when where why how".split())
 _AUX = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "am",
-        "be",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "will",
-        "would",
-        "shall",
-        "should",
-        "may",
-        "might",
-        "must",
-        "has",
-        "have",
-        "had",
-    ]
+    "is are was were am be do does did can could will would shall should may might must has have had".split()
 )
-_SUBJECTS = frozenset(["i", "we", "you"])
-_PRONOUNS = frozenset(["it", "its", "they", "them", "their", "that", "this", "those", "he", "she", "his", "her"])
-_ATTR_LEAD = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "its",
-        "their",
-        "his",
-        "her",
-        "our",
-        "your",
-        "my",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "them",
-        "they",
-        "he",
-        "she",
-        "him",
-    ]
-)
+_SUBJECTS = frozenset("i we you".split())
+_PRONOUNS = frozenset("it its they them their that this those he she his her".split())
+_ATTR_LEAD = frozenset("the a an its their his her our your my this that these those it them they he she him".split())
 _RELATIONAL = frozenset(
-    [
-        "between",
-        "both",
-        "compare",
-        "compared",
-        "comparing",
-        "comparison",
-        "difference",
-        "differences",
-        "differ",
-        "differs",
-        "versus",
-        "vs",
-        "either",
-        "neither",
-        "together",
-        "combined",
-        "jointly",
-        "ratio",
-        "relationship",
-        "relation",
-        "share",
-        "shared",
-        "common",
-    ]
+    """between both compare compared comparing comparison difference differences differ differs
+versus vs either neither together combined jointly ratio relationship relation share shared common""".split()
 )
 _STOP = frozenset(
     _LUCENE_STOPWORDS
@@ -180,68 +112,13 @@ _STOP = frozenset(
     | _AUX
     | _PRONOUNS
     | frozenset(
-        [
-            "i",
-            "me",
-            "my",
-            "we",
-            "us",
-            "our",
-            "you",
-            "your",
-            "him",
-            "hers",
-            "theirs",
-            "ours",
-            "yours",
-            "been",
-            "being",
-            "done",
-            "doing",
-            "having",
-            "don",
-            "doesn",
-            "didn",
-            "isn",
-            "aren",
-            "wasn",
-            "weren",
-            "won",
-            "couldn",
-            "shouldn",
-            "wouldn",
-            "haven",
-            "hasn",
-            "so",
-            "than",
-            "too",
-            "very",
-            "just",
-            "also",
-            "much",
-            "many",
-            "some",
-            "any",
-            "all",
-            "each",
-            "from",
-            "up",
-            "out",
-            "about",
-            "over",
-            "off",
-            "again",
-            "now",
-            "else",
-            "still",
-            "yet",
-            "next",
-            "later",
-            "more",
-            "please",
-            "here",
-            "there",
-        ]
+        """
+i me my we us our you your him hers theirs ours yours been being done doing having
+don doesn didn isn aren wasn weren won couldn shouldn wouldn haven hasn
+so than too very just also much many some any all each from up out about over off again now else
+still yet next later more
+please here there
+""".split()
     )
 )
 
