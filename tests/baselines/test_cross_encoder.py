@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,7 @@ def test_reranks_a_permutation_of_the_bm25_candidates(cfg_for, tiny_model, tiny_
         cand = bm25.search(query, 20).ranking
         assert res.ranking and sorted(d for d, _ in res.ranking) == sorted(d for d, _ in cand)
         scores = [s for _, s in res.ranking]
-        assert all(a >= b for a, b in zip(scores, scores[1:], strict=True))
+        assert all(a >= b for a, b in pairwise(scores))
         assert set(res.timings_ms) == {"bm25", "rerank"} and res.flags["candidates"] == len(cand)
         # k below the candidates: the best k of the same reranking
         assert ce.search(query, 3).ranking == res.ranking[:3]

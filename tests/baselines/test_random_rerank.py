@@ -4,6 +4,8 @@ its depth and seed and keeps BM25's Recall@10 while losing its order."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from baselines.bm25 import PyseriniBM25
@@ -51,9 +53,7 @@ def test_head_is_a_permutation_of_bm25_top_and_tail_keeps_bm25_order(docs, work,
         assert len(ref) == 30 and sorted(got[:10]) == sorted(ref[:10]) and got[10:] == ref[10:]
         assert res.flags["candidates"] == 10 and set(res.timings_ms) == {"bm25", "rerank"}
         scores = [s for _, s in res.ranking]
-        assert all(
-            a > b for a, b in zip(scores, scores[1:], strict=True)
-        )  # strictly decreasing: the runner keeps this order
+        assert all(a > b for a, b in pairwise(scores))  # strictly decreasing: the runner keeps this order
         assert [d for d, _ in canonical_order(res.ranking)] == got
         shuffled += got[:10] != ref[:10]
     assert shuffled == len(QUERIES)  # 10! orders: BM25's own order back would be a bug

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -97,7 +99,7 @@ def test_method_protocol_and_reindex():
     fresh.index(docs)
     assert m.search(Query("cat dog"), 3).ranking == fresh.search(Query("cat dog"), 3).ranking
     r = m.search(Query("cat dog"), 10).ranking
-    assert len(r) == 4 and all(a[1] >= b[1] for a, b in zip(r, r[1:], strict=True))
+    assert len(r) == 4 and all(a[1] >= b[1] for a, b in pairwise(r))
 
 
 def test_anserini_tie_adjustment():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ def order(res: RerankResult) -> list[str]:
 def assert_valid(res: RerankResult, candidates: Sequence[tuple[str, str, float]]) -> None:
     assert sorted(order(res)) == sorted(c[0] for c in candidates)
     s = [x for _, x in res.ranking]
-    assert all(a >= b for a, b in zip(s, s[1:], strict=True)), s
+    assert all(a >= b for a, b in pairwise(s)), s
     assert all(math.isfinite(x) for x in s)
 
 
@@ -229,7 +230,7 @@ def test_budget_enforced_with_slow_backend():
     assert res.share_judged == pytest.approx(res.judged / 10) and res.considered == 10
     assert res.timeouts == len(llm.calls) - res.judged <= 1
     timeouts = [call["timeout_s"] for call in llm.calls]
-    assert all(a > b for a, b in zip(timeouts, timeouts[1:], strict=True)) and timeouts[0] <= 0.350  # remaining budget
+    assert all(a > b for a, b in pairwise(timeouts)) and timeouts[0] <= 0.350  # remaining budget
     assert [s for d, s in res.ranking if res.scores[d]["source"] == "neutral"]  # the rest stays neutral
     assert_valid(res, c)
 

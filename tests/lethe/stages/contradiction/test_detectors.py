@@ -9,6 +9,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -232,7 +233,7 @@ def test_budget_stops_judging_and_counts_the_rest():
     assert wall < 0.18 + 0.3 and res.llm_ms <= 180 + 150  # slack for a loaded machine
     timeouts = [c["timeout_s"] for c in llm.calls]
     assert all(t is not None and 0 < t <= 0.18 for t in timeouts)
-    assert all(a > b for a, b in zip(timeouts, timeouts[1:], strict=True))  # each call gets the remaining budget
+    assert all(a > b for a, b in pairwise(timeouts))  # each call gets the remaining budget
     assert {e["decision"] for e in res.log[len(llm.calls) :]} == {"not_judged"}
     assert_counts_add_up(res)
     # a generous budget judges everything
