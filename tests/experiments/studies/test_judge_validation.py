@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from omegaconf import OmegaConf
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 
 from experiments.studies import judge_validation as JV
 from lethe.core.paths import CONF_DIR
@@ -84,7 +85,9 @@ class _Judges(FakeLLM):
 def test_the_study_writes_its_tables_from_the_judges_replies(ds, e2e_runs, tmp_path, monkeypatch):
     fake = _Judges()
     monkeypatch.setattr(JV, "study_llm", lambda name, cfg: fake)
-    cfg = OmegaConf.load(CONF_DIR / "judge_validation.yaml")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="judge_validation")  # as its entry point composes it (paths.* included)
     cfg.merge_with(
         {
             "dataset_folder": str(RunFolder(e2e_runs["bm25"]).dataset_folder),
@@ -94,8 +97,6 @@ def test_the_study_writes_its_tables_from_the_judges_replies(ds, e2e_runs, tmp_p
             "hallucination": {"judges": ["fake"]},
         }
     )
-    OmegaConf.set_struct(cfg, False)
-    cfg.pop("hydra")
     doc = JV.study(cfg)
     folder = StudyFolder(tmp_path / "out")
     assert folder.is_done and folder.document == json.loads(json.dumps(doc, default=str))
