@@ -7,6 +7,7 @@
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
     python -m experiments.reproduce action=verify tier=all   # the verification table only
     python -m experiments.reproduce tier=core action=write_expected   # expected scores from finished runs
+    python -m experiments.reproduce tier=all action=rekey    # after a change of the identity rules (experiments/rekey.py)
     python -m experiments.reproduce tier=core select=[locomo/bm25] overrides=[method.k1=0.9]
 
 Settings: ``conf/reproduce.yaml``; tiers: ``conf/reference/<tier>.yaml``. Runs go through the same
@@ -32,6 +33,7 @@ import yaml
 from omegaconf import DictConfig, open_dict
 
 from analysis import expected as E
+from experiments import reference_store as RS
 from experiments.config import load_config
 from experiments.expected_scores import record_reach_tier, store_tier, verify_tier, write_expected_tier
 from experiments.prerequisites import Step, build_in_workers, longest_first, prepare_file, prepare_steps, read_json
@@ -55,6 +57,7 @@ from experiments.reference import (
     selected_studies,
     tier_names,
 )
+from experiments.rekey import print_rekeyed, rekey_tier
 from experiments.report_staging import staged_reports
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
 from experiments.stopping import stop_on_signals, stop_reason
@@ -260,6 +263,18 @@ def reproduce(cfg: DictConfig) -> int:
         for tier, runs in tiers:
             record_reach_tier(tier, runs, cfg)
         return 0
+    if cfg.action == "rekey":  # then each stored tier verified from the store alone: nothing but the identity moved
+        index = RS.read_index(project_path(str(cfg.store_dir)))
+        for tier, runs in tiers:
+            out = rekey_tier(tier, runs, cfg)
+            print_rekeyed(tier.name, out)
+            code = code or (1 if out["refused"] else 0)
+            if tier.name in index:
+                everything = [r.key for r in tier.runs] + [st.key for st in tier.studies]
+                ok, text = verify_tier(tier, [], cfg, write=False, kept=everything)
+                print(text, flush=True)
+                code = code or (0 if ok else 1)
+        return code
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]
         if failed:

@@ -7,6 +7,7 @@ folder itself (its files, atomic writing, typed reading) is :class:`lethebench.r
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +17,10 @@ from omegaconf import DictConfig
 
 from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
-from lethe.core.hashing import content_hash, sha256_file
+from lethe.core.hashing import content_hash
 from lethe.core.paths import project_path
+from lethe.core.targets import allowed
 from lethe.core.typed_config import ConfigError
-from lethe.retrieval.crossencoder import regime_train
 from lethebench.runs import run_path
 from lethebench.supervision import KEY as SUPERVISION_KEY
 
@@ -36,36 +37,32 @@ def method_label(method_cfg: Any) -> str:
     return f"{method_cfg['name']}+{variant}" if variant else str(method_cfg["name"])
 
 
-# Keys that say where a model runs, not what it computes: recorded in the manifest, left out of the hash, so
-# a run made on a GPU reuses (skips) the same run made on the CPU. Results agree across devices within the
-# tolerance classes of conf/reference/tolerances.yaml (float rounding can swap near-tied documents).
-PLACEMENT_KEYS = frozenset({"device", "n_gpu_layers"})
-# Placement keys that were hashed before they were known as such: in the hash they keep the value every hash was
-# made with, whatever the run used, so that no hash moved. llama.cpp's thread count is one: greedy texts agree
-# across thread counts (make bench, section llm), and where a thread count changes a token, the llm tolerance class
-# covers it; the count a run used is in its manifest.
-PLACEMENT_IN_HASH = {"n_threads": None}
+# The version of the rules below. The hash covers it, so a change of the rules moves every hash at once, and
+# ``python -m experiments.reproduce tier=all action=rekey`` files the expected scores, the reference store and the
+# finished results folders under the new hashes (experiments/rekey.py; no number moves, verification proves it).
+# 1: the rules up to 2026-12 (legacy spellings kept so that no hash moved); 2: the rules below.
+IDENTITY_SCHEMA = 2
+
+# Keys that say where a model runs, not what it computes: recorded in the manifest, left out of the hash, so a run made
+# on a GPU, or with another llama.cpp thread count, reuses (skips) the same run made on the CPU. Results agree across
+# devices and thread counts within the tolerance classes of conf/reference/tolerances.yaml (float rounding can swap
+# near-tied documents; a thread count can change a generated token: the llm class covers it).
+PLACEMENT_KEYS = frozenset({"device", "n_gpu_layers", "n_threads"})
 
 
 def without_placement(cfg: Any) -> Any:
-    """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth, and with the keys of
-    :data:`PLACEMENT_IN_HASH` at their hashed value."""
+    """``cfg`` (nested dicts and lists) without the :data:`PLACEMENT_KEYS` at any depth."""
     if isinstance(cfg, Mapping):
-        return {
-            k: PLACEMENT_IN_HASH[k] if k in PLACEMENT_IN_HASH else without_placement(v)
-            for k, v in cfg.items()
-            if k not in PLACEMENT_KEYS
-        }
+        return {k: without_placement(v) for k, v in cfg.items() if k not in PLACEMENT_KEYS}
     if isinstance(cfg, list):
         return [without_placement(v) for v in cfg]
     return cfg
 
 
 # cache_dir is where content-addressed work is kept, not what a run computes; a path under it (the trained
-# cross-encoder's ``method.model.path: ${cache_dir}/models/...``) enters the hash spelled under this
-# directory, the default cache_dir of conf/config.yaml, so every hash made with the default is unchanged and a
-# run made with LETHE_CACHE=/scratch/cache is the same run, filed in the same folder.
-CACHE_DIR_IN_HASH = ".cache/lethe"
+# cross-encoder's ``method.model.path: ${cache_dir}/models/...``) enters the hash spelled under this token, so a run
+# made with LETHE_CACHE=/scratch/cache is the same run, filed in the same folder.
+CACHE_DIR_IN_HASH = "${cache_dir}"
 
 
 def relocated(cfg: Any, cache_dir: str | None) -> Any:
@@ -83,48 +80,33 @@ def relocated(cfg: Any, cache_dir: str | None) -> Any:
     return cfg
 
 
-def chunking_identity(chunking: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``chunking`` section as hashed: token windows (the default strategy) by their size and overlap alone, as
-    before the other strategies existed (so no run's hash moved); another strategy with every key, the semantic
-    breakpoint's two keys only when they say percentile (they came later)."""
-    if chunking.get("strategy", "tokens") == "tokens":
-        return {k: chunking[k] for k in ("size_tokens", "overlap_tokens")}
-    if chunking.get("semantic_breakpoint", "threshold") == "threshold":  # as before percentile breakpoints existed
-        return {k: v for k, v in chunking.items() if k not in ("semantic_breakpoint", "semantic_percentile")}
-    return dict(chunking)
+# Where a dataset's files sit, not what they hold: their content is in the build key (the inputs' sha256, or a custom
+# folder's content hash), so the same data read from another folder, or through a symlink, is the same run.
+DATASET_LOCATION_KEYS = frozenset({"folder", "files", "files_root", "beir_dir"})
 
 
-# How a run is scored is not what it computes: ``run.metrics`` is left out of the identity (a metric a finished run
-# did not store is computed from its run.trec and qrels.trec when asked for, analysis.metrics.run_scores), and this
-# list, the default of conf/config.yaml when the key entered the hash, stands in its place so that no hash moved.
-METRICS_IN_HASH = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
+def _target(path: str) -> Any:
+    """The class or function a ``_target_`` names (imported on first use); a ConfigError names one that is not."""
+    module, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"_target_: {path} cannot be imported ({type(exc).__name__}: {exc})") from exc
 
 
-def with_replay_content(method: Mapping[str, Any]) -> Any:
-    """``method`` with the sha256 of its LLM reranker's replay file beside the file's name (a run replaying
-    another reach is another run); unchanged without a replay file (so no existing hash moved)."""
-    replay = (method.get("llm_rerank") or {}).get("replay") if isinstance(method, Mapping) else None
-    if not replay:
-        return method
-    path = project_path(str(replay))
-    if not path.is_file():
-        raise ConfigError(f"method.llm_rerank.replay={replay}: {path} does not exist")
-    return {**method, "llm_rerank": {**method["llm_rerank"], "replay_sha256": sha256_file(path)}}
-
-
-def without_other_regimes(cfg: Any) -> Any:
-    """``cfg`` (nested dicts and lists) with every cross-encoder training section (a ``train`` mapping with a
-    ``regime``) as :func:`lethe.retrieval.crossencoder.regime_train` keys it: the keys only another regime reads were
-    added after runs of the other regimes existed, and those runs' hashes did not move."""
-    if isinstance(cfg, Mapping):
-        out = {k: without_other_regimes(v) for k, v in cfg.items()}
-        train = out.get("train")
-        if isinstance(train, Mapping) and "regime" in train:
-            out["train"] = regime_train(train)
-        return out
+def with_identity_extras(cfg: Any) -> Any:
+    """``cfg`` (nested dicts and lists) with every section whose ``_target_`` declares ``hashed_section(section)``
+    (:class:`lethe.core.protocol.ExtendsIdentity`: results that depend on more than the section says, e.g. the
+    content of a file it names) replaced by what that returns. The experiments layer knows no method."""
     if isinstance(cfg, list):
-        return [without_other_regimes(v) for v in cfg]
-    return cfg
+        return [with_identity_extras(v) for v in cfg]
+    if not isinstance(cfg, Mapping):
+        return cfg
+    out = {k: with_identity_extras(v) for k, v in cfg.items()}
+    target = out.get("_target_")
+    # a target outside the allowlist is never imported here: lethe.core.targets refuses it, naming its key, at build
+    hook = getattr(_target(target), "hashed_section", None) if isinstance(target, str) and allowed(target) else None
+    return dict(hook(out)) if callable(hook) else out
 
 
 # Method keys that name or describe a method rather than parameterise it: never passed to its constructor
@@ -139,30 +121,31 @@ def method_params(method: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]:
-    """The part of a resolved config (``to_dict(cfg)``) that determines results (paths, display options and
-    ``run.metrics`` excluded, paths under ``cache_dir`` :func:`relocated`); ``run.metrics`` is checked for
-    unknown names here, so a mistyped one fails before any compute. The ``answers`` section, and the embedder
-    that scores answer similarity, enter only when answers are on, so runs without answers keep the hash they
-    had before the section existed."""
+    """The part of a resolved config (``to_dict(cfg)``) that determines results, under :data:`IDENTITY_SCHEMA`:
+    the dataset (without its :data:`DATASET_LOCATION_KEYS`) and its build key, the method (without placement keys and its description keys but name and variant,
+    with each section's identity extras), chunking, and the run settings that change what is computed (``k``,
+    ``seed``, ``warmup``, ``max_error_share``); paths under ``cache_dir`` :func:`relocated`. How a run is scored is
+    not what it computes: ``run.metrics`` is left out (a metric a finished run did not store is computed from its
+    run.trec and qrels.trec when asked for, analysis.metrics.run_scores) but checked for unknown names here, so a
+    mistyped one fails before any compute. The ``answers`` section, and the embedder that scores answer
+    similarity, enter only when answers are on (off, they compute nothing)."""
     canonical_metrics(resolved["run"]["metrics"], "run.metrics")
-    run = {**resolved["run"], "metrics": list(METRICS_IN_HASH)}
+    run = resolved["run"]
     answers = resolved.get("answers") or {}
     extra = (
         {"answers": without_placement(answers), "answer_embedder": without_placement(resolved.get("embedder"))}
         if answers.get("enabled")
         else {}
     )
+    method = {k: v for k, v in resolved["method"].items() if k != SUPERVISION_KEY}
     return relocated(
         {
-            "dataset": resolved["dataset"],
+            "identity_schema": IDENTITY_SCHEMA,
+            "dataset": {k: v for k, v in resolved["dataset"].items() if k not in DATASET_LOCATION_KEYS},
             "dataset_build_key": build_key,
-            "method": with_replay_content(
-                without_other_regimes(
-                    without_placement({k: v for k, v in resolved["method"].items() if k != SUPERVISION_KEY})
-                )
-            ),
-            "chunking": chunking_identity(resolved["chunking"]),
-            "run": {k: run[k] for k in ("k", "metrics", "seed", "warmup", "max_error_share")},
+            "method": with_identity_extras(without_placement(method)),
+            "chunking": dict(resolved["chunking"]),
+            "run": {k: run[k] for k in ("k", "seed", "warmup", "max_error_share")},
             **extra,
         },
         resolved.get("cache_dir"),

@@ -104,6 +104,17 @@ class Method(Protocol):
 
 
 @runtime_checkable
+class ExtendsIdentity(Protocol):
+    """A method or stage (its class, named by a config section's ``_target_``) whose results depend on more than its
+    section says, e.g. the content of a file the section names: ``hashed_section(section)`` returns the section as
+    the run's identity hashes it (experiments.run_identity calls it on the resolved section before hashing; a
+    ConfigError names a key it cannot read)."""
+
+    @classmethod
+    def hashed_section(cls, section: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
 class UsesCollection(Protocol):
     def set_collection(self, docs: Sequence[Doc]) -> None:
         """Called once before any query with every doc of the dataset, for collection statistics such

@@ -78,6 +78,22 @@ class LLMRerankStage:
     """Budgeted pointwise LLM reranking of the top ``top_n`` (module docstring); a ranking stage
     (``lethe.stages.ranking_stage``) with ``ReadsCandidates`` and ``UsesLLMs``."""
 
+    @classmethod
+    def hashed_section(cls, section: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The section as a run's identity hashes it (lethe.core.protocol.ExtendsIdentity): with ``replay``, the
+        sha256 of the reach file beside its name (a run replaying another reach is another run)."""
+        from lethe.core.hashing import sha256_file
+        from lethe.core.paths import project_path
+        from lethe.core.typed_config import ConfigError
+
+        replay = section.get("replay")
+        if not replay:
+            return section
+        path = project_path(str(replay))
+        if not path.is_file():
+            raise ConfigError(f"{SECTION}.replay={replay}: {path} does not exist")
+        return {**section, "replay_sha256": sha256_file(path)}
+
     def __init__(
         self,
         *,
