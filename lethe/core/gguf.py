@@ -38,6 +38,7 @@ Known packages (see conf/llm/*.yaml):
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import importlib
@@ -45,6 +46,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -53,7 +55,6 @@ from typing import Any
 from lethe.core.atomic import atomic_write_text
 from lethe.core.hashing import sha256_file, sha256_text
 from lethe.core.model_types import ModelNotFoundError, ResolvedModel
-from lethe.core.paths import default_paths
 
 _CHUNK = 1 << 22  # 4 MiB per read when hashing / joining
 
@@ -66,9 +67,17 @@ class GGUFChecksumError(RuntimeError):
     """A GGUF file's sha256 does not start with the configured ``sha256_prefix``."""
 
 
-def default_cache_dir() -> Path:
-    """The default cache folder (``conf/paths/default.yaml``'s ``cache``: ``$LETHE_CACHE`` or its default)."""
-    return default_paths().cache
+_SCRATCH: list[Path] = []  # this process's stand-in cache folder, made on first use (``cache_dir=None``)
+
+
+def _scratch_cache() -> Path:
+    """A temporary folder for this process, removed when it exits: where ``cache_dir=None`` joins part files (the
+    same meaning as the embedder's ``cache_dir=None``: nothing is kept)."""
+    if not _SCRATCH:
+        folder = Path(tempfile.mkdtemp(prefix="lethe-gguf-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _SCRATCH.append(folder)
+    return _SCRATCH[0]
 
 
 # ----------------------------------------------------------------------------- hashing
@@ -272,12 +281,14 @@ def _truthy(v: Any) -> bool:
 def resolve_gguf(spec: Mapping[str, Any], cache_dir: str | os.PathLike | None = None) -> ResolvedModel:
     """Find a GGUF model file offline (order and keys: see the module docstring).
 
-    ``cache_dir`` (else ``spec['cache_dir']``, else :func:`default_cache_dir`) holds joined part
-    files under ``llm/`` and sha256 memos of files that cannot carry a sidecar.
+    ``cache_dir`` (else ``spec['cache_dir']``) holds joined part files under ``llm/`` and sha256 memos of files
+    that cannot carry a sidecar; with neither, nothing is cached: they go to a temporary folder of this process
+    (a run passes its ``cache_dir``; ``None`` never means a default folder).
     """
     spec = dict(spec)
     name = str(spec.get("name") or "model")
-    cache = Path(cache_dir or spec.get("cache_dir") or default_cache_dir()).expanduser()
+    given = cache_dir or spec.get("cache_dir")
+    cache = Path(given).expanduser() if given else _scratch_cache()
     memo_dir = cache / "llm" / "sha256"
     prefix = spec.get("sha256_prefix") or None
     tried: list[str] = []

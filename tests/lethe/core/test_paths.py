@@ -73,9 +73,7 @@ def test_every_folder_default_is_written_in_one_file(tmp_path, monkeypatch):
         for p in (PROJECT_ROOT / d).rglob("*")
         if p.suffix in (".py", ".yaml") and ".cache/lethe" in p.read_text().replace(".cache/lethe-smoke", "")
     )
-    # run_identity spells paths under the cache inside the hash as the default folder was spelled when the hashes
-    # were made (a fixed string, not a folder: it must not follow the default); identity schema 2 replaces it
-    assert spelled == ["conf/paths/default.yaml", "experiments/run_identity.py"]
+    assert spelled == ["conf/paths/default.yaml"]  # identity schema 2 spells paths under the cache as ${cache_dir}
     monkeypatch.delenv("LETHE_CACHE", raising=False)
     monkeypatch.setenv(ROOT_ENV, str(tmp_path))
     paths = default_paths()

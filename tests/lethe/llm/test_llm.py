@@ -287,6 +287,18 @@ def test_pypi_parts_joined_in_order_once(tmp_path, monkeypatch):
     assert not [p for p in r.path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_no_cache_dir_means_no_cache_not_a_default_folder(tmp_path, monkeypatch):
+    """cache_dir=None (as for the embedder): the parts are joined in a temporary folder of this process, never in
+    the configured default cache folder."""
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    mods = _fake_parts(tmp_path / "site", [b"left", b"right"])
+    monkeypatch.setenv("LETHE_CACHE", str(tmp_path / "default_cache"))
+    r = resolve_gguf({"name": "scratch", "pypi_parts": mods})
+    assert r.path.read_bytes() == b"leftright" and r.path.name == "scratch.gguf"
+    assert not (tmp_path / "default_cache").exists() and tmp_path not in r.path.parents
+    assert resolve_gguf({"name": "scratch", "pypi_parts": mods}).path == r.path  # one folder per process
+
+
 def test_pypi_parts_checksum_mismatch_fails_and_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     mods = _fake_parts(tmp_path / "site", [b"abc", b"def"])
