@@ -1,4 +1,4 @@
-"""Per-query retrieval metrics with ranx.
+"""Per-query retrieval metrics with ranx (and, for measures ranx lacks, ir_measures' pytrec_eval or judged provider).
 
 Conventions (also in docs/running.md, "Evaluation conventions"): rankings are evaluated in the order the
 runner wrote them to ``run.trec`` (score descending, ties broken by doc id descending, trec_eval's rule); a query with
@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from analysis.metric_names import canonical_metrics, deeper_than
+from analysis.metric_names import (
+    canonical_metrics,
+    deeper_than,
+    ir_measures_provider,
+    is_ir_measures_only,
+    is_longmemeval,
+    metric_cutoff,
+)
 from lethebench.runs import RunFolder
 
 log = logging.getLogger(__name__)
@@ -35,19 +42,48 @@ def evaluate_run(
     ``run`` maps query_id -> ranking in final order; queries missing from it or with an empty
     ranking score 0. The ranking order, not the raw scores, is what is evaluated.
     """
-    from ranx import Qrels, Run, evaluate
-
     metrics = canonical_metrics(metrics, "metrics")
     qids = sorted(qrels)
     out = pd.DataFrame(0.0, index=pd.Index(qids, name="query_id"), columns=list(metrics))
     with_results = [q for q in qids if run.get(q)]
-    if with_results:
-        # rank-derived scores: the evaluated order is exactly the written order
-        r = Run({q: {d: float(len(run[q]) - i) for i, (d, _) in enumerate(run[q])} for q in with_results})
-        qr = Qrels({q: dict(qrels[q]) for q in with_results})
-        evaluate(qr, r, list(metrics), return_mean=False)
-        for m in metrics:
+    if not with_results:
+        return out
+    # rank-derived scores: the evaluated order is exactly the written order
+    ranked = {q: {d: float(len(run[q]) - i) for i, (d, _) in enumerate(run[q])} for q in with_results}
+    labels = {q: dict(qrels[q]) for q in with_results}
+    by_ranx = [m for m in metrics if not is_ir_measures_only(m) and not is_longmemeval(m)]
+    if by_ranx:
+        from ranx import Qrels, Run, evaluate
+
+        r = Run(ranked)
+        evaluate(Qrels(labels), r, by_ranx, return_mean=False)
+        for m in by_ranx:
             out.loc[with_results, m] = [float(r.scores[m][q]) for q in with_results]
+    for m, values in _by_ir_measures([m for m in metrics if is_ir_measures_only(m)], labels, ranked).items():
+        out.loc[list(values), m] = list(values.values())
+    lme = [m for m in metrics if is_longmemeval(m)]
+    if lme:
+        from analysis.longmemeval import per_query
+
+        ks = sorted({metric_cutoff(m) for m in lme})
+        scores = per_query({q: run[q] for q in with_results}, labels, ks)
+        out.loc[with_results, lme] = scores.loc[with_results, lme].to_numpy()
+    return out
+
+
+def _by_ir_measures(
+    names: Sequence[str], qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Per-query values of measures ranx lacks (``Judged@10``, ``P(rel=2)@5``, ...), each computed by the provider
+    :func:`analysis.metric_names.ir_measures_provider` names: {name: {query_id: value}}. A query a provider gives no
+    value for keeps 0 (as a query without results)."""
+    import ir_measures
+
+    out: dict[str, dict[str, float]] = {n: {} for n in names}
+    for n in names:
+        measure = ir_measures.parse_measure(n)
+        for value in ir_measures_provider(measure).iter_calc([measure], qrels, ranked):
+            out[n][value.query_id] = float(value.value)
     return out
 
 

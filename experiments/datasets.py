@@ -12,7 +12,7 @@ from lethe.core.hashing import sha256_file
 from lethe.core.models import resolve_model
 from lethe.core.paths import plain_name, project_path
 from lethe.retrieval.embedder import Embedder
-from lethebench.build import build_dataset, build_key
+from lethebench.build import build_dataset, build_key, input_names, input_paths
 from lethebench.chunking import ChunkParams
 from lethebench.schema import Dataset, dataset_content_sha256
 
@@ -91,3 +91,16 @@ def dataset_key(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> str:
             )
         return _folder_key(ds_folder, ds.card, ds.content_sha256)
     return ds.card.get("build", {}).get("key") or sha256_file(ds_folder / "card.json")
+
+
+def recorded_dataset(resolved: dict) -> dict:
+    """The ``dataset`` section of a resolved config as a manifest records it: where its files sat replaced by what
+    the build key calls them (``files`` by :func:`lethebench.build.input_names`, ``beir_dir`` and ``folder`` by the
+    folder's own name), so the same data read from elsewhere is recorded alike (its content is in the build key)."""
+    ds = dict(resolved["dataset"])
+    if ds.get("files") and not ds.get("folder"):
+        ds["files"] = input_names(ds, input_paths(ds, project_path(str(resolved["data"]["root"]))))
+    for key in ("beir_dir", "folder"):
+        if ds.get(key):
+            ds[key] = Path(str(ds[key])).name
+    return ds

@@ -23,7 +23,7 @@ from experiments.reproduce_settings import verify_metrics
 from experiments.store_seal import write_seal
 from experiments.study_jobs import study_done, study_folder
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import project_path
+from lethe.core.paths import machine_roots, project_path
 from lethebench.runs import RunFolder
 from lethebench.studies import StudyFolder
 
@@ -224,7 +224,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     kept = kept_store_entries(tier, runs, cfg, store) if cfg.select else {}
     settings = load_cfg(base=cfg.analysis)
     labels = label_params(settings)  # the label metrics' settings, stored beside their columns
-    roots = RS.machine_roots(to_dict(runs[0].cfg)) if runs else RS.machine_roots(None)
+    roots = machine_roots(to_dict(runs[0].cfg)) if runs else machine_roots(None)
     refs = [r.ref(tier.name) for r in runs]
     views = V.collect(settings, refs)
     entries, keep = dict(kept), {store / e["folder"] for e in kept.values()}

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from lethe.core.atomic import atomic_dir, atomic_write_text
-from lethe.core.paths import PROJECT_ROOT, portable_location, project_path, work_root
+from lethe.core.paths import portable, portable_text
 from lethebench.folds import GROUP_COLUMN, query_gold_groups
 from lethebench.runs import DONE, LABELS, MANIFEST, METRICS, PER_QUERY, RunFolder, flag_frame
 from lethebench.schema import read_dataset
@@ -45,42 +45,6 @@ STUDIES = "studies"
 QUERY_COLUMNS = ("query_id", "scope_id", "position", "domain", "category", "complexity", "plan_label", "split")
 CONTRADICTION_COLUMNS = ("query_id", "stale_doc_id", "current_doc_id")
 DROPPED_PER_QUERY = ("answer",)  # generated text: read only by the studies, which keep their own copy
-
-
-def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """(absolute folder, token) pairs, longest first, for the folders of this machine a run names."""
-    pairs = []
-    if run_cfg is not None:
-        for key, token in (("results_dir", "<results_dir>"), ("cache_dir", "<cache_dir>")):
-            if run_cfg.get(key):
-                pairs.append((str(project_path(str(run_cfg[key]))), token))
-        data = run_cfg.get("data") or {}
-        if data.get("processed"):
-            pairs.append((str(project_path(str(data["processed"]))), "<processed>"))
-        if data.get("root"):
-            pairs.append((str(project_path(str(data["root"]))), "<data_root>"))
-    pairs += [(str(root), "<project>") for root in dict.fromkeys((work_root(), PROJECT_ROOT))]
-    return sorted(pairs, key=lambda p: -len(p[0]))
-
-
-def portable_text(text: str, roots: Sequence[tuple[str, str]]) -> str:
-    """``text`` with every folder of ``roots`` (:func:`machine_roots`) replaced by its token."""
-    for folder, token in roots:
-        text = text.replace(folder, token)
-    return text
-
-
-def portable(obj: Any, roots: Sequence[tuple[str, str]]) -> Any:
-    """A JSON value with every string made machine-independent (:func:`portable_text`, then an absolute path
-    inside an installed package or the home folder as :func:`lethe.core.paths.portable_location` spells it)."""
-    if isinstance(obj, Mapping):
-        return {k: portable(v, roots) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [portable(v, roots) for v in obj]
-    if isinstance(obj, str):
-        text = portable_text(obj, roots)
-        return portable_location(text) if text.startswith("/") and "\n" not in text else text
-    return obj
 
 
 def _json(obj: Any) -> str:

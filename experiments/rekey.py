@@ -31,7 +31,7 @@ from experiments.reference import ResolvedRun, Tier
 from experiments.run_identity import config_hash, hashed_config
 from experiments.store_seal import write_seal
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import project_path
+from lethe.core.paths import machine_roots, portable, project_path
 from lethebench.runs import MANIFEST, METRICS, RUN_TREC
 
 
@@ -89,7 +89,7 @@ def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict
         if got != new:
             out["refused"][f"store:{key}"] = f"its stored config gives {got}, its declaration {new}"
             continue
-        refile(folder, by_key[key].declared.label, old, new, RS.portable(hashed, RS.machine_roots(None)))
+        refile(folder, by_key[key].declared.label, old, new, portable(hashed, machine_roots(None)))
         entries[key] = {**entry, "config_hash": new}
         out["store"] += 1
     for key, (old, new) in moved.items():

@@ -11,16 +11,24 @@ import logging
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from experiments.runner import run_job
 from lethe.core.arguments import check_arguments
+from lethe.core.typed_config import ConfigError
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> dict[str, object]:
     logging.getLogger("experiments").setLevel(logging.INFO)
-    out = run_job(cfg)
+    try:
+        out = run_job(cfg)
+    except ConfigError as exc:  # a refused config: one line, not Hydra's traceback (a sweep still records the job)
+        if HydraConfig.get().mode != RunMode.RUN:
+            raise
+        raise SystemExit(f"Error: {exc}") from None
     return {"folder": str(out.folder), "skipped": out.skipped}  # the sweep's progress line reads "skipped"
 
 

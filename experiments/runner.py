@@ -31,13 +31,13 @@ from analysis.answers import AnswerRules, answer_rules, embedding_similarity
 from analysis.metric_names import UnknownMetric, canonical_metrics, deeper_than
 from analysis.metrics import evaluate_run, run_scores
 from experiments.config import to_dict
-from experiments.datasets import dataset_key, prepare_dataset
+from experiments.datasets import dataset_key, prepare_dataset, recorded_dataset
 from experiments.launchers import launch_info
 from experiments.run_identity import RunIdentity, config_hash, method_params, run_identity
 from lethe.core.faults import kill_point
 from lethe.core.hashing import sha256_file
 from lethe.core.measurements import summarize
-from lethe.core.paths import plain_name, project_path
+from lethe.core.paths import machine_roots, plain_name, portable, project_path
 from lethe.core.protocol import (
     LLM_FAILURES,
     Annotates,
@@ -364,7 +364,7 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
     try:
         metrics = canonical_metrics(run["metrics"], "run.metrics")
     except UnknownMetric as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(str(exc)) from None  # the message says it all: one level, not two
     deep = deeper_than(metrics, run["k"])
     if deep:
         log.warning(
@@ -479,11 +479,12 @@ def run_job(cfg: DictConfig) -> RunOutcome:
 def unstored(folder: Path, plan: RunPlan) -> str:
     """For a finished run: the means of the asked metrics it did not store (metrics are not part of a run's identity,
     so they are computed from its run.trec and qrels.trec, :func:`analysis.metrics.run_scores`), or ''."""
+    written = dict(zip(plan.settings.metrics, plan.config["run"]["metrics"], strict=True))  # canonical -> as written
     missing = [m for m in plan.settings.metrics if m not in RunFolder(folder).per_query.columns]
     if not missing:
         return ""
     means = run_scores(folder, missing).mean()
-    return "; not stored, computed from its run files: " + ", ".join(f"{m} {means[m]:.4f}" for m in missing)
+    return "; not stored, computed from its run files: " + ", ".join(f"{written[m]} {means[m]:.4f}" for m in missing)
 
 
 def run_threads(setting: int | str | None, concurrent: bool) -> int | None:
@@ -528,12 +529,12 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     ended = dt.datetime.now(dt.UTC)
     load_end, other_cores = load_average(), other_cpu_cores(cpu_start, cpu_snapshot())
     manifest = {
-        "config": plan.config,
+        "config": {**plan.config, "dataset": recorded_dataset(plan.config)},
         "hashed_config": ident.hashed,
         "config_hash": ident.config_hash,
         "dataset": {
             "name": plan.dataset,
-            "folder": str(ds_folder),
+            "folder": None,  # below, relative to the run's folder
             "build_key": plan.build_key,
             "content_sha256": ds.content_sha256,
             "card_sha256": sha256_file(ds_folder / "card.json"),
@@ -579,6 +580,10 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
         if plan.settings.warmup
         else "includes the first (cold) search",
     }
+    # where this machine keeps things is no part of a run (issue 60): its folders as tokens (<cache_dir>,
+    # <data_root>, ...), the dataset's files by name, dataset.folder relative to the run's folder
+    manifest = portable(manifest, machine_roots(plan.config))
+    manifest["dataset"]["folder"] = os.path.relpath(ds_folder, ident.folder)
     qrels = {q: ds.qrels[q] for q in queries["query_id"]}
     RunFolder(ident.folder).write(
         searched.run, qrels, per_query, metrics, manifest, tag=f"{ident.label}-{ident.config_hash}"
@@ -586,7 +591,7 @@ def execute(plan: RunPlan, ds: Dataset) -> None:
     if plan.settings.print_summary:
         from experiments.summary import format_table
 
-        print(format_table([metrics]))
+        print(format_table([metrics], plan.config["run"]["metrics"]))  # the metrics asked for, as written
         print(f"results: {ident.folder}")
 
 

@@ -22,7 +22,7 @@ from experiments.prerequisites import Step, data_step
 from experiments.reference import Study, load_tier, processed_folder, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, tier_overrides
 from experiments.store_seal import sealed_damage
-from lethe.core.paths import project_path
+from lethe.core.paths import machine_roots, project_path
 from lethebench.studies import MANIFEST, StudyFolder
 
 
@@ -145,7 +145,7 @@ def publish_studies(report: str, cfg: DictConfig, out_dir: Path) -> list[str]:
     for t in report_tiers(report, cfg.reference_dir):
         if not t.studies:
             continue
-        roots = RS.machine_roots(to_dict(load_config([*tier_overrides(t.name, cfg), *base_overrides(cfg)])))
+        roots = machine_roots(to_dict(load_config([*tier_overrides(t.name, cfg), *base_overrides(cfg)])))
         for st in t.studies:
             folder = StudyFolder(study_folder(st, cfg))
             dest = out_dir / st.publish

@@ -1,12 +1,12 @@
 """One-screen summaries of results folders (settings: ``conf/summary.yaml``).
 
-python -m experiments.summary [results_dir=results/smoke/runs]
+python -m experiments.summary [results_dir=results/smoke/runs] ['run.metrics=[nDCG@10,R@100,Judged@10]']
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from analysis.formatting import llm_failure_cell
-from analysis.metric_names import display_metric
+from analysis.metric_names import canonical_metric, canonical_metrics, display_metric
 from lethe.core.arguments import check_arguments
 from lethe.core.paths import project_path
 from lethebench.runs import finished_runs
@@ -22,17 +22,26 @@ from lethebench.runs import finished_runs
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
 
 
-def load_metrics(results_dir: Path) -> list[dict[str, Any]]:
-    """The metrics of every finished run under ``results_dir`` (sorted by dataset, method, config hash); a damaged
-    folder gives a row with ``damaged`` (what is wrong) and the names its path holds."""
+def load_metrics(results_dir: Path, metrics: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The metrics of every finished run under ``results_dir`` (sorted by dataset, method, config hash), with the mean
+    of each of ``metrics`` it did not store computed from its run files (:func:`analysis.metrics.run_scores`: metrics
+    are not part of a run's identity); a damaged folder gives a row with ``damaged`` (what is wrong) and the names
+    its path holds."""
     rows = []
     for r in finished_runs(results_dir):
         damage = r.damage
-        rows.append(
-            {"dataset": r.path.parts[-3], "method": r.path.parts[-2], "config_hash": r.path.name, "damaged": damage}
-            if damage
-            else r.metrics
-        )
+        if damage:
+            rows.append(
+                {"dataset": r.path.parts[-3], "method": r.path.parts[-2], "config_hash": r.path.name, "damaged": damage}
+            )
+            continue
+        row = dict(r.metrics)
+        missing = [m for m in canonical_metrics(metrics, "metrics") if m not in row["means"]]
+        if missing:
+            from analysis.metrics import run_scores  # ranx's numba kernels only when a metric must be computed
+
+            row["means"] = {**row["means"], **run_scores(r, missing).mean().to_dict()}
+        rows.append(row)
     return rows
 
 
@@ -45,12 +54,14 @@ def _describe_filter(key: str, value: object) -> str:
     return f"{len(value)} {key}"  # type: ignore[arg-type]
 
 
-def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
-    """Plain-text table: dataset, method, hash, counts, mean metrics (headed in ir_measures form), latency P50/P95."""
+def format_table(rows: Iterable[Mapping[str, Any]], metrics: Sequence[str] = SHOWN) -> str:
+    """Plain-text table: dataset, method, hash, counts, the mean of each of ``metrics`` headed as it is written there
+    (``SHOWN``, in ir_measures form, by default), latency P50/P95."""
     rows = list(rows)
+    shown = [canonical_metric(m, "metrics") for m in metrics]
     head = (
         ["dataset", "subset", "method", "hash", "n", "excl", "fail"]
-        + [display_metric(s) for s in SHOWN]
+        + [display_metric(m) if metrics is SHOWN else str(m) for m in metrics]
         + ["p50 ms", "p95 ms", "llm fail/fallback"]
     )
     body, damaged = [], []
@@ -69,7 +80,7 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         subset = "?" if f is None else (",".join(_describe_filter(k, v) for k, v in f.items() if v) or "all")
         body.append(
             [r["dataset"], subset, r["method"], r["config_hash"][:8], str(q["evaluated"]), str(excl), str(fail)]
-            + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in SHOWN]
+            + [f"{r['means'][m]:.4f}" if m in r["means"] else "n/m" for m in shown]
             + [f"{lat[p]:.2f}" if lat.get(p) is not None else "-" for p in ("p50", "p95")]
             + [llm_failure_cell(r)]
         )
@@ -86,12 +97,14 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
 
 
 def summary(cfg: DictConfig) -> str:
-    """The table of every finished run under ``cfg.results_dir``; SystemExit when there is none."""
+    """The table of every finished run under ``cfg.results_dir``, with the metrics of ``cfg.run.metrics`` as written
+    there; SystemExit when there is none."""
     results_dir = project_path(cfg.results_dir)
-    rows = load_metrics(results_dir)
+    metrics = list(cfg.run.metrics)
+    rows = load_metrics(results_dir, metrics)
     if not rows:
         raise SystemExit(f"no finished runs under {results_dir}")
-    return format_table(rows)
+    return format_table(rows, metrics)
 
 
 @hydra.main(config_path="../conf", config_name="summary", version_base="1.3")

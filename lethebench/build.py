@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import logging
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,10 +97,25 @@ def load_sources(loader: str, paths: list[Path], params: Mapping[str, Any]) -> S
     return getattr(importlib.import_module(module), fn)(*paths, **dict(params))
 
 
+def input_names(dataset_cfg: Mapping[str, Any], paths: list[Path]) -> list[str]:
+    """The names the build key gives the input files, never where they sit: an entry read from ``data.root`` is named
+    as written (``locomo/locomo10.json``; data.root itself is a location); entries read from elsewhere (``files_root``
+    set, as for a BEIR folder, or absolute) are named from their common folder's own name down (``scifact/corpus.jsonl``,
+    ``scifact/qrels/test.tsv``: a loader may read that name, as BEIR's scope), so the same folder reached from
+    elsewhere or through a symlink of the same name gives the same key."""
+    given = [str(f) for f in dataset_cfg.get("files", [])]
+    if dataset_cfg.get("files_root") is None and not any(Path(f).is_absolute() for f in given):
+        return given
+    common = Path(os.path.commonpath([str(p.parent) for p in paths])) if paths else Path()
+    return [p.relative_to(common.parent).as_posix() for p in paths]
+
+
 def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkParams, tokenizer_sha: str) -> str:
-    """Content hash naming a processed dataset folder."""
+    """Content hash naming a processed dataset folder: the inputs' names (:func:`input_names`) and contents, the
+    loader and its version, its parameters, the chunking and the tokenizer."""
     inputs = {}
-    for f, p in zip(dataset_cfg.get("files", []), input_paths(dataset_cfg, data_root), strict=True):
+    paths = input_paths(dataset_cfg, data_root)
+    for f, name, p in zip(dataset_cfg.get("files", []), input_names(dataset_cfg, paths), paths, strict=True):
         if not p.is_file():
             where = (
                 f"dataset.files_root={dataset_cfg['files_root']!r}: relative entries of dataset.files are read "
@@ -109,7 +125,7 @@ def build_key(dataset_cfg: Mapping[str, Any], data_root: Path, chunking: ChunkPa
                 f"'{f}'; see ../shared/data/README.md."
             )
             raise FileNotFoundError(f"dataset '{dataset_cfg['name']}': input file not found: {p}. {where}")
-        inputs[f] = sha256_file_cached(p)  # stat-keyed: resolving many declared runs hashes each input once
+        inputs[name] = sha256_file_cached(p)  # stat-keyed: resolving many declared runs hashes each input once
     blob = {
         "build_version": BUILD_VERSION,
         "loader": dataset_cfg["loader"],

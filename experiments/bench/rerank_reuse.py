@@ -53,7 +53,7 @@ def bench_rerank_reuse(s: Any, scratch: Path) -> dict[str, Any]:
     )
     run_missing([it3_run], progress=False)
     it3 = RunFolder(it3_run.folder)
-    folder = Path(it3.manifest["dataset"]["folder"])
+    folder = it3.dataset_folder
     queries = read_table(folder, "queries").set_index("query_id")
     text = read_table(folder, "corpus", ["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
     iter3_pq = it3.per_query.set_index("query_id")

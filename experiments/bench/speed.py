@@ -106,7 +106,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
         for name in s.datasets:
             sample = [f"dataset={name}", f"dataset.sample={int(s.queries)}"]
             bm25 = RunFolder(run_experiment(load_config([*sample, "method=bm25", *common])))
-            folder = Path(bm25.manifest["dataset"]["folder"])
+            folder = bm25.dataset_folder
             queries = read_table(folder, "queries").set_index("query_id")
             text = read_table(folder, "corpus", ["doc_id", "text"]).set_index("doc_id")["text"].to_dict()
             qids = [q for q in bm25.per_query["query_id"] if q in bm25.run]

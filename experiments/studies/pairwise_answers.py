@@ -142,7 +142,7 @@ def answered_pairs(folder_a: Path, folder_b: Path) -> pd.DataFrame:
             raise ValueError(f"{f.path} has no answers: make the run with answers.enabled=true")
     ok = lambda q: q[q["answer_status"] == "ok"].set_index("query_id")["answer"]  # noqa: E731
     both = pd.concat({"answer_a": ok(qa), "answer_b": ok(qb)}, axis=1, join="inner").sort_index()
-    queries = read_table(pa.manifest["dataset"]["folder"], "queries").set_index("query_id")
+    queries = read_table(pa.dataset_folder, "queries").set_index("query_id")
     both.insert(0, "query", queries.loc[both.index, "text"])
     return both.reset_index()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -106,3 +106,39 @@ def portable_location(p: str | Path) -> str:
             rel = p.relative_to(root).as_posix()
             return rel if spell is None else f"{spell}/{rel}"
     return p.as_posix()
+
+
+def machine_roots(run_cfg: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(absolute folder, token) pairs, longest first, for the folders of this machine a run names."""
+    pairs = []
+    if run_cfg is not None:
+        for key, token in (("results_dir", "<results_dir>"), ("cache_dir", "<cache_dir>")):
+            if run_cfg.get(key):
+                pairs.append((str(project_path(str(run_cfg[key]))), token))
+        data = run_cfg.get("data") or {}
+        if data.get("processed"):
+            pairs.append((str(project_path(str(data["processed"]))), "<processed>"))
+        if data.get("root"):
+            pairs.append((str(project_path(str(data["root"]))), "<data_root>"))
+    pairs += [(str(root), "<project>") for root in dict.fromkeys((work_root(), PROJECT_ROOT))]
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def portable_text(text: str, roots: Sequence[tuple[str, str]]) -> str:
+    """``text`` with every folder of ``roots`` (:func:`machine_roots`) replaced by its token."""
+    for folder, token in roots:
+        text = text.replace(folder, token)
+    return text
+
+
+def portable(obj: Any, roots: Sequence[tuple[str, str]]) -> Any:
+    """A JSON value with every string made machine-independent (:func:`portable_text`, then an absolute path
+    inside an installed package or the home folder as :func:`portable_location` spells it)."""
+    if isinstance(obj, Mapping):
+        return {k: portable(v, roots) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [portable(v, roots) for v in obj]
+    if isinstance(obj, str):
+        text = portable_text(obj, roots)
+        return portable_location(text) if text.startswith("/") and "\n" not in text else text
+    return obj

@@ -47,3 +47,21 @@ def test_per_query_scores_only_queries_with_qrels_and_a_missing_ranking_scores_z
     assert df.loc["q1", "ndcg_any@2"] == pytest.approx(1.0)  # rank 2 is undiscounted
     turns = LME.per_query({"q": [("q:s1_2", 1.0)]}, {"q": {"q:s1_2": 1}}, ks=(1,), session_of=LME.session_of_turn)
     assert turns.loc["q", "session_recall_all@1"] == 1.0 and LME.session_of_turn("q:answer_1_12") == "q:answer_1"
+
+
+def test_the_three_metrics_are_names_a_run_can_ask_for():
+    """run.metrics=[recall_any@5, recall_all@5, ndcg_any@5] (analysis.metric_names): evaluate_run gives this module's
+    values, beside the ranx metrics, and a query without results scores 0."""
+    from analysis.metric_names import canonical_metric, display_metric
+    from analysis.metrics import evaluate_run
+
+    run = {"q1": [("a", 3.0), ("b", 2.0), ("c", 1.0)], "q2": [("d", 1.0)]}
+    qrels = {"q1": {"b": 1, "z": 1}, "q2": {"d": 1}, "q3": {"e": 1}}
+    names = ["recall_any@2", "recall_all@2", "ndcg_any@2", "nDCG@2"]
+    got = evaluate_run(qrels, run, names)
+    want = LME.per_query(run, qrels, ks=(2,))
+    for m in names[:3]:
+        assert canonical_metric(m) == display_metric(m) == m
+        assert got[m].tolist() == pytest.approx(want.loc[got.index, m].tolist()), m
+    assert got.loc["q1", "recall_any@2"] == 1.0 and got.loc["q1", "recall_all@2"] == 0.0
+    assert got.loc["q3"].eq(0).all() and got.loc["q1", "ndcg@2"] < got.loc["q1", "ndcg_any@2"]  # the discounts differ

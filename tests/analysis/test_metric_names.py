@@ -56,10 +56,8 @@ def test_ir_measures_aliases_are_read_by_ir_measures(alias, canon):
 @pytest.mark.parametrize(
     "bad",
     [
-        "Judged@10",
         "ndcg_burges@10",
-        "P(rel=2)@10",
-        "nDCG(judged_only=True)@10",
+        "ERR@10",  # ir_measures knows it, but none of its offline providers here computes it
         "ndcg@0",
         "nDCG@0",
         "nDCG@2.5",
@@ -83,6 +81,24 @@ def test_other_names_are_refused_with_the_key_and_the_accepted_forms(bad):
     assert msg.startswith(f"run.metrics: unknown retrieval metric {bad!r}")
     assert "ndcg[@k], recall@k, mrr[@k], precision@k, map[@k], hit_rate@k, r-precision" in msg
     assert "nDCG[@k], R@k, RR[@k], P@k, AP[@k], Success@k, Rprec" in msg
+    assert "any measure ir_measures computes through pytrec_eval or judged (e.g. Judged@10, P(rel=2)@5" in msg
+    assert "\n" not in msg  # one line
+
+
+@pytest.mark.parametrize(
+    "name, canon, cutoff",
+    [
+        ("Judged@10", "Judged@10", 10),
+        ("P(rel=2)@5", "P(rel=2)@5", 5),
+        ("nDCG(judged_only=True)@10", "nDCG(judged_only=True)@10", 10),
+        ("AP(rel=2)", "AP(rel=2)", None),
+        ("Bpref", "Bpref", None),
+        ("infAP", "infAP", None),
+    ],
+)
+def test_measures_ranx_lacks_are_taken_in_ir_measures_spelling(name, canon, cutoff):
+    """Computed through ir_measures (analysis.metrics.evaluate_run); printed and stored as ir_measures spells them."""
+    assert canonical_metric(name) == display_metric(name) == canon and metric_cutoff(name) == cutoff
 
 
 def test_a_list_keeps_its_order_and_refuses_one_metric_twice():

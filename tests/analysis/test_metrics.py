@@ -69,8 +69,8 @@ def test_ir_measures_names_give_the_runs_per_query_values(e2e_runs, method):
 
 
 def test_an_unknown_metric_name_is_refused():
-    with pytest.raises(UnknownMetric, match=r"metrics: unknown retrieval metric 'Judged@10'; accepted: .*nDCG\[@k\]"):
-        evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "Judged@10"])
+    with pytest.raises(UnknownMetric, match=r"metrics: unknown retrieval metric 'ERR@10'; accepted: .*nDCG\[@k\]"):
+        evaluate_run({"q1": {"a": 1}}, {"q1": [("a", 1.0)]}, ["ndcg@10", "ERR@10"])
 
 
 MORE_FAMILIES = ["AP@100", "AP", "Success@5", "Rprec", "nDCG", "RR"]  # beyond the defaults, spelled as ir_measures

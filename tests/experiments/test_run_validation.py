@@ -39,8 +39,8 @@ def _cfg(tmp_path, *extra):
         (["method.name=../../../x"], "method.name='../../../x'"),
         (["+method.variant=a/b"], "method.variant='a/b'"),
         (
-            ["run.metrics=[ndcg@10,Judged@10]"],
-            "run.metrics: unknown retrieval metric 'Judged@10'; accepted: ranx names ndcg[@k]",
+            ["run.metrics=[ndcg@10,ERR@10]"],
+            "run.metrics: unknown retrieval metric 'ERR@10'; accepted: ranx names ndcg[@k]",
         ),
         (["run.metrics=[nDCG@10,ndcg@10]"], "run.metrics: ['ndcg@10'] named more than once"),
         (["run.metrics=[]"], "run.metrics=[]: must be a non-empty list"),
@@ -119,3 +119,20 @@ def test_a_metric_cutting_deeper_than_run_k_is_named_before_any_compute(tmp_path
         assert named and "'recall@50'" in named[0] and "run.k=20" in named[0] and "ndcg@10" not in named[0]
     else:
         assert not named
+
+
+def test_the_command_line_refuses_an_unknown_metric_in_one_line(tmp_path):
+    """python -m experiments.run with a mistyped metric: one line naming the key and the accepted families, no
+    traceback, a non-zero exit, before any dataset is built."""
+    from tests.support.processes import run_module
+
+    r = run_module(
+        "experiments.run",
+        "run.metrics=[nDCG@10,ERR@10]",
+        f"data.processed={tmp_path / 'processed'}",
+        f"hydra.run.dir={tmp_path / 'hydra'}",
+    )
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert lines[-1].startswith("Error: run.metrics: unknown retrieval metric 'ERR@10'; accepted: ranx names")
+    assert not (tmp_path / "processed").exists()

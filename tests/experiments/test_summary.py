@@ -3,15 +3,11 @@ command line itself (a Hydra app) runs from any folder without leaving outputs/ 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from experiments.config import load_config
 from experiments.summary import summary
-from lethe.core.paths import PROJECT_ROOT
+from tests.support.processes import run_module
 
 
 def test_top_config_holds_the_run_configs_results_dir():
@@ -26,6 +22,42 @@ def test_one_line_per_finished_run(work, e2e_runs):
         assert any(f" {method} " in line and folder.name[:8] in line for line in table.splitlines())
 
 
+ASKED = ["nDCG@10", "R@100", "R@1000", "Judged@10", "P(rel=2)@5"]  # the issue's own list, as a user writes it
+
+
+def test_the_metrics_asked_for_are_the_columns_and_equal_ir_measures_per_query(work, capsys, tmp_path):
+    """run.metrics decides the columns of the end-of-run table and of the summary, headed as written; the measures
+    ranx lacks (Judged@10, P(rel=2)@5) come from ir_measures, and every value equals ir_measures per query."""
+    import ir_measures
+
+    from experiments.runner import run_experiment
+    from lethebench.runs import RunFolder
+    from tests.conftest import overrides_for
+
+    asked = "run.metrics=[" + ",".join(f"'{m}'" for m in ASKED) + "]"
+    over = overrides_for({**work, "results": tmp_path}, "method=bm25", "dataset.scopes=[conv-26]", asked)
+    over = [o if o != "run.print_summary=false" else "run.print_summary=true" for o in over]
+    folder = RunFolder(run_experiment(load_config(over)))
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("dataset "))
+    assert header.split()[7:12] == ASKED
+    table = summary(load_config([f"results_dir={tmp_path}", asked], config_name="summary"))
+    assert table.splitlines()[0].split()[7:12] == ASKED
+    # per query: ir_measures on the run's own files, in its written order (rank-derived scores)
+    ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in folder.run.items() if r}
+    measures = [ir_measures.parse_measure(m) for m in ASKED]
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, folder.qrels, ranked)}
+    pq = folder.per_query.set_index("query_id")
+    for name, column in zip(ASKED, ["ndcg@10", "recall@100", "recall@1000", "Judged@10", "P(rel=2)@5"], strict=True):
+        ours = pq.loc[list(folder.qrels), column]
+        assert ours.tolist() == pytest.approx([theirs.get((q, name), 0.0) for q in ours.index], abs=1e-9), name
+    assert 0 < pq["Judged@10"].mean() < 1 and folder.metrics["means"]["P(rel=2)@5"] == pytest.approx(
+        pq.loc[list(folder.qrels), "P(rel=2)@5"].mean()
+    )
+    # asked after the run (not stored): computed from its run files, the same values
+    later = summary(load_config([f"results_dir={tmp_path}", "run.metrics=['AP(rel=2)',Bpref]"], config_name="summary"))
+    assert later.splitlines()[0].split()[7:9] == ["AP(rel=2)", "Bpref"] and "n/m" not in later.splitlines()[2]
+
+
 def test_no_finished_runs_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match="no finished runs"):
         summary(load_config([f"results_dir={tmp_path}"], config_name="summary"))
@@ -34,19 +66,8 @@ def test_no_finished_runs_is_an_error(tmp_path):
 def test_the_command_line_from_another_folder(tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "experiments.summary",
-            f"results_dir={tmp_path / 'none'}",
-            f"hydra.run.dir={tmp_path / 'hydra'}",
-        ],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
-        timeout=120,
+    r = run_module(
+        "experiments.summary", f"results_dir={tmp_path / 'none'}", f"hydra.run.dir={tmp_path / 'hydra'}", cwd=cwd
     )
     assert r.returncode != 0 and "no finished runs under" in r.stderr + r.stdout
     assert list(cwd.iterdir()) == []  # no outputs/ folder, nothing else

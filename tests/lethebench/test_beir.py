@@ -393,6 +393,37 @@ def test_beir_dir_is_absolute_or_relative_to_the_work_root_and_a_missing_one_is_
         dataset_build_key(load_config([*base, f"dataset.beir_dir={scifact}"]))
 
 
+def test_the_same_folder_from_two_places_and_through_a_symlink_is_one_dataset_and_one_run(
+    scifact, embedder, tmp_path, monkeypatch
+):
+    """Where a BEIR folder sits is not what it is (issue 60): a copy elsewhere, a symlink to it (of the same name: the
+    folder's name is its scope) and a relative beir_dir give one build key, one processed folder and one run hash."""
+    import shutil
+
+    from experiments.config import to_dict
+    from experiments.run_identity import config_hash, hashed_config
+
+    monkeypatch.setenv("LETHE_ROOT", str(tmp_path))
+    shutil.copytree(scifact, tmp_path / "copy" / "scifact")
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "scifact").symlink_to(scifact, target_is_directory=True)
+    base = [f"data.processed={tmp_path / 'processed'}", "dataset=beir", "dataset.name=scifact", "method=bm25"]
+    places = [str(scifact), str(tmp_path / "copy" / "scifact"), str(tmp_path / "link" / "scifact"), "link/scifact"]
+    cfgs = [load_config([*base, f"dataset.beir_dir={p}"]) for p in places]
+    keys = {dataset_build_key(c) for c in cfgs}
+    assert len(keys) == 1
+    hashes = {config_hash(hashed_config(to_dict(c), dataset_build_key(c))) for c in cfgs}
+    assert len(hashes) == 1
+    first = prepare_dataset(cfgs[0], embedder=embedder)
+    card = first / "card.json"
+    stamp = card.stat().st_mtime_ns
+    assert all(prepare_dataset(c, embedder=embedder) == first for c in cfgs[1:])  # reused, never built again
+    assert card.stat().st_mtime_ns == stamp and str(tmp_path) not in card.read_text()
+    # another folder name is another scope (the loader names the scope after the folder): another dataset
+    (tmp_path / "renamed").symlink_to(scifact, target_is_directory=True)
+    assert dataset_build_key(load_config([*base, f"dataset.beir_dir={tmp_path / 'renamed'}"])) not in keys
+
+
 LONG = [
     {"_id": "long", "title": "Tides", "text": " ".join(["The moon pulls the oceans and the tides rise and fall."] * 4)},
     {"_id": "short", "title": "", "text": "Volcanoes erupt lava."},

@@ -1,8 +1,26 @@
-"""Which processes are alive, read from ``/proc`` (Linux), for tests that kill a process and look for what it left."""
+"""Processes for tests: which are alive, read from ``/proc`` (Linux), for tests that kill a process and look for what
+it left; and one of the project's ``python -m`` commands run as a user would type it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+from lethe.core.paths import PROJECT_ROOT
+
+
+def run_module(module: str, *args: str, cwd: Path = PROJECT_ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` from ``cwd`` with the checkout importable; its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        timeout=timeout,
+    )
 
 
 def alive(pid: int) -> bool:
