@@ -525,6 +525,7 @@ class _Site:
         text = report.read_text() if report.is_file() else ""
         title, headline = _headline(text)
         findings = _findings(text)
+        overview = _overview(text)
         figures = _figures(text)
         self.figures_page(figures)
         tables = self.table_pages()
@@ -554,15 +555,16 @@ class _Site:
             counts = [str(c[s]) for s in E.STATUSES] if c is not None else ["-"] * len(E.STATUSES)
             in_table = str(len({r["run"] for r in self.verification[t.name] or []})) if c is not None else "-"
             ver_rows.append([link, str(len(t.runs) + len(t.studies)), str(stored_t), in_table, *counts])
-        body = [
+        body = [  # what was found first (the findings, then the overview table); where it comes from below
+            f"<h2>{H.esc(title)}</h2>" if title else "",
+            *(['<h2 id="findings">Findings</h2>', H.markdown(findings, "../")] if findings else []),
+            *([f'<h2 id="overview">{H.esc(overview[0])}</h2>', H.markdown(overview[1], "../")] if overview else []),
+            H.markdown(headline, "../"),
             '<p class="note">A static copy of <a href="../report.md">report.md</a>, written with it by <code>make report'
             f"</code> (<code>{H.esc(REPORT_COMMAND)}</code>) from the "
             "reference store: every table the report wrote (sortable), its figures, each tier's verification table, "
             "and a page per declared run and study (manifest, metrics, per-query scores). Nothing here is computed "
             "anew.</p>",
-            f"<h2>{H.esc(title)}</h2>" if title else "",
-            *(['<h2 id="findings">Findings</h2>', H.markdown(findings, "../")] if findings else []),
-            H.markdown(headline, "../"),
             '<h2 id="verification">Verification per tier</h2>',
             '<p class="note">Each tier\'s committed <code>verification/&lt;tier&gt;.md</code> (<code>action=store</code> '
             "writes it from the runs it stores): declared runs and studies, how many the reference store holds, how many the table verifies, and its "
@@ -633,6 +635,12 @@ def _findings(report: str) -> str:
     if not m:
         return ""
     return m.group(1).split(FULL_FAMILY, 1)[0].strip()
+
+
+def _overview(report: str) -> tuple[str, str] | None:
+    """The report's overview section (its heading without ``## ``, and its Markdown), or None when it has none."""
+    m = re.search(r"^## (Overview[^\n]*)\n(.*?)(?=^## |\Z)", report, re.S | re.M)
+    return (m.group(1), m.group(2).strip()) if m else None
 
 
 def _figures(report: str) -> list[tuple[str, str, str]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -25,10 +26,12 @@ from omegaconf import OmegaConf, open_dict
 
 from analysis import tables as T
 from analysis import views as V
-from analysis.metric_names import canonical_or_other, display_metric
+from analysis.label_metrics import label_columns
+from analysis.metric_names import canonical_metric, canonical_or_other, display_metric, is_retrieval_metric
 from analysis.report import load_cfg
 from experiments.byo import TARGET, Registered, adhoc_dataset, names_of, register
-from experiments.config import load_config
+from experiments.comparison import plot_per_query, save, to_latex, to_markdown  # noqa: F401 - the API's own helpers
+from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
 from experiments.reference import DeclaredRun, ResolvedRun, processed_folder, resolve
 from experiments.run_identity import run_identity
@@ -128,7 +131,7 @@ def experiment(
     methods: Spec,
     datasets: Spec,
     metrics: Sequence[str] = ("nDCG@10", "R@50"),
-    baseline: str | None = None,
+    baseline: str | Sequence[str] | None = None,
     correction: str | None = "holm",
     overrides: Sequence[str] = (),
     save_dir: str | None = None,
@@ -148,8 +151,9 @@ def experiment(
     system. ``datasets``: config names (``conf/dataset/``), a list, or a mapping name -> overrides, or name -> your
     own ``{"corpus", "queries", "qrels"}`` (frames, dicts or files; an ad-hoc BEIR dataset, experiments.byo). ``metrics``:
     ranx or ir_measures names (``nDCG@10``, ``R@50``, ``AP@100``, ``Rprec``, ``Success@10``, ...;
-    ``coverage@10`` / ``contradiction@10`` where labelled). ``baseline``: a method name, or None for each dataset's
-    best baseline by the report's rule (the report's Table 2). ``correction``: which adjusted p value fills
+    ``coverage@10`` / ``contradiction@10`` where labelled). ``baseline``: a method name, a list of them (every system against
+    each, one correction family per baseline; ``attrs["family_size"]`` per baseline, and the wide form one row per
+    (dataset, baseline, system)), or None for each dataset's best baseline by the report's rule (the report's Table 2). ``correction``: which adjusted p value fills
     ``p_adjusted`` and the marks (``holm``, ``bonferroni``, ``bh`` or None for the unadjusted p of the primary
     test, ``analysis.primary_test.table2``), adjusted over the whole family of comparisons. ``overrides``: run
     overrides for every run (e.g. ``data.root=...``); ``save_dir``: the results folder (``results_dir``; default
@@ -175,6 +179,9 @@ def experiment(
         raise ValueError(f"format={format!r}: expected one of {list(FORMATS)}")
     if isinstance(metrics, str):
         metrics = [metrics]
+    for m in metrics:  # a name at a cutoff that is neither a retrieval nor a label metric: refused before any work
+        if "@" in str(m) and not is_retrieval_metric(m) and not label_columns([str(m)]):
+            canonical_metric(m, "metrics")  # raises UnknownMetric: one line, the accepted families
     family = list(dict.fromkeys(canonical_or_other(m) for m in metrics))  # label metrics (coverage@10) kept as is
     quiet = [] if verbose else ["run.print_summary=false", "run.progress=false"]
     over = [*quiet, *overrides, *([f"results_dir={project_path(save_dir)}"] if save_dir else [])]
@@ -194,8 +201,10 @@ def experiment(
         m for m in dict.fromkeys(labels) if m not in cfg["baselines"] and m not in cfg["lethe"] and m not in controls
     ]
     cfg["family_metrics"] = family
-    if baseline is not None and baseline not in labels:
-        raise ValueError(f"baseline={baseline!r} is not one of the methods {sorted(set(labels))}")
+    bases = [baseline] if baseline is None or isinstance(baseline, str) else list(baseline)
+    for b in bases:
+        if b is not None and b not in labels:
+            raise ValueError(f"baseline={b!r} is not one of the methods {sorted(set(labels))}")
     views = V.collect(cfg, refs)
     # a label metric (coverage@10) exists only where its labels do; a metric no run has is a mistake
     computed = {c for v in views.values() for pq in v.per_query.values() for c in pq.columns}
@@ -203,9 +212,9 @@ def experiment(
     if absent:
         known = sorted(c for c in computed if "@" in c)
         raise ValueError(
-            f"metrics {absent} were not computed for any of these runs; available: {known} "
-            "(a retrieval metric is computed from the run files when asked for; a label metric such as "
-            "coverage@N only where the dataset has its labels, at the report's coverage_n)"
+            f"metrics {absent}: no such column in any of these runs (a retrieval metric is computed from the run "
+            f"files when asked for; a label metric such as coverage@N exists only where the dataset has its labels, "
+            f"at the report's setting); columns here: {known}"
         )
     _warn_dropped(runs)
     where = {
@@ -214,26 +223,40 @@ def experiment(
     }
     if perquery:
         return _per_query(views, family, where)
-    df = T.table2(views, cfg, baseline=baseline)
+    # one correction family per baseline: each list entry's rows equal a call with that baseline alone
+    parts = {b: T.table2(views, cfg, baseline=b) for b in bases}
+    df = pd.concat(parts.values(), ignore_index=True) if len(parts) > 1 else parts[bases[0]]
     df.attrs.update(
-        correction=correction, baseline=baseline or "best per dataset", family_size=int(len(df)), runs=where
+        {k: v for k, v in parts[bases[0]].attrs.items() if k not in df.attrs},
+        correction=correction,
+        baseline=baseline if baseline is not None else "best per dataset",
+        family_size={b: len(d) for b, d in parts.items()} if len(parts) > 1 else int(len(df)),
+        runs=where,
     )
     if df.empty:  # one system per dataset, or nothing comparable: no comparison to show
         return df
-    df.insert(df.columns.get_loc("metric") + 1, "measure", [display_metric(m) for m in df["metric"]])
+    written = {canonical_or_other(m): str(m) for m in metrics}  # each metric headed as the caller wrote it
+    df.insert(df.columns.get_loc("metric") + 1, "measure", [written.get(m, display_metric(m)) for m in df["metric"]])
     df["p_adjusted"] = df[CORRECTIONS[correction]] if correction else df[f"p_{df.attrs['primary_test']}"]
-    return df if format == "long" else wide(df, where, alpha=1.0 - float(cfg["confidence"]))
+    return df if format == "long" else wide(df, where, alpha=1.0 - float(cfg["confidence"]), by_baseline=len(bases) > 1)
 
 
-def wide(long: pd.DataFrame, runs: Mapping[tuple[str, str], Mapping[str, str]], alpha: float = 0.05) -> pd.DataFrame:
-    """The long comparison frame as one row per (dataset, system), the baseline first (see :func:`experiment`)."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+def wide(
+    long: pd.DataFrame,
+    runs: Mapping[tuple[str, str], Mapping[str, str]],
+    alpha: float = 0.05,
+    by_baseline: bool = False,
+) -> pd.DataFrame:
+    """The long comparison frame as one row per (dataset, system), the baseline first (see :func:`experiment`);
+    ``by_baseline`` (several baselines): one row per (dataset, baseline, system)."""
+    rows: dict[tuple[str, ...], dict[str, Any]] = {}
     for ds, part in long.groupby("dataset", sort=False):
         for _, r in part.iterrows():
             m = r["measure"]
-            base = rows.setdefault((ds, r["baseline"]), {})
+            at = (ds, r["baseline"]) if by_baseline else (ds,)
+            base = rows.setdefault((*at, r["baseline"]), {})
             base[m], base[f"{m} sig"], base["n"] = r["baseline_mean"], "base", int(r["n"])
-            mine = rows.setdefault((ds, r["method"]), {})
+            mine = rows.setdefault((*at, r["method"]), {})
             significant = bool(r["p_adjusted"] < alpha)
             mine.update(
                 {
@@ -247,12 +270,14 @@ def wide(long: pd.DataFrame, runs: Mapping[tuple[str, str], Mapping[str, str]], 
             )
             mine["n"] = int(r["n"])
     out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index = pd.MultiIndex.from_tuples(out.index, names=["dataset", "system"])
+    names = ["dataset", "baseline", "system"] if by_baseline else ["dataset", "system"]
+    out.index = pd.MultiIndex.from_tuples(out.index, names=names)
     measures = list(dict.fromkeys(long["measure"]))
     cols = [c for m in measures for c in (m, f"{m} Δ", f"{m} CI low", f"{m} CI high", f"{m} p", f"{m} sig")]
     out = out.reindex(columns=[*cols, "n"])
-    out["folder"] = [runs.get(i, {}).get("folder") for i in out.index]
-    out["config_hash"] = [runs.get(i, {}).get("config_hash") for i in out.index]
+    key = [(i[0], i[-1]) for i in out.index]  # (dataset, system)
+    out["folder"] = [runs.get(k, {}).get("folder") for k in key]
+    out["config_hash"] = [runs.get(k, {}).get("config_hash") for k in key]
     out.attrs.update(long.attrs)
     return out
 
@@ -290,3 +315,34 @@ def _warn_dropped(runs: Sequence[ResolvedRun]) -> None:
                 "were absent from the ranking (scored 0)",
                 flush=True,
             )
+
+
+@dataclass(frozen=True)
+class Eligible:
+    """What your own ranking of a dataset may use (:func:`eligible_docs`): the evaluated ``queries`` (query_id, text,
+    scope_id, position, ...), the ``corpus`` (doc_id, text, scope_id, position, ...) and, per query, the ``docs`` it may
+    rank (doc ids of its scope before its position, in position order). Rank only those: the runner cuts anything else
+    (and a doc of another scope or a later turn stops a method of the harness)."""
+
+    queries: pd.DataFrame
+    corpus: pd.DataFrame
+    docs: dict[str, list[str]]
+
+
+def eligible_docs(dataset: str, overrides: Sequence[str] = ()) -> Eligible:
+    """The questions a run of ``dataset`` (a ``conf/dataset/`` name, with run ``overrides`` such as
+    ``dataset.scopes=[conv-26]``) evaluates and the docs each may rank, by the runner's own rule (same scope, earlier
+    position); the processed dataset is built first when it is missing."""
+    from experiments.datasets import prepare_dataset
+    from experiments.runner import QuerySelection, group_docs, select_queries, walk_eligible
+    from lethebench.schema import read_dataset
+
+    cfg = load_config([f"dataset={dataset}", *overrides])
+    ds = read_dataset(prepare_dataset(cfg))
+    queries, _ = select_queries(ds, QuerySelection.from_config(to_dict(cfg)["dataset"], int(cfg.run.seed)))
+    docs, current = {}, []
+    for _, row, n, new in walk_eligible(queries, group_docs(ds)):
+        if new is not None:
+            current = [d.doc_id for d in new]
+        docs[row.query_id] = current[:n] if n else []
+    return Eligible(queries.reset_index(drop=True), ds.corpus, docs)

@@ -193,6 +193,9 @@ def test_pages_hold_what_the_store_and_the_report_hold(site):
     assert re.sub(r"^- |`", "", finished).split(";")[0] in index  # the report's own headline line
     for name in ("table1_locomo", "overview_ndcg10"):
         assert (site / "tables" / f"{name}.html").is_file() and f"tables/{name}.html" in index
+    # the first screen is what was found: the findings, then the overview table; provenance below them
+    findings, overview, provenance = (index.index(x) for x in ('id="findings"', 'id="overview"', "A static copy of"))
+    assert findings < overview < index.index("<table", overview) < provenance
     assert (site / "seeds" / "table_seed001_1.html").is_file()
 
 

@@ -236,3 +236,29 @@ def test_your_own_corpus_topics_and_qrels_are_a_dataset_built_once(smoke, capsys
         experiment(
             ["bm25"], {"conv26": {"corpus": mine["corpus"], "queries": mine["queries"]}}, overrides=_paths(smoke)
         )
+
+
+def test_the_docs_own_ranking_example_runs_as_written_on_fresh_folders(tmp_path, monkeypatch):
+    """docs/python_api.md, "Your own ranking of a conversation dataset": eligible_docs builds the missing dataset and
+    gives each question exactly the earlier turns of its conversation; the ranking made from them scores beside BM25."""
+    from lethe.core.paths import PROJECT_ROOT
+    from tests.conftest import DATA_ROOT
+
+    text = (PROJECT_ROOT / "docs" / "python_api.md").read_text()
+    block = text.split("### Your own ranking of a conversation dataset", 1)[1].split("```python\n", 1)[1]
+    block = block.split("```", 1)[0]
+    monkeypatch.setenv("LETHE_ROOT", str(tmp_path))  # default folders (data/processed, .cache, results) resolve here
+    monkeypatch.setenv("LETHE_DATA_ROOT", str(DATA_ROOT))
+    scope: dict = {}
+    exec(compile(block, "docs/python_api.md", "exec"), scope)  # noqa: S102 - the documented example, as written
+    e, df = scope["e"], scope["df"]
+    assert (tmp_path / "data" / "processed" / "locomo").is_dir()  # built by eligible_docs: it was missing
+    corpus = e.corpus.set_index("doc_id")
+    for q in e.queries.itertuples():
+        seen = corpus.loc[e.docs[q.query_id]]
+        assert (seen["scope_id"] == q.scope_id).all() and (seen["position"] < q.position).all()
+        later = corpus[(corpus["scope_id"] == q.scope_id) & (corpus["position"] < q.position)]
+        assert len(seen) == len(later)  # every earlier turn, nothing else
+    assert set(e.queries["scope_id"]) == {"conv-26"} and len(e.queries) > 100
+    assert df.loc[("locomo", "overlap"), "n"] == df.loc[("locomo", "bm25"), "n"] == len(e.queries)
+    assert 0 < df.loc[("locomo", "overlap"), "nDCG@10"] < df.loc[("locomo", "bm25"), "nDCG@10"]

@@ -47,6 +47,24 @@ def test_smoke_tier_reproduces_its_expected_scores_exactly(smoke):
         assert sum(c["hits"] for c in caches) > 0 and sum(c["misses"] for c in caches) == 0, caches
 
 
+def test_no_run_or_dataset_record_of_the_smoke_tier_says_where_this_machine_keeps_things(smoke):
+    """Manifests, metrics and dataset cards hold no absolute path of this machine (issue 60): folders are written as
+    tokens (<cache_dir>, <data_root>, ...), the dataset folder relative to the run's folder, which still finds it."""
+    from lethe.core.paths import PROJECT_ROOT
+    from tests.conftest import DATA_ROOT
+
+    base = smoke["base"]
+    files = [*(base / "results").rglob("manifest.json"), *(base / "results").rglob("metrics.json")]
+    files += list((base / "processed").rglob("card.json"))
+    assert len(files) > 34 * 2
+    machine = [str(base), str(Path(DATA_ROOT).resolve()), str(PROJECT_ROOT), str(Path.home())]
+    leaks = {str(f.relative_to(base)): [m for m in machine if m in f.read_text()] for f in files}
+    assert not {f: m for f, m in leaks.items() if m}
+    run = RunFolder(next((base / "results").glob("locomo/bm25/*")))
+    assert (run.dataset_folder / "card.json").is_file() and not Path(run.manifest["dataset"]["folder"]).is_absolute()
+    assert run.manifest["config"]["cache_dir"] == "<cache_dir>"
+
+
 def test_changing_one_bm25_parameter_fails_verification(smoke, tmp_path, capsys):
     """The smoke tier file with BM25's k1 changed for LoCoMo: verification FAILs with a clear table."""
     ref = tmp_path / "reference"
@@ -179,8 +197,7 @@ def _api_smoke(smoke, **kw):
         overrides=run_paths,
         run=False,
         analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000},
-        format="long",
-        **kw,
+        **{"format": "long", **kw},  # long unless the test asks for another form
     )
 
 
@@ -219,8 +236,24 @@ def test_the_python_api_with_a_named_baseline_and_correction(smoke):
     lb = df[(df["dataset"] == "lethebench") & (df["method"] == "vector")].iloc[0]
     assert lb["mean_diff"] == pytest.approx(lb["method_mean"] - lb["baseline_mean"])
     assert lb["wins"] + lb["ties"] + lb["losses"] == lb["n"]
-    with pytest.raises(ValueError, match="not computed"):
+    with pytest.raises(ValueError, match=r"\['coverage@5'\]: no such column in any of these runs"):
         _api_smoke(smoke, metrics=["coverage@5"])  # the report's coverage_n is 10
+    with pytest.raises(ValueError, match=r"^metrics: unknown retrieval metric 'nDCG@1O'; accepted: [^\n]*$"):
+        _api_smoke(smoke, metrics=["nDCG@1O"])  # a typo: one line, before any run is read
+
+
+def test_the_python_api_against_several_baselines(smoke):
+    """baseline=[...]: every system against each named baseline, one correction family per baseline."""
+    both = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="long")
+    assert set(both["baseline"]) == {"bm25", "hybrid"}
+    for base in ("bm25", "hybrid"):
+        alone = _api_smoke(smoke, metrics=["nDCG@10"], baseline=base, format="long")
+        part = both[both["baseline"] == base].reset_index(drop=True)
+        assert part[alone.columns].equals(alone.reset_index(drop=True))  # its own family: the same adjusted p
+    assert both.attrs["family_size"] == {"bm25": 2 * 14, "hybrid": 2 * 14}
+    wide = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="wide")
+    assert wide.index.names == ["dataset", "baseline", "system"]
+    assert wide.loc[("locomo", "hybrid", "hybrid"), "nDCG@10 sig"] == "base"
 
 
 def test_the_python_api_scores_a_metric_no_run_stored(smoke):
