@@ -16,6 +16,7 @@ from experiments import ce_pool
 from experiments.config import load_config, to_dict
 from lethe.retrieval.crossencoder import read_pool_weights
 from lethebench.runs import RunFolder
+from tests.support.located import on_this_machine
 
 DATASETS = ("locomo", "lethebench")
 DEPTH = 10  # the smoke tier's method.candidates
@@ -54,7 +55,7 @@ def test_the_cross_encoder_reorders_exactly_the_hybrids_top_candidates(smoke, da
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_interpolation_weights_are_chosen_again_over_the_hybrid_pool(smoke, dataset):
     run = _run(smoke, dataset, "cross_encoder_hybrid")
-    method = run.manifest["method"]
+    method = on_this_machine(run.manifest["method"], smoke)  # the manifest spells the cache as <cache_dir>
     pool = method["pool_selection"]
     set_dir = Path(method["model"]["set"])
     path = set_dir / "pools" / f"{method['pool']}.json"
@@ -80,7 +81,8 @@ def test_an_edited_pool_weight_is_not_read(smoke, tmp_path):
     """A weight changed by hand in the saved pool file: the file is no longer whole (its prerequisite chooses the
     weights again) and a run that reads it stops naming it."""
     run = _run(smoke, "locomo", "cross_encoder_hybrid")
-    src = Path(run.manifest["method"]["model"]["set"]) / "pools" / f"{run.manifest['method']['pool']}.json"
+    method = on_this_machine(run.manifest["method"], smoke)
+    src = Path(method["model"]["set"]) / "pools" / f"{method['pool']}.json"
     path = tmp_path / src.name
     doc = json.loads(src.read_text())
     doc["folds"][0]["weight"] = 1.0 - doc["folds"][0]["weight"]

@@ -10,6 +10,7 @@ import pytest
 
 from lethe.core.checksums import QUARANTINE
 from lethebench.runs import RunFolder
+from tests.support.located import on_this_machine
 
 
 def test_an_edited_model_set_is_quarantined_never_loaded(smoke, tmp_path):
@@ -22,7 +23,7 @@ def test_an_edited_model_set_is_quarantined_never_loaded(smoke, tmp_path):
 
     (found,) = (smoke["base"] / "results" / "locomo" / "cross_encoder").glob("*/manifest.json")
     manifest = RunFolder(found.parent).manifest
-    set_dir = Path(manifest["method"]["model"]["set"])
+    set_dir = Path(on_this_machine(manifest["method"], smoke)["model"]["set"])  # the manifest says <cache_dir>
     folder = tmp_path / "models" / set_dir.parent.name / set_dir.name
     shutil.copytree(set_dir, folder)
     method = manifest["config"]["method"]
