@@ -27,7 +27,7 @@ def load_metrics(results_dir: Path, metrics: Sequence[str] = ()) -> list[dict[st
     of each of ``metrics`` it did not store computed from its run files (:func:`analysis.metrics.run_scores`: metrics
     are not part of a run's identity); a damaged folder gives a row with ``damaged`` (what is wrong) and the names
     its path holds."""
-    rows = []
+    asked, rows = canonical_metrics(metrics, "metrics"), []
     for r in finished_runs(results_dir):
         damage = r.damage
         if damage:
@@ -36,7 +36,7 @@ def load_metrics(results_dir: Path, metrics: Sequence[str] = ()) -> list[dict[st
             )
             continue
         row = dict(r.metrics)
-        missing = [m for m in canonical_metrics(metrics, "metrics") if m not in row["means"]]
+        missing = [m for m in asked if m not in row["means"]]
         if missing:
             from analysis.metrics import run_scores  # ranx's numba kernels only when a metric must be computed
 
