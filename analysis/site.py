@@ -34,7 +34,7 @@ from analysis import expected as E
 from analysis import html_page as H
 from analysis.declared_runs import DAMAGED_FOLDER, RunRef
 from analysis.findings import FULL_FAMILY, SETUP_HEADING
-from analysis.metric_names import display_metric
+from analysis.metric_names import canonical_or_other, display_metric
 from lethe.core.atomic import atomic_dir
 from lethebench.runs import RunFolder
 from lethebench.studies import StudyFolder
@@ -160,6 +160,15 @@ def fmt_value(x: Any) -> str:
 
 
 LONG = 600  # characters: a longer manifest value (e.g. a cross-encoder's training cards) is cut, its file linked
+
+
+def asked_metrics(manifest: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(name as the run's ``run.metrics`` wrote it, its mean from metrics.json to 4 places, or n/m when the run did
+    not store it) for each metric the run asked for."""
+    asked = ((manifest.get("config") or {}).get("run") or {}).get("metrics") or []
+    means = metrics.get("means") or {}
+    values = ((str(m), means.get(canonical_or_other(str(m)), means.get(str(m)))) for m in asked)
+    return [(m, "n/m" if v is None else f"{float(v):.4f}") for m, v in values]
 
 
 def cut(text: str) -> str:
@@ -426,6 +435,8 @@ class _Site:
                     if f.suffix in (".json", ".parquet")
                 )
                 parts += [
+                    "<h2>The metrics it asked for (run.metrics, as written)</h2>",
+                    H.key_values(asked_metrics(man, metrics)),
                     "<h2>Metrics (metrics.json)</h2>",
                     H.key_values((k, fmt_value(v)) for k, v in flatten(metrics)),
                     "<h2>Manifest</h2>",

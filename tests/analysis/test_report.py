@@ -1,16 +1,11 @@
 """The report: tables from the declared runs only, byte-identical on a second run; a declared run that
-is missing shows n/m†; the notebook runs headless."""
+is missing shows n/m†."""
 
 from __future__ import annotations
 
-import os
-import re
-
-import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from nbclient import NotebookClient
 
 from analysis.declared_runs import RunRef
 from analysis.report import ReportContext, build_report, load_cfg, report_section
@@ -148,48 +143,6 @@ def test_table1_has_measured_and_unmeasured_cells(report_cfg, refs):
     assert set(rows["hybrid"].values()) == {"hybrid", "n/m†"}
     overview = (out.parent / "overview_ndcg10.md").read_text()
     assert "| hybrid | none | n/m† |" in overview and "declared in the reproduction contract but not run" in overview
-
-
-def test_notebook_executes_headless(e2e_runs, work, tmp_path):
-    """The notebook reads the smoke report's declared runs; the three end-to-end runs are among them
-    (the smoke tier declares window, BM25 and vector on the same two conversations)."""
-    from tests.conftest import DATA_ROOT
-
-    nb = nbformat.read(PROJECT_ROOT / "notebooks" / "analysis.ipynb", as_version=4)
-    env = {
-        "LETHE_REPORT": "smoke",
-        "LETHE_ANALYSIS_OUT": str(tmp_path),
-        "LETHE_RUN_OVERRIDES": f"results_dir={work['results']} data.processed={work['processed']} data.root={DATA_ROOT}",
-    }
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        NotebookClient(
-            nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(PROJECT_ROOT)}}
-        ).execute()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k)
-            else:
-                os.environ[k] = v
-    errors = [
-        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
-    ]
-    assert not errors
-    printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", []))
-    # the three end-to-end runs, and any declared smoke run another test of this session made in the same folders
-    finished = re.search(r"(\d+) of 34 declared runs are finished", printed)
-    assert finished and 3 <= int(finished.group(1)) <= 34, printed
-    assert (tmp_path / "figures" / "fig1.png").is_file()
-    api = nb.cells[6].get("outputs", [])
-    shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in api)
-    assert "nDCG@10" in shown and "vector" in shown and "window" in shown  # the API's table, against bm25
-    # bring your own: a Python retriever and an outside TF-IDF run file beside bm25 and hybrid, one wide table
-    mine = "".join(str(o.get("data", {}).get("text/plain", "")) for o in nb.cells[8].get("outputs", []))
-    assert all(s in mine for s in ("overlap", "tfidf", "hybrid", "bm25", "nDCG@10 Δ", "R@50 sig", "base"))
-    printed = "".join(o.get("text", "") for o in nb.cells[8].get("outputs", []))
-    assert "locomo/tfidf: " in printed and "were cut" in printed  # the run file named other conversations' turns
 
 
 def test_seed_runs_are_left_to_the_seed_report(report_cfg, refs, cfg_for, tmp_path):

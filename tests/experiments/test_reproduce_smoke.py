@@ -264,6 +264,18 @@ def test_the_python_api_scores_a_metric_no_run_stored(smoke):
     assert 0 < row["baseline_mean"] < 1 and row["n"] == 302
 
 
+def test_the_python_api_shows_the_metrics_asked_under_the_names_written(smoke):
+    """The issue's own list: the long and the wide table carry exactly these names, in this order, and the measures
+    ranx lacks (Judged@10, P(rel=2)@5) are computed through ir_measures from the run files."""
+    asked = ["nDCG@10", "R@100", "R@1000", "Judged@10", "P(rel=2)@5"]
+    long = _api_smoke(smoke, metrics=asked, baseline="bm25")
+    assert list(dict.fromkeys(long["measure"])) == asked
+    wide = _api_smoke(smoke, metrics=asked, baseline="bm25", format="wide")
+    assert [c for c in wide.columns if c in asked] == asked
+    judged = long[(long["dataset"] == "locomo") & (long["method"] == "vector") & (long["measure"] == "Judged@10")]
+    assert 0 < judged.iloc[0]["baseline_mean"] <= 1
+
+
 DEFAULTS = "ndcg@10,recall@10,recall@50,mrr@10,precision@10"
 
 

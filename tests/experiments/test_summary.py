@@ -26,7 +26,7 @@ ASKED = ["nDCG@10", "R@100", "R@1000", "Judged@10", "P(rel=2)@5"]  # the issue's
 
 
 def test_the_metrics_asked_for_are_the_columns_and_equal_ir_measures_per_query(work, capsys, tmp_path):
-    """run.metrics decides the columns of the end-of-run table and of the summary, headed as written; the measures
+    """run.metrics decides the columns of the end-of-run table, the summary and the site's run page, as written; the measures
     ranx lacks (Judged@10, P(rel=2)@5) come from ir_measures, and every value equals ir_measures per query."""
     import ir_measures
 
@@ -53,6 +53,12 @@ def test_the_metrics_asked_for_are_the_columns_and_equal_ir_measures_per_query(w
     assert 0 < pq["Judged@10"].mean() < 1 and folder.metrics["means"]["P(rel=2)@5"] == pytest.approx(
         pq.loc[list(folder.qrels), "P(rel=2)@5"].mean()
     )
+    # the site's run page lists the same names, as written, with the stored means
+    from analysis.site import asked_metrics
+
+    shown = asked_metrics(folder.manifest, folder.metrics)
+    assert [m for m, _ in shown] == ASKED and "n/m" not in dict(shown).values()
+    assert dict(shown)["P(rel=2)@5"] == f"{folder.metrics['means']['P(rel=2)@5']:.4f}"
     # asked after the run (not stored): computed from its run files, the same values
     later = summary(load_config([f"results_dir={tmp_path}", "run.metrics=['AP(rel=2)',Bpref]"], config_name="summary"))
     assert later.splitlines()[0].split()[7:9] == ["AP(rel=2)", "Bpref"] and "n/m" not in later.splitlines()[2]
