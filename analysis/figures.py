@@ -102,7 +102,7 @@ def iter4_dataset(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> s
 
 def frontier_points(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> tuple[str, pd.DataFrame] | None:
     """(dataset, budget points) of the first LetheBench family with iteration-4 runs of two or more reranking models
-    (Figure 4's model-choice frontier: conf/reference/llm.yaml declares it on one family), else None."""
+    (Figure 4's model-choice frontier: conf/reference/llm_studies.yaml declares it on one family), else None."""
     for ds in families(views, cfg):
         pts = budget_points(views[ds], cfg) if ds in views else pd.DataFrame()
         if not pts.empty and pts["model"].nunique() >= 2:

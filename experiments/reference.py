@@ -32,6 +32,7 @@ REFERENCE_TIERS = (
     "regimes",
     "label_free",
     "llm",
+    "llm_studies",
     "seeds",
     "seed003",
     "judges",
@@ -217,7 +218,7 @@ def tier_names(tier: str) -> list[str]:
 
 
 def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
-    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, regimes, label_free, llm, seeds, seed003, judges)."""
+    """Every tier whose runs belong to ``report`` (the reference report: core, ablations, regimes, label_free, llm, llm_studies, seeds, seed003, judges)."""
     names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]

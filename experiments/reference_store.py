@@ -153,6 +153,14 @@ def write_index(store: Path, tier: str, entries: Mapping[str, Any], studies: Seq
     atomic_write_text(store / INDEX, _json(dict(sorted(index.items()))))
 
 
+def remove_tier(store: Path, tier: str) -> None:
+    """Drop ``tier`` from the store's index and delete its folder (its runs and studies moved or undeclared)."""
+    index = read_index(store)
+    index.pop(tier, None)
+    atomic_write_text(store / INDEX, _json(dict(sorted(index.items()))))
+    shutil.rmtree(store / tier, ignore_errors=True)
+
+
 def remove_unreferenced_datasets(store: Path) -> list[Path]:
     """Delete the stored dataset builds no run of any tier's index names (a dataset regenerated, every tier that read
     its old build stored again); the folders deleted."""

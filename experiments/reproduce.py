@@ -1,13 +1,14 @@
 """The reproduction contract: run declared tiers, write the report from them, verify expected scores.
 
     python -m experiments.reproduce                          # tier core: run, report, verify (make reproduce)
-    python -m experiments.reproduce tier=all                 # core, ablations, regimes, label_free, llm, seeds, seed003, judges (make reproduce-all)
+    python -m experiments.reproduce tier=all                 # core, ablations, regimes, label_free, llm, llm_studies, seeds, seed003, judges (make reproduce-all)
     python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
     python -m experiments.reproduce action=report            # the report only (from finished runs)
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
     python -m experiments.reproduce action=verify tier=all   # the verification table only
     python -m experiments.reproduce tier=core action=write_expected   # expected scores from finished runs
     python -m experiments.reproduce tier=all action=rekey    # after a change of the identity rules (experiments/rekey.py)
+    python -m experiments.reproduce tier=all action=retier   # after runs moved to another tier (experiments/retier.py)
     python -m experiments.reproduce tier=core select=[locomo/bm25] overrides=[method.k1=0.9]
 
 Settings: ``conf/reproduce.yaml``; tiers: ``conf/reference/<tier>.yaml``. Runs go through the same
@@ -60,6 +61,7 @@ from experiments.reference import (
 from experiments.rekey import print_rekeyed, rekey_tier
 from experiments.report_staging import staged_reports
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
+from experiments.retier import print_retiered, retier, sources
 from experiments.stopping import stop_on_signals, stop_reason
 from experiments.store_seal import write_seal
 from experiments.study_jobs import run_study, study_data_steps, study_done
@@ -235,6 +237,50 @@ def publish_reports(groups: Sequence[str], cfg: DictConfig) -> int:
     return code
 
 
+def verify_from_store(tier: Tier, cfg: DictConfig, committed: bool = False) -> bool:
+    """Verify every declared run and study of a stored ``tier`` from the reference store alone (printed); with
+    ``committed``, the table is also written as the tier's committed verification table (as action=store does)."""
+    everything = [r.key for r in tier.runs] + [st.key for st in tier.studies]
+    ok, text = verify_tier(tier, [], cfg, write=False, kept=everything)
+    print(text, flush=True)
+    folder = (cfg.get("committed_dir") or {}).get(tier.report)
+    if committed and folder is not None:
+        atomic_write_text(project_path(str(folder)) / "verification" / f"{tier.name}.md", text)
+    return ok
+
+
+def retier_tiers(cfg: DictConfig) -> int:
+    """action=retier (experiments/retier.py): move the records of runs and studies declared in another tier now,
+    check each moved run's recorded hash against its new declaration, verify the tiers involved from the store."""
+    tiers = [load_tier(n, cfg.reference_dir) for n in tier_names(str(cfg.tier))]
+    moves = retier(tiers, cfg)
+    print_retiered(moves)
+    code, store = 0, project_path(str(cfg.store_dir))
+    expected_dir, extra = project_path(cfg.expected_dir), base_overrides(cfg)
+    names = [t.name for t in tiers]
+    for name in [*names, *(s for s in sources(moves) if s not in names)]:
+        if not (project_path(cfg.reference_dir) / f"{name}.yaml").is_file():  # a tier no longer declared
+            for folder in (cfg.get("committed_dir") or {}).values():
+                (project_path(str(folder)) / "verification" / f"{name}.md").unlink(missing_ok=True)
+            continue
+        tier = load_tier(name, cfg.reference_dir)
+        recorded = E.read_expected(expected_dir / f"{name}.yaml")["runs"]
+        for d in tier.runs:
+            if d.key in moves.get(name, {}):
+                r = resolve(d, extra, store, str(cfg.budget))
+                if recorded[d.key].get("config_hash") != r.config_hash:
+                    print(
+                        f"retier: {name}/{d.key} was recorded as {recorded[d.key].get('config_hash')}, but its new "
+                        f"declaration resolves to {r.config_hash}: the move changed what it declares (git restore "
+                        "the moved files, fix the declaration)",
+                        file=sys.stderr,
+                    )
+                    code = 1
+        if name in RS.read_index(store):
+            code = code or (0 if verify_from_store(tier, cfg, committed=True) else 1)
+    return code
+
+
 def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
     if cfg.action not in ACTIONS:
@@ -246,6 +292,8 @@ def reproduce(cfg: DictConfig) -> int:
         for name in tier_names(str(cfg.tier)):
             print(f"sealed: tier {name} -> {write_seal(store, name)}")
         return 0
+    if cfg.action == "retier":  # before any config is composed: a moved replay run finds its reach only after the move
+        return retier_tiers(cfg)
     if cfg.action == "report" and from_store(cfg):  # the store's index locates the runs: no config is composed
         tiers = [(load_tier(n, cfg.reference_dir), []) for n in tier_names(str(cfg.tier))]
     else:
@@ -270,10 +318,7 @@ def reproduce(cfg: DictConfig) -> int:
             print_rekeyed(tier.name, out)
             code = code or (1 if out["refused"] else 0)
             if tier.name in index:
-                everything = [r.key for r in tier.runs] + [st.key for st in tier.studies]
-                ok, text = verify_tier(tier, [], cfg, write=False, kept=everything)
-                print(text, flush=True)
-                code = code or (0 if ok else 1)
+                code = code or (0 if verify_from_store(tier, cfg) else 1)
         return code
     if cfg.action in ("all", "run"):
         failed = [k for tier, runs in tiers for k in run_tier(tier, runs, cfg)]

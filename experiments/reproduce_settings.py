@@ -11,7 +11,7 @@ from analysis.metric_names import UnknownMetric, canonical_metrics
 from experiments.reference import load_tier
 from lethe.core.paths import project_path
 
-ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "seal", "record_reach", "rekey")
+ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "seal", "record_reach", "rekey", "retier")
 SOURCES = ("runs", "store")  # where action=report reads the declared runs: results folders, or the reference store
 
 

@@ -16,7 +16,8 @@ def test_top_config_lists_every_section():
     cfg = load_config([], config_name="bench")
     assert tuple(cfg.sections) == SECTIONS and cfg.reps == 3 and cfg.out_dir == "results/bench"
     assert (
-        list(cfg.tiers) == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"]
+        list(cfg.tiers)
+        == ["core", "ablations", "regimes", "label_free", "llm", "llm_studies", "seeds", "seed003", "judges"]
         and list(cfg.run_overrides) == []
     )
 

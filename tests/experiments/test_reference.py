@@ -104,7 +104,17 @@ def test_tier_overrides_come_before_the_entry_overrides():
 
 
 def test_tier_names_and_report_tiers():
-    assert tier_names("all") == ["core", "ablations", "regimes", "label_free", "llm", "seeds", "seed003", "judges"]
+    assert tier_names("all") == [
+        "core",
+        "ablations",
+        "regimes",
+        "label_free",
+        "llm",
+        "llm_studies",
+        "seeds",
+        "seed003",
+        "judges",
+    ]
     assert tier_names("smoke") == ["smoke"]
     assert [t.name for t in report_tiers("reference")] == [
         "core",
@@ -112,6 +122,7 @@ def test_tier_names_and_report_tiers():
         "regimes",
         "label_free",
         "llm",
+        "llm_studies",
         "seeds",
         "seed003",
         "judges",

@@ -1,4 +1,4 @@
-"""The LLM studies of a tier (conf/reference/llm.yaml `studies:`) as experiments.reproduce runs them: each
+"""The LLM studies of a tier (conf/reference/llm_studies.yaml `studies:`) as experiments.reproduce runs them: each
 is a Hydra entry point whose declared overrides, plus the output folder, cache dir and processed dataset
 reproduce adds, compose in its own top config to exactly the settings the verified tables were made with;
 and a study run (rules only, real processed LetheBench, a real subprocess) leaves a self-describing folder
@@ -90,7 +90,7 @@ def test_llm_and_seed_tier_studies_compose_to_the_verified_settings(tmp_path):
         f"cache_dir={tmp_path / 'c'}",
         f"results_dir={tmp_path / 'r'}",
     ]
-    studies = [st for name in ("llm", "seeds", "seed003") for st in load_tier(name).studies]
+    studies = [st for name in ("llm_studies", "seeds", "seed003") for st in load_tier(name).studies]
     assert {st.name for st in studies} == set(SETTINGS)
     key = dataset_build_key(load_config(["dataset=lethebench", *paths]))
     for st in studies:
