@@ -58,7 +58,7 @@ from experiments.reference import (
     selected_studies,
     tier_names,
 )
-from experiments.rekey import print_rekeyed, rekey_tier
+from experiments.rekey import print_rekeyed, recomputed, rekey_tier
 from experiments.report_staging import staged_reports
 from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
 from experiments.retier import print_retiered, retier, sources
@@ -251,12 +251,13 @@ def verify_from_store(tier: Tier, cfg: DictConfig, committed: bool = False) -> b
 
 def retier_tiers(cfg: DictConfig) -> int:
     """action=retier (experiments/retier.py): move the records of runs and studies declared in another tier now,
-    check each moved run's recorded hash against its new declaration, verify the tiers involved from the store."""
+    check that each moved run's stored config gives its new declaration's hash under the current identity rules
+    (a hash recorded under older rules is then re-filed by action=rekey), verify the tiers involved from the store."""
     tiers = [load_tier(n, cfg.reference_dir) for n in tier_names(str(cfg.tier))]
     moves = retier(tiers, cfg)
     print_retiered(moves)
     code, store = 0, project_path(str(cfg.store_dir))
-    expected_dir, extra = project_path(cfg.expected_dir), base_overrides(cfg)
+    extra = base_overrides(cfg)
     names = [t.name for t in tiers]
     for name in [*names, *(s for s in sources(moves) if s not in names)]:
         if not (project_path(cfg.reference_dir) / f"{name}.yaml").is_file():  # a tier no longer declared
@@ -264,15 +265,16 @@ def retier_tiers(cfg: DictConfig) -> int:
                 (project_path(str(folder)) / "verification" / f"{name}.md").unlink(missing_ok=True)
             continue
         tier = load_tier(name, cfg.reference_dir)
-        recorded = E.read_expected(expected_dir / f"{name}.yaml")["runs"]
         for d in tier.runs:
-            if d.key in moves.get(name, {}):
+            folder = RS.run_folder(store, name, d.key)
+            if d.key in moves.get(name, {}) and (folder / "manifest.json").is_file():
+                got, _ = recomputed(folder)  # the stored record under the current identity rules
                 r = resolve(d, extra, store, str(cfg.budget))
-                if recorded[d.key].get("config_hash") != r.config_hash:
+                if got != r.config_hash:
                     print(
-                        f"retier: {name}/{d.key} was recorded as {recorded[d.key].get('config_hash')}, but its new "
-                        f"declaration resolves to {r.config_hash}: the move changed what it declares (git restore "
-                        "the moved files, fix the declaration)",
+                        f"retier: {name}/{d.key}: its stored config gives {got}, but its new declaration resolves "
+                        f"to {r.config_hash}: the move changed what it declares (git restore the moved files, fix "
+                        "the declaration)",
                         file=sys.stderr,
                     )
                     code = 1

@@ -16,6 +16,7 @@ index entry, seal and verification table.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,9 @@ from analysis import expected as E
 from experiments import reference_store as RS
 from experiments.reference import NOT_TIERS, REFERENCE_TIERS, Tier, load_tier
 from experiments.store_seal import seal_path, write_seal
-from lethe.core.paths import project_path
+from lethe.core.atomic import atomic_write_text
+from lethe.core.paths import project_path, work_root
+from lethebench.runs import MANIFEST
 
 
 def _declared(reference_dir: str | Path) -> dict[str, set[str]]:
@@ -114,6 +117,7 @@ def _move_store(store: Path, src: str, dest: Tier, keys: Sequence[str]) -> None:
             here, there = RS.run_folder(store, src, key), RS.run_folder(store, dest.name, key)
             there.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(here, there)
+            _relocate_records(there, here, store)
             runs_to[key] = {**runs_from.pop(key), "folder": there.relative_to(store).as_posix()}
     order = [r.key for r in dest.runs]
     runs_to = {k: runs_to[k] for k in sorted(runs_to, key=lambda k: order.index(k) if k in order else len(order))}
@@ -126,6 +130,38 @@ def _move_store(store: Path, src: str, dest: Tier, keys: Sequence[str]) -> None:
     else:
         RS.remove_tier(store, src)
         seal_path(store, src).unlink(missing_ok=True)
+
+
+def _spellings(folder: Path) -> list[str]:
+    """How a record may name ``folder``: absolute, and relative to the work root when it lies inside it."""
+    out = [folder.as_posix()]
+    root = work_root()
+    if folder.is_relative_to(root):
+        out.append(folder.relative_to(root).as_posix())
+    return out
+
+
+def _replaced(obj: Any, old: Sequence[str], new: Sequence[str]) -> Any:
+    if isinstance(obj, str):
+        for o, n in zip(old, new, strict=True):
+            if obj == o or obj.startswith(o + "/"):
+                return n + obj[len(o) :]
+        return obj
+    if isinstance(obj, list):
+        return [_replaced(v, old, new) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _replaced(v, old, new) for k, v in obj.items()}
+    return obj
+
+
+def _relocate_records(there: Path, here: Path, store: Path) -> None:
+    """A moved run folder's manifest names files of its own folder (a replayed run's ``reach.json``) by where they
+    were: renamed to where they are (the identity hashes such a file by content, so no hash moves)."""
+    path = there / MANIFEST
+    man = json.loads(path.read_text())
+    moved = _replaced(man, _spellings(here), _spellings(there))
+    if moved != man:
+        atomic_write_text(path, json.dumps(moved, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def retier(tiers: Sequence[Tier], cfg: DictConfig) -> dict[str, dict[str, str]]:

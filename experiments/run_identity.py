@@ -40,8 +40,9 @@ def method_label(method_cfg: Any) -> str:
 # The version of the rules below. The hash covers it, so a change of the rules moves every hash at once, and
 # ``python -m experiments.reproduce tier=all action=rekey`` files the expected scores, the reference store and the
 # finished results folders under the new hashes (experiments/rekey.py; no number moves, verification proves it).
-# 1: the rules up to 2026-12 (legacy spellings kept so that no hash moved); 2: the rules below.
-IDENTITY_SCHEMA = 2
+# 1: the rules up to 2026-12 (legacy spellings kept so that no hash moved); 2: the rules below, a replayed reach
+# file hashed by its path and content; 3: by its content only (where a file sits is not what a run computes).
+IDENTITY_SCHEMA = 3
 
 # Keys that say where a model runs, not what it computes: recorded in the manifest, left out of the hash, so a run made
 # on a GPU, or with another llama.cpp thread count, reuses (skips) the same run made on the CPU. Results agree across

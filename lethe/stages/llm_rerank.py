@@ -81,7 +81,8 @@ class LLMRerankStage:
     @classmethod
     def hashed_section(cls, section: Mapping[str, Any]) -> Mapping[str, Any]:
         """The section as a run's identity hashes it (lethe.core.protocol.ExtendsIdentity): with ``replay``, the
-        sha256 of the reach file beside its name (a run replaying another reach is another run)."""
+        sha256 of the reach file instead of its path (a run replaying another reach is another run; the same reach
+        read from another folder is the same run)."""
         from lethe.core.hashing import sha256_file
         from lethe.core.paths import project_path
         from lethe.core.typed_config import ConfigError
@@ -92,7 +93,7 @@ class LLMRerankStage:
         path = project_path(str(replay))
         if not path.is_file():
             raise ConfigError(f"{SECTION}.replay={replay}: {path} does not exist")
-        return {**section, "replay_sha256": sha256_file(path)}
+        return {**{k: v for k, v in section.items() if k != "replay"}, "replay_sha256": sha256_file(path)}
 
     def __init__(
         self,

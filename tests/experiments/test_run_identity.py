@@ -22,7 +22,8 @@ def test_run_identity_imports_no_method_stage_or_model():
 
 
 def test_a_stage_declares_what_its_section_does_not_say(tmp_path):
-    """Iteration 4's reranker hashes the content of the reach file it replays: another reach is another run."""
+    """Iteration 4's reranker hashes the content of the reach file it replays, not its path: another reach is another
+    run, the same reach in another folder (a tier split moved it) the same run."""
     reach = tmp_path / "reach.json"
     reach.write_text(json.dumps({"q1": 3}))
     section = {"_target_": "lethe.stages.llm_rerank.LLMRerankStage", "top_n": 10, "replay": str(reach)}
@@ -31,6 +32,12 @@ def test_a_stage_declares_what_its_section_does_not_say(tmp_path):
     reach.write_text(json.dumps({"q1": 4}))
     assert RI.with_identity_extras(section)["replay_sha256"] != first["replay_sha256"]
     assert "replay_sha256" not in RI.with_identity_extras({**section, "replay": None})
+    # the same reach read from another folder is the same run: its content is hashed, not where it sits
+    elsewhere = tmp_path / "moved" / "reach.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(reach.read_text())
+    assert RI.with_identity_extras({**section, "replay": str(elsewhere)}) == RI.with_identity_extras(section)
+    assert "replay" not in RI.with_identity_extras(section)
     with pytest.raises(ConfigError, match=r"method.llm_rerank.replay=.*does not exist"):
         RI.with_identity_extras({**section, "replay": str(tmp_path / "none.json")})
     # a target outside the allowlist is never imported here (lethe.core.targets refuses it when the run builds)

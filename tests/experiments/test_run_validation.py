@@ -9,6 +9,7 @@ import re
 import pandas as pd
 import pytest
 
+from experiments import run_identity as RI
 from experiments.config import load_config
 from experiments.run_identity import run_identity
 from experiments.runner import run_experiment
@@ -99,7 +100,10 @@ def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
     )
     default = run_identity(_cfg(tmp_path, *base), "k")
     assert one.config_hash == two.config_hash == default.config_hash
-    assert "n_threads" not in default.hashed["method"]["llm_rerank"]["llm"] and default.hashed["identity_schema"] == 2
+    assert (
+        "n_threads" not in default.hashed["method"]["llm_rerank"]["llm"]
+        and default.hashed["identity_schema"] == RI.IDENTITY_SCHEMA
+    )
     other = run_identity(_cfg(tmp_path, *base, "llm@method.llm_rerank.llm=smollm2"), "k")
     assert other.config_hash != default.config_hash
 
