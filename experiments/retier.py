@@ -111,13 +111,14 @@ def _move_store(store: Path, src: str, dest: Tier, keys: Sequence[str]) -> None:
                 here, there = RS.study_folder(store, src, name), RS.study_folder(store, dest.name, name)
                 there.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(here, there)
+                _relocate_records(there, here)
                 studies_from.remove(name)
             continue
         if key in runs_from:
             here, there = RS.run_folder(store, src, key), RS.run_folder(store, dest.name, key)
             there.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(here, there)
-            _relocate_records(there, here, store)
+            _relocate_records(there, here)
             runs_to[key] = {**runs_from.pop(key), "folder": there.relative_to(store).as_posix()}
     order = [r.key for r in dest.runs]
     runs_to = {k: runs_to[k] for k in sorted(runs_to, key=lambda k: order.index(k) if k in order else len(order))}
@@ -154,10 +155,12 @@ def _replaced(obj: Any, old: Sequence[str], new: Sequence[str]) -> Any:
     return obj
 
 
-def _relocate_records(there: Path, here: Path, store: Path) -> None:
-    """A moved run folder's manifest names files of its own folder (a replayed run's ``reach.json``) by where they
-    were: renamed to where they are (the identity hashes such a file by content, so no hash moves)."""
+def _relocate_records(there: Path, here: Path) -> None:
+    """A moved folder's manifest names files of its own folder (a replayed run's ``reach.json``) by where they were:
+    renamed to where they are (the identity hashes such a file by content, so no hash moves)."""
     path = there / MANIFEST
+    if not path.is_file():
+        return
     man = json.loads(path.read_text())
     moved = _replaced(man, _spellings(here), _spellings(there))
     if moved != man:
