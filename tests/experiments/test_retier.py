@@ -49,6 +49,11 @@ def test_a_tier_split_moves_the_records_and_both_parts_verify_from_the_store(smo
     keys = [k for k in before if k.split("/")[1].startswith(MOVED)]
     assert len(keys) == 4
 
+    # a record naming a file of its own folder (as a replayed run names its reach.json) follows the folder
+    own = store / "smoke" / keys[0]
+    man = json.loads((own / "manifest.json").read_text())
+    (own / "manifest.json").write_text(json.dumps({**man, "own_file": str(own / "reach.json")}))
+
     _split(reference, tmp_path)
     capsys.readouterr()
     assert R.reproduce(R.load([*args, "tier=smoke_b", "action=retier"])) == 0
@@ -66,6 +71,8 @@ def test_a_tier_split_moves_the_records_and_both_parts_verify_from_the_store(smo
         assert index["smoke_b"]["runs"][k] == {**stored_before[k], "folder": f"smoke_b/{k}"}
         assert (store / "smoke_b" / k / "DONE").is_file() and not (store / "smoke" / k).exists()
     assert (tmp_path / "committed" / "verification" / "smoke_b.md").is_file()
+    moved = json.loads((store / "smoke_b" / keys[0] / "manifest.json").read_text())
+    assert moved["own_file"] == str(store / "smoke_b" / keys[0] / "reach.json")
     # both seals hold: a report from the store marks nothing damaged
     quick = ["analysis.bootstrap_resamples=200", "analysis.permutation_resamples=200"]
     for tier in ("smoke", "smoke_b"):
