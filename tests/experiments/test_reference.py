@@ -74,7 +74,7 @@ def test_ablation_and_variant_runs():
     first = load_tier("ablations").runs[0]
     assert (first.label, first.key) == ("lethe_iter1+no_plan", "lethebench/lethe_iter1+no_plan")
     assert first.hydra_overrides() == ["dataset=lethebench", "method=lethe_iter1", "+ablation=no_plan"]
-    budget = next(r for r in load_tier("llm").runs if r.key == "lethebench/lethe_iter4+budget300ms")
+    budget = next(r for r in load_tier("llm_studies").runs if r.key == "lethebench/lethe_iter4+budget300ms")
     assert budget.sample == 100 and budget.ablation is None
     assert budget.hydra_overrides() == [
         "dataset=lethebench",
@@ -405,8 +405,12 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
         assert len(built) == len(set(built)), f"{name}: two steps build the same model"
         assert set(built) == needed, f"{name}: models no step builds: {sorted(map(str, needed - set(built)))}"
     for family in ("lethebench", "lethebench_heldout"):  # iteration 4's two query samples (150, and the sweep's 100)
-        pools = [s.name for s in prepare_steps(resolved_tiers["llm"]) if s.name.startswith(f"fusion {family} ")]
-        assert len(pools) == 2 and all(" pool " in n for n in pools), pools
+        pools = {
+            t: [s.name for s in prepare_steps(resolved_tiers[t]) if s.name.startswith(f"fusion {family} ")]
+            for t in ("llm", "llm_studies")  # the sweep is its own tier since the split
+        }
+        assert all(len(p) == 1 and " pool " in p[0] for p in pools.values()), pools
+        assert pools["llm"] != pools["llm_studies"], pools
 
 
 def test_a_tier_name_that_is_a_path_is_refused():
