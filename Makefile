@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 , := ,
 
-.PHONY: install browser data models llm-models fusion-models reproduce reproduce-all ablations regimes iteration4 llm llm_studies seeds seed003 judges expected report test bench summary clean-results
+.PHONY: install browser data models llm-models fusion-models reproduce reproduce-all ablations regimes iteration4 rerank_pool llm llm_studies seeds seed003 judges expected report test bench summary clean-results
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,12 +70,12 @@ fusion-models: data
 # The reproduction contract (conf/reference/<tier>.yaml, results/expected/<tier>.yaml): run the tier's
 # declared runs that are not done (prerequisites first), write the report from exactly the declared
 # runs, print the verification table (OK / OKish / FAIL / MISSING) and fail on FAIL or MISSING.
-# TIER: core (default) | ablations | regimes | label_free | llm | llm_studies | seeds | seed003 | judges | all (= core, ablations, regimes, label_free, llm, llm_studies, seeds, seed003, judges) | smoke. Extra settings go in
+# TIER: core (default) | ablations | regimes | label_free | rerank_pool | llm | llm_studies | seeds | seed003 | judges | all (= core, ablations, regimes, label_free, rerank_pool, llm, llm_studies, seeds, seed003, judges) | smoke. Extra settings go in
 # REPRODUCE_ARGS: reproduce's own keys or any run override, e.g. REPRODUCE_ARGS=action=verify or
 # REPRODUCE_ARGS='run.progress=false data.root=/data' (run overrides are passed on to every declared run).
 TIER ?= core
 REPRODUCE_ARGS ?=
-reproduce: install $(if $(filter label_free llm llm_studies seeds seed003 judges all,$(TIER)),llm-models,)
+reproduce: install $(if $(filter label_free rerank_pool llm llm_studies seeds seed003 judges all,$(TIER)),llm-models,)
 	$(PY) -m experiments.reproduce tier=$(TIER) $(REPRODUCE_ARGS)
 
 reproduce-all:
@@ -92,6 +92,9 @@ iteration4 llm:
 
 llm_studies:
 	$(MAKE) reproduce TIER=llm_studies
+
+rerank_pool:
+	$(MAKE) reproduce TIER=rerank_pool
 
 seeds:
 	$(MAKE) reproduce TIER=seeds

@@ -31,6 +31,7 @@ REFERENCE_TIERS = (
     "ablations",
     "regimes",
     "label_free",
+    "rerank_pool",
     "llm",
     "llm_studies",
     "seeds",

@@ -1,7 +1,7 @@
 """The reproduction contract: run declared tiers, write the report from them, verify expected scores.
 
     python -m experiments.reproduce                          # tier core: run, report, verify (make reproduce)
-    python -m experiments.reproduce tier=all                 # core, ablations, regimes, label_free, llm, llm_studies, seeds, seed003, judges (make reproduce-all)
+    python -m experiments.reproduce tier=all                 # core, ablations, regimes, label_free, rerank_pool, llm, llm_studies, seeds, seed003, judges (make reproduce-all)
     python -m experiments.reproduce tier=smoke               # the tests' tier, into its own folders
     python -m experiments.reproduce action=report            # the report only (from finished runs)
     python -m experiments.reproduce tier=all action=report reports=[seeds]   # the seed studies' report only
