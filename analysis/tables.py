@@ -70,7 +70,9 @@ def table1(
 
 
 def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True, method: str | None = None) -> str | None:
-    """The baseline of ``v`` with the highest mean ``best_baseline_metric`` (ties: the first by name); a
+    """The baseline of ``v`` with the highest mean ``best_baseline_metric`` (ties: the first in the declared
+    ``baselines`` order, which lists simpler methods first: a reranker whose chosen weight left its first stage's
+    ranking as it was is not named in that first stage's place); a
     reranker below its own first stage (analysis.gates) is not eligible unless ``gated`` is false. With ``method``:
     only among the baselines with the same or more label supervision than it (:mod:`analysis.supervision`), the
     supervision-matched best baseline; None when no such baseline has a finished run."""
@@ -81,7 +83,7 @@ def best_baseline(v: DatasetView, cfg: Mapping[str, Any], gated: bool = True, me
         for b, pq in v.per_query.items()
         if b in cfg["baselines"] and b not in out and SUP.eligible(v, b, method)
     }
-    return max(sorted(cands), key=lambda m: cands[m]) if cands else None
+    return max((b for b in cfg["baselines"] if b in cands), key=lambda m: cands[m]) if cands else None
 
 
 MATCHED, OVERALL = "best with as much supervision", "best overall"  # Table 2's `versus` column

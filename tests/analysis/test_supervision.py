@@ -54,6 +54,21 @@ def test_the_best_baseline_is_chosen_among_those_with_as_much_supervision(view, 
     assert T.best_baseline(view, cfg, method="bm25") == "hybrid"  # no label: every baseline
 
 
+def test_a_tie_names_the_baseline_declared_first(view, cfg):
+    """A reranker whose chosen weight left the hybrid's ranking as it was (UltraDomain mix's cross_encoder_hybrid) ties
+    with the hybrid per query: the simpler one, declared first, is named, whatever the names' alphabetical order."""
+    tied = DatasetView(
+        "toy_tie",
+        view.queries,
+        {**view.runs, "cross_encoder_hybrid": view.runs["hybrid_tuned"]},
+        {**view.per_query, "cross_encoder_hybrid": view.per_query["hybrid"].copy()},
+    )
+    both = {**cfg, "baselines": ["bm25", "hybrid", "hybrid_tuned", "cross_encoder_hybrid"]}
+    assert T.best_baseline(tied, both, gated=False) == "hybrid"
+    first = {**both, "baselines": ["bm25", "cross_encoder_hybrid", "hybrid", "hybrid_tuned"]}
+    assert T.best_baseline(tied, first, gated=False) == "cross_encoder_hybrid"
+
+
 def test_table2_tests_both_the_matched_and_the_overall_best_and_says_which(view, cfg):
     t2 = T.table2({"toy": view}, {**cfg, "family_metrics": ["ndcg@10"]})
     it3 = t2[t2["method"] == "lethe_iter3"]
