@@ -91,13 +91,19 @@ MATCHED, OVERALL = "best with as much supervision", "best overall"  # Table 2's 
 
 def compared_baselines(v: DatasetView, cfg: Mapping[str, Any], m: str) -> list[tuple[str, str]]:
     """(baseline, role) pairs ``m`` is tested against: the best baseline of any supervision, then its
-    supervision-matched best baseline where that differs. The matched one is never stronger (its mean is at most the
-    best of all), so a gain over it alone would flatter a method: it is reported beside the best of all, which
-    stays the reference of the findings and the confirmatory family; the pair separates a method's gain from the
-    labels it saw."""
+    supervision-matched best baseline where that differs (another baseline with other scores: one that scores every
+    query as the best of all does, e.g. a reranker whose chosen weight kept its first stage's ranking, would repeat the
+    same test). The matched one is never stronger (its mean is at most the best of all), so a gain over it alone would
+    flatter a method: it is reported beside the best of all, which stays the reference of the findings and the
+    confirmatory family; the pair separates a method's gain from the labels it saw."""
     overall, matched = best_baseline(v, cfg), best_baseline(v, cfg, method=m)
     out = [(overall, OVERALL)] if overall is not None else []
-    return out + ([(matched, MATCHED)] if matched is not None and matched != overall else [])
+    if matched is None or matched == overall:
+        return out
+    metric = cfg["best_baseline_metric"]
+    if overall is not None and v.per_query[matched][metric].equals(v.per_query[overall][metric]):
+        return out
+    return out + [(matched, MATCHED)]
 
 
 def best_baseline_note(views: Mapping[str, DatasetView], cfg: Mapping[str, Any]) -> str:

@@ -69,6 +69,24 @@ def test_a_tie_names_the_baseline_declared_first(view, cfg):
     assert T.best_baseline(tied, first, gated=False) == "cross_encoder_hybrid"
 
 
+def test_a_matched_baseline_with_the_best_ones_very_scores_is_not_tested_twice(view, cfg, monkeypatch):
+    """Iteration 3 (in-domain labels) may not be compared with the hybrid (none) for its matched row; its matched best,
+    cross_encoder_hybrid, scores every query as the hybrid does: one test, not two with one verdict each."""
+    monkeypatch.setattr(T.G, "excluded_from_best", lambda v, c: {})  # the toy runs have no gate records
+    both = {**cfg, "baselines": ["bm25", "hybrid", "hybrid_tuned", "cross_encoder_hybrid"]}
+    per_query = {**view.per_query, "cross_encoder_hybrid": view.per_query["hybrid"].copy()}
+    tied = DatasetView(
+        "toy_tie", view.queries, {**view.runs, "cross_encoder_hybrid": view.runs["hybrid_tuned"]}, per_query
+    )
+    assert T.best_baseline(tied, both, method="lethe_iter3") == "cross_encoder_hybrid"
+    assert T.compared_baselines(tied, both, "lethe_iter3") == [("hybrid", T.OVERALL)]
+    per_query["cross_encoder_hybrid"] = per_query["cross_encoder_hybrid"] - 1e-9  # other scores: tested beside it
+    assert T.compared_baselines(tied, both, "lethe_iter3") == [
+        ("hybrid", T.OVERALL),
+        ("cross_encoder_hybrid", T.MATCHED),
+    ]
+
+
 def test_table2_tests_both_the_matched_and_the_overall_best_and_says_which(view, cfg):
     t2 = T.table2({"toy": view}, {**cfg, "family_metrics": ["ndcg@10"]})
     it3 = t2[t2["method"] == "lethe_iter3"]
