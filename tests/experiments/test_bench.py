@@ -17,7 +17,18 @@ def test_top_config_lists_every_section():
     assert tuple(cfg.sections) == SECTIONS and cfg.reps == 3 and cfg.out_dir == "results/bench"
     assert (
         list(cfg.tiers)
-        == ["core", "ablations", "regimes", "label_free", "rerank_pool", "llm", "llm_studies", "seeds", "seed003", "judges"]
+        == [
+            "core",
+            "ablations",
+            "regimes",
+            "label_free",
+            "rerank_pool",
+            "llm",
+            "llm_studies",
+            "seeds",
+            "seed003",
+            "judges",
+        ]
         and list(cfg.run_overrides) == []
     )
 

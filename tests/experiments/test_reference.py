@@ -104,7 +104,18 @@ def test_tier_overrides_come_before_the_entry_overrides():
 
 
 def test_tier_names_and_report_tiers():
-    every = ["core", "ablations", "regimes", "label_free", "rerank_pool", "llm", "llm_studies", "seeds", "seed003", "judges"]
+    every = [
+        "core",
+        "ablations",
+        "regimes",
+        "label_free",
+        "rerank_pool",
+        "llm",
+        "llm_studies",
+        "seeds",
+        "seed003",
+        "judges",
+    ]
     assert tier_names("all") == every  # written out here: the order is the contract, not a copy of the constant
     assert tier_names("smoke") == ["smoke"]
     assert [t.name for t in report_tiers("reference")] == every
