@@ -54,18 +54,26 @@ def test_the_best_baseline_is_chosen_among_those_with_as_much_supervision(view, 
     assert T.best_baseline(view, cfg, method="bm25") == "hybrid"  # no label: every baseline
 
 
-def test_a_tie_names_the_baseline_declared_first(view, cfg):
-    """A reranker whose chosen weight left the hybrid's ranking as it was (UltraDomain mix's cross_encoder_hybrid) ties
-    with the hybrid per query: the simpler one, declared first, is named, whatever the names' alphabetical order."""
-    tied = DatasetView(
+TIED = ["bm25", "hybrid", "hybrid_tuned", "cross_encoder_hybrid"]  # the hybrid declared before the reranker
+
+
+def _tied(view: DatasetView) -> DatasetView:
+    """``view`` plus cross_encoder_hybrid (in-domain labels) scoring every query as the hybrid does: a reranker whose
+    chosen weight left the hybrid's ranking as it was (UltraDomain mix's)."""
+    return DatasetView(
         "toy_tie",
         view.queries,
         {**view.runs, "cross_encoder_hybrid": view.runs["hybrid_tuned"]},
         {**view.per_query, "cross_encoder_hybrid": view.per_query["hybrid"].copy()},
     )
-    both = {**cfg, "baselines": ["bm25", "hybrid", "hybrid_tuned", "cross_encoder_hybrid"]}
-    assert T.best_baseline(tied, both, gated=False) == "hybrid"
-    first = {**both, "baselines": ["bm25", "cross_encoder_hybrid", "hybrid", "hybrid_tuned"]}
+
+
+def test_a_tie_names_the_baseline_declared_first(view, cfg):
+    """The reranker ties with the hybrid per query: the simpler one, declared first, is named, whatever the names'
+    alphabetical order."""
+    tied = _tied(view)
+    assert T.best_baseline(tied, {**cfg, "baselines": TIED}, gated=False) == "hybrid"
+    first = {**cfg, "baselines": ["bm25", "cross_encoder_hybrid", "hybrid", "hybrid_tuned"]}
     assert T.best_baseline(tied, first, gated=False) == "cross_encoder_hybrid"
 
 
@@ -73,14 +81,11 @@ def test_a_matched_baseline_with_the_best_ones_very_scores_is_not_tested_twice(v
     """Iteration 3 (in-domain labels) may not be compared with the hybrid (none) for its matched row; its matched best,
     cross_encoder_hybrid, scores every query as the hybrid does: one test, not two with one verdict each."""
     monkeypatch.setattr(T.G, "excluded_from_best", lambda v, c: {})  # the toy runs have no gate records
-    both = {**cfg, "baselines": ["bm25", "hybrid", "hybrid_tuned", "cross_encoder_hybrid"]}
-    per_query = {**view.per_query, "cross_encoder_hybrid": view.per_query["hybrid"].copy()}
-    tied = DatasetView(
-        "toy_tie", view.queries, {**view.runs, "cross_encoder_hybrid": view.runs["hybrid_tuned"]}, per_query
-    )
+    both = {**cfg, "baselines": TIED}
+    tied = _tied(view)
     assert T.best_baseline(tied, both, method="lethe_iter3") == "cross_encoder_hybrid"
     assert T.compared_baselines(tied, both, "lethe_iter3") == [("hybrid", T.OVERALL)]
-    per_query["cross_encoder_hybrid"] = per_query["cross_encoder_hybrid"] - 1e-9  # other scores: tested beside it
+    tied.per_query["cross_encoder_hybrid"] -= 1e-9  # other scores: tested beside it
     assert T.compared_baselines(tied, both, "lethe_iter3") == [
         ("hybrid", T.OVERALL),
         ("cross_encoder_hybrid", T.MATCHED),
