@@ -129,3 +129,16 @@ def llm_failure_cell(metrics: Mapping[str, Any]) -> str:
         return "-"
     cell = f"{100 * llm['infra_failure_share']:.1f}% / {100 * llm['parse_fallback_share']:.1f}%"
     return cell + " (degraded)" if llm.get("degraded") else cell
+
+
+def flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Dotted (key, value) pairs of nested mappings, in key order; lists stay whole."""
+    out: list[tuple[str, Any]] = []
+    for k in sorted(obj, key=str):
+        v = obj[k]
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out += flatten(v, name + ".")
+        else:
+            out.append((name, v))
+    return out

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.formatting import NM, fmt, fmt_p
+from analysis.formatting import NM, flatten, fmt, fmt_p
 from analysis.metric_names import display_metric
 from analysis.views import DatasetView, paired_row
 from lethebench.supervision import KEY as SUPERVISION_KEY
@@ -95,8 +95,8 @@ def mismatches(
     reranker: Any, other: Any, keys: Mapping[str, str] | None = None, own: list[str] | None = None
 ) -> list[str]:
     """Why ``other`` is not the run ``reranker`` started from: a different processed dataset, ``run.k``, or
-    method keys (``keys``: reranker key -> other's key; ``own``: every key but these, ``name``, ``variant`` and
-    ``supervision``)."""
+    method keys (``keys``: reranker key -> other's key; ``own``: every value but those under these dotted keys,
+    ``name``, ``variant`` and ``supervision``)."""
     out = []
     bk = [(r.manifest.get("dataset") or {}).get("build_key") for r in (reranker, other)]
     if bk[0] != bk[1]:
@@ -111,9 +111,9 @@ def mismatches(
                 out.append(f"{a}={va} vs {b}={vb}")
     if own is not None:
         skip = {"name", "variant", SUPERVISION_KEY, *own}  # what names or describes a method, not what it computes
-        ma, mb = _method_config(reranker), _method_config(other)
-        for k in sorted((set(ma) | set(mb)) - skip):
-            if ma.get(k) != mb.get(k):
+        ma, mb = dict(flatten(_method_config(reranker))), dict(flatten(_method_config(other)))
+        for k in sorted(set(ma) | set(mb)):
+            if not any(k == s or k.startswith(s + ".") for s in skip) and ma.get(k) != mb.get(k):
                 out.append(f"method.{k} differs")
     return out
 

@@ -96,7 +96,7 @@ def hallucination_cell(pq: pd.DataFrame, cfg: Mapping[str, Any], unfit: str | No
 def rerank_model(run: Any) -> tuple[str | None, float | None]:
     """(reranker model name, budget ms) from a run's manifest config, (None, None) without reranking."""
     m = (run.manifest.get("config") or {}).get("method") or {}
-    rr = m.get("llm_rerank") or {}
+    rr = (m.get("stages") or {}).get("llm_rerank") or {}
     if not rr.get("enabled"):
         return None, None
     return (rr.get("llm") or {}).get("name"), float(rr.get("budget_ms"))

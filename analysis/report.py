@@ -42,7 +42,7 @@ from analysis.metric_names import canonical_or_other, display_metric
 from analysis.table import Table
 from lethe.core.atomic import atomic_write_text
 from lethe.core.faults import kill_point
-from lethe.core.paths import CONF_DIR, PROJECT_ROOT, default_paths, project_path
+from lethe.core.paths import CONF_DIR, PROJECT_ROOT, Paths, default_paths
 
 CAPTIONS = {  # templates: analysis.figures.caption_fields fills {paper}, {families}, ... from the settings and runs drawn
     "fig1": "Figure 1, {families}: entity {coverage} per method with 95% BCa CIs (left); nDCG@10 against P95 latency on this machine with the Pareto front (right); main family only. n per method in its row label or legend entry (a method run on a query sample has a smaller n; a panel whose methods differ in n says so in its title). The latency axis is symmetric-log, linear below {linthresh} ms, so a method measured at 0 ms is drawn at 0, not left out or moved. ‡ after a method: its latency was measured under contention (Table 3's mark), not comparable with the others.",
@@ -59,10 +59,11 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
     """Report settings: ``base`` (default: ``conf/analysis/default.yaml``) with dotlist overrides
     (e.g. ``out_dir=/tmp/x``), paths made absolute, retrieval metric names in their canonical (ranx)
     spelling whichever was given (``nDCG@10`` -> ``ndcg@10``, analysis.metric_names)."""
+    paths = Paths.default()
     base = OmegaConf.load(CONF_DIR / "analysis" / "default.yaml") if base is None else base
     cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides or [])))
     out = OmegaConf.to_container(cfg, resolve=True)
-    out["out_dir"] = str(project_path(out["out_dir"]))
+    out["out_dir"] = str(paths.resolve(out["out_dir"]))
     for key in ("best_baseline_metric", "gate_metric"):
         if key in out:
             out[key] = canonical_or_other(out[key])
@@ -70,7 +71,7 @@ def load_cfg(overrides: list[str] | None = None, base: Any = None) -> dict[str, 
         out["family_metrics"] = [canonical_or_other(m) for m in out["family_metrics"]]
     out.setdefault("claims", str(default_paths().claims))
     if out.get("seeds"):
-        out["seeds"] = str(project_path(out["seeds"]))
+        out["seeds"] = str(paths.resolve(out["seeds"]))
     return out  # type: ignore[return-value]
 
 
@@ -167,7 +168,7 @@ def sanity_section(views: Mapping[str, V.DatasetView], cfg: Mapping[str, Any], t
             f"a seeded random reordering of the same candidates (`random_rerank`: the first stage's top `depth` shuffled "
             f"per query from run.seed and the query id), {metric} paired per query on the queries reranker and first "
             "stage both scored (`n`; the random control's difference has its own n). `depth` is the number of candidates "
-            "each run reordered, read from its manifest (`method.candidates`, `method.llm_rerank.top_n`): the reference "
+            "each run reordered, read from its manifest (`method.candidates`, `method.stages.llm_rerank.top_n`): the reference "
             "tiers may set it per dataset, never silently. A gate holds only when the manifests show the reranker "
             "started from exactly that first stage (same processed dataset, run.k and first-stage parameters); "
             "otherwise the verdict says `not comparable` and names what differs.",

@@ -34,6 +34,7 @@ from analysis import expected as E
 from analysis import html_page as H
 from analysis.declared_runs import DAMAGED_FOLDER, RunRef
 from analysis.findings import FULL_FAMILY, SETUP_HEADING
+from analysis.formatting import flatten
 from analysis.metric_names import canonical_or_other, display_metric
 from lethe.core.atomic import atomic_dir
 from lethebench.runs import RunFolder
@@ -174,19 +175,6 @@ def asked_metrics(manifest: Mapping[str, Any], metrics: Mapping[str, Any]) -> li
 def cut(text: str) -> str:
     """``text``, or its first characters and how long it is when it is longer than :data:`LONG`."""
     return text if len(text) <= LONG else f"{text[:200]} … ({len(text)} characters in all: see manifest.json)"
-
-
-def flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Dotted (key, value) pairs of nested mappings, in key order; lists stay whole."""
-    out: list[tuple[str, Any]] = []
-    for k in sorted(obj, key=str):
-        v = obj[k]
-        name = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out += flatten(v, name + ".")
-        else:
-            out.append((name, v))
-    return out
 
 
 def score(x: Any) -> str:

@@ -35,7 +35,7 @@ from experiments.config import load_config, to_dict
 from experiments.datasets import dataset_build_key
 from experiments.reference import DeclaredRun, ResolvedRun, processed_folder, resolve
 from experiments.run_identity import run_identity
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 
 CORRECTIONS = {"bonferroni": "p_bonferroni", "holm": "p_holm", "bh": "p_bh", None: None}
 FORMATS = ("wide", "long")
@@ -79,7 +79,7 @@ def resolve_runs(methods: Spec, datasets: Spec, overrides: Sequence[str] = ()) -
     out = []
     for ds, ds_over in _named(datasets, "datasets").items():
         if isinstance(ds_over, Mapping):  # your own corpus, topics and qrels: a BEIR folder (experiments.byo)
-            root = project_path(load_config(list(overrides)).cache_dir) / "adhoc"
+            root = Paths.default().resolve(load_config(list(overrides)).cache_dir) / "adhoc"
             ds, ds_over = "beir", adhoc_dataset(ds, ds_over, root)
         elif not _is_overrides(ds_over):
             raise TypeError(
@@ -184,7 +184,7 @@ def experiment(
             canonical_metric(m, "metrics")  # raises UnknownMetric: one line, the accepted families
     family = list(dict.fromkeys(canonical_or_other(m) for m in metrics))  # label metrics (coverage@10) kept as is
     quiet = [] if verbose else ["run.print_summary=false", "run.progress=false"]
-    over = [*quiet, *overrides, *([f"results_dir={project_path(save_dir)}"] if save_dir else [])]
+    over = [*quiet, *overrides, *([f"results_dir={Paths.default().resolve(save_dir)}"] if save_dir else [])]
     runs = resolve_runs(methods, datasets, over)
     if run:
         run_missing(runs, progress)

@@ -31,7 +31,7 @@ from experiments.datasets import dataset_build_key
 from experiments.run_identity import method_params
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.core.targets import build
 from lethe.retrieval.crossencoder import (
     FOLDS_JSON,
@@ -75,9 +75,7 @@ def choose_weights(cfg: DictConfig, set_dir: Path) -> dict[str, Any]:
     plans, _, data = T.set_plans(cfg, target)
     recorded = json.loads((set_dir / FOLDS_JSON).read_text())["folds"]
     params = {**method_params(to_dict(cfg.method)), "interpolation": "none"}  # the models only, as the run loads them
-    reranker: CrossEncoderRerank = build(
-        params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all"
-    )
+    reranker: CrossEncoderRerank = build(params, cache_dir=Paths.of(cfg).cache, progress=progress, _convert_="all")
     folds = []
     try:
         reranker.bind_dataset({"name": str(cfg.dataset.name), "build_key": dataset_build_key(cfg)})

@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from experiments.config import to_dict
 from lethe.core.hashing import sha256_file
 from lethe.core.models import resolve_model
-from lethe.core.paths import plain_name, project_path
+from lethe.core.paths import Paths, plain_name
 from lethe.retrieval.embedder import Embedder
 from lethebench.build import build_dataset, build_key, input_names, input_paths
 from lethebench.chunking import ChunkParams
@@ -32,7 +32,7 @@ def chunk_params(cfg: DictConfig) -> ChunkParams:
 
 
 def _custom_folder(cfg: DictConfig) -> Path:
-    folder = project_path(cfg.dataset.folder)
+    folder = Paths.of(cfg).resolve(cfg.dataset.folder)
     if not (folder / "card.json").is_file():
         raise FileNotFoundError(f"dataset.folder={folder} is not a processed dataset folder (no card.json)")
     return folder
@@ -43,14 +43,15 @@ def prepare_dataset(cfg: DictConfig, force: bool = False, embedder: Embedder | N
 
     A dataset config with ``folder`` names an existing processed folder, used as is.
     """
+    paths = Paths.of(cfg)
     plain_name(cfg.dataset.get("name"), "dataset.name")  # the processed folder is <data.processed>/<name>/<key>
     if cfg.dataset.get("folder"):
         return _custom_folder(cfg)
     emb = embedder or Embedder(to_dict(cfg.embedder), cache_dir=None, show_progress=False)
     return build_dataset(
         to_dict(cfg.dataset),
-        project_path(cfg.data.root),
-        project_path(cfg.data.processed),
+        paths.data,
+        paths.processed,
         emb,
         chunk_params(cfg),
         force=force,
@@ -76,7 +77,7 @@ def dataset_build_key(cfg: DictConfig) -> str:
         card = json.loads((folder / "card.json").read_text())
         return _folder_key(folder, card, dataset_content_sha256(folder))
     tokenizer_sha = resolve_model(to_dict(cfg.embedder)).sha256
-    return build_key(to_dict(cfg.dataset), project_path(cfg.data.root), chunk_params(cfg), tokenizer_sha)
+    return build_key(to_dict(cfg.dataset), Paths.of(cfg).data, chunk_params(cfg), tokenizer_sha)
 
 
 def dataset_key(cfg: DictConfig, ds_folder: Path, ds: Dataset) -> str:
@@ -99,7 +100,7 @@ def recorded_dataset(resolved: dict) -> dict:
     folder's own name), so the same data read from elsewhere is recorded alike (its content is in the build key)."""
     ds = dict(resolved["dataset"])
     if ds.get("files") and not ds.get("folder"):
-        ds["files"] = input_names(ds, input_paths(ds, project_path(str(resolved["data"]["root"]))))
+        ds["files"] = input_names(ds, input_paths(ds, Paths.of(resolved).data))
     for key in ("beir_dir", "folder"):
         if ds.get(key):
             ds[key] = Path(str(ds[key])).name

@@ -26,7 +26,7 @@ from experiments.config import load_config
 from experiments.runner import run_experiment
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethebench.card import render_card_md
 from lethebench.runs import RunFolder
 
@@ -65,7 +65,7 @@ def write_difficulty(
         atomic_write_text(ds_folder / "difficulty.json", json.dumps(section, indent=2, sort_keys=True) + "\n")
     card = json.loads((ds_folder / "card.json").read_text())
     page = {"name": card.get("name", name), **({"note": note} if note else {}), **card, "difficulty": section}
-    atomic_write_text(project_path(cards_dir) / f"{name}.md", render_card_md(page))
+    atomic_write_text(Paths.default().resolve(cards_dir) / f"{name}.md", render_card_md(page))
     print(f"{name}: nDCG@10 " + ", ".join(f"{m} {v:.4f}" for m, v in section["overall"].items()))
     return section
 

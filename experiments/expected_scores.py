@@ -23,7 +23,7 @@ from experiments.reproduce_settings import verify_metrics
 from experiments.store_seal import write_seal
 from experiments.study_jobs import study_done, study_folder
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import machine_roots, project_path
+from lethe.core.paths import Paths, machine_roots
 from lethebench.runs import RunFolder
 from lethebench.studies import StudyFolder
 
@@ -35,9 +35,10 @@ def verify_tier(
     ``<out_dir>/verification/<tier>.md`` only for the whole tier (a ``select`` prints it, and leaves the committed
     table of every run alone). ``kept``: declared runs (and studies) a selective store kept, verified from their
     stored folders, so the table covers the whole tier."""
-    path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
+    paths = Paths.of(cfg)
+    path = paths.resolve(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)
-    store = project_path(str(cfg.store_dir))
+    store = paths.reference_store
     index = (RS.read_index(store).get(tier.name) or {}).get("runs", {})
     stored = {k: RS.run_folder(store, tier.name, k) for k in index}
     for r in runs:
@@ -65,12 +66,12 @@ def verify_tier(
         df = pd.concat([df, E.compare(items, expected)], ignore_index=True)
     text = E.format_verification(
         df,
-        f"tier {tier.name} against {path.relative_to(project_path('.'))}"
-        if path.is_relative_to(project_path("."))
+        f"tier {tier.name} against {path.relative_to(paths.root)}"
+        if path.is_relative_to(paths.root)
         else f"tier {tier.name} against {path}",
     )
     if write and (not cfg.select or kept):
-        atomic_write_text(project_path(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
+        atomic_write_text(paths.resolve(str(cfg.out_dir[tier.report])) / "verification" / f"{tier.name}.md", text)
     return E.passed(df), text
 
 
@@ -86,6 +87,7 @@ def kept_entries(runs: Sequence[ResolvedRun], old: Mapping[str, Any], select: Se
 
 def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path:
     """Write (or, with ``select``, update) ``tier``'s expected-scores file from its finished runs."""
+    paths = Paths.of(cfg)
     _replays_only(tier, cfg, "write_expected")
     missing = [r.key for r in runs if not r.done]
     if missing:
@@ -93,8 +95,8 @@ def write_expected_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig
             f"tier {tier.name}: {len(missing)} declared run(s) are not finished, e.g. {missing[:5]}; "
             f"run them first (python -m experiments.reproduce tier={tier.name} action=run)"
         )
-    rules = yaml.safe_load((project_path(cfg.reference_dir) / "tolerances.yaml").read_text())
-    path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
+    rules = yaml.safe_load((paths.resolve(cfg.reference_dir) / "tolerances.yaml").read_text())
+    path = paths.resolve(cfg.expected_dir) / f"{tier.name}.yaml"
     old = E.read_expected(path)
     entries = dict(old["runs"]) if cfg.select else {}
     classes: dict[str, E.Tolerance] = {}
@@ -165,7 +167,7 @@ def record_reach_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) 
             f"tier {tier.name}: {len(missing)} wall-clock run(s) are not finished, e.g. {missing[:5]}; run "
             f"them first (python -m experiments.reproduce tier={tier.name} budget=wallclock action=run)"
         )
-    store, files = project_path(str(cfg.store_dir)), []
+    store, files = Paths.of(cfg).reference_store, []
     for r in replays:
         dest = RS.run_folder(store, tier.name, r.key)
         if not RS.write_reach(dest, RunFolder(r.folder).per_query):
@@ -210,6 +212,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     studies; the store's folder. Every declared run must be finished (the store holds a tier whole), except with
     ``select``: then the selected runs and studies are written and every other run keeps its stored entry, which
     must have been made with the config it resolves to now (:func:`kept_store_entries`)."""
+    paths = Paths.of(cfg)
     from analysis import views as V
 
     _replays_only(tier, cfg, "store")
@@ -220,7 +223,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
             f"tier {tier.name}: {len(missing)} declared run(s) or studies are not finished, e.g. "
             f"{missing[:5]}; run them first (python -m experiments.reproduce tier={tier.name} action=run)"
         )
-    store = project_path(str(cfg.store_dir))
+    store = paths.reference_store
     kept = kept_store_entries(tier, runs, cfg, store) if cfg.select else {}
     settings = load_cfg(base=cfg.analysis)
     labels = label_params(settings)  # the label metrics' settings, stored beside their columns
@@ -255,7 +258,7 @@ def store_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> Path
     )  # against the store just written: every per-query row identical; kept entries from the store
     committed = cfg.get("committed_dir") or {}
     if tier.report in committed:
-        atomic_write_text(project_path(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)
+        atomic_write_text(paths.resolve(str(committed[tier.report])) / "verification" / f"{tier.name}.md", text)
     if not ok:
         print(text)
         raise SystemExit(

@@ -18,14 +18,14 @@ from omegaconf import DictConfig
 
 from experiments.datasets import prepare_dataset
 from lethe.core.arguments import check_arguments
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethebench.export_beir import beir_files, export_beir
 from lethebench.schema import read_dataset
 
 
 def export(cfg: DictConfig) -> Path:
     """Write ``cfg.dataset``'s processed folder as a BEIR folder at ``cfg.out_dir``; return that folder."""
-    out = project_path(cfg.out_dir)  # before any work: a missing out_dir (???) stops here
+    out = Paths.of(cfg).resolve(cfg.out_dir)  # before any work: a missing out_dir (???) stops here
     folder = prepare_dataset(cfg)
     ds = read_dataset(folder, cfg.dataset.name)
     export_beir(ds, out)

@@ -19,7 +19,7 @@ from experiments.datasets import dataset_build_key
 from experiments.reference import ResolvedRun
 from experiments.stopping import die_with_parent
 from lethe.core.faults import disarm, kill_point
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.retrieval.crossencoder import model_set_damage, set_folder
 from lethe.stages.learned_fusion import FusionModel
 
@@ -117,7 +117,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
                 seen.add(name)
                 steps.append(model_step(name, not model_set_damage(folder), "cross_encoder", r.cfg, threads))
     for r in runs:
-        if OmegaConf.select(r.cfg, "method.learned_fusion.enabled"):
+        if OmegaConf.select(r.cfg, "method.stages.learned_fusion.enabled"):
             folder = train_fusion.model_folder(r.cfg)
             name = _named("fusion", r.cfg, folder)
             if name not in seen:
@@ -143,7 +143,7 @@ def prepare_steps(runs: Sequence[ResolvedRun], threads: int | None = None) -> li
 
 
 def prepare_file(runs: Sequence[ResolvedRun]) -> Path | None:
-    return project_path(runs[0].cfg.results_dir) / PREPARE_FILE if runs else None
+    return Paths.of(runs[0].cfg).results / PREPARE_FILE if runs else None
 
 
 def read_json(path: Path | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from experiments.reference import Tier, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, store_if_read, verify_metrics
 from experiments.store_seal import sealed_damage
 from experiments.study_jobs import publish_studies, study_docs, study_folder, study_tables
-from lethe.core.paths import PROJECT_ROOT, plain_name, project_path
+from lethe.core.paths import PROJECT_ROOT, Paths, plain_name
 from lethebench.runs import RunFolder
 
 
@@ -51,19 +51,20 @@ def report_dir(report: str, cfg: DictConfig) -> Path:
     report (``committed_dir``), from results folders ``out_dir`` (``results/local``: a reproduction never rewrites
     the committed report). A report group of your own tier that ``out_dir`` does not name is written to
     ``<out_dir.reference>/<report>`` (``results/local/<report>``)."""
+    paths = Paths.of(cfg)
     committed = cfg.get("committed_dir") or {}
     if from_store(cfg) and report in committed:
-        return project_path(str(committed[report]))
+        return paths.resolve(str(committed[report]))
     if report in cfg.out_dir:
-        return project_path(str(cfg.out_dir[report]))
-    return project_path(str(cfg.out_dir.reference)) / plain_name(report, "report")
+        return paths.resolve(str(cfg.out_dir[report]))
+    return paths.resolve(str(cfg.out_dir.reference)) / plain_name(report, "report")
 
 
 def refs_for(report: str, cfg: DictConfig) -> list[RunRef]:
     """Every declared run of the report group ``report``, located by config hash (``source=store``: in the
     reference store's index, without composing any config; a run the store lacks is not finished there)."""
     extra = base_overrides(cfg)
-    store = project_path(str(cfg.store_dir))
+    store = Paths.of(cfg).reference_store
     index = RS.read_index(store) if from_store(cfg) else {}
     refs = []
     for t in report_tiers(report, cfg.reference_dir):

@@ -23,7 +23,7 @@ from analysis.declared_runs import RunRef
 from experiments.config import load_config
 from experiments.datasets import dataset_build_key
 from experiments.run_identity import run_identity
-from lethe.core.paths import plain_name, portable_location, project_path
+from lethe.core.paths import Paths, plain_name, portable_location
 from lethebench.runs import RunFolder
 
 REFERENCE_TIERS = (
@@ -132,7 +132,7 @@ def _as_list(x: Any) -> list:
 
 def load_tier(name: str, reference_dir: str | Path = "conf/reference") -> Tier:
     """Read and expand ``<reference_dir>/<name>.yaml``; errors name the file and the entry."""
-    path = project_path(reference_dir) / f"{plain_name(name, 'tier')}.yaml"
+    path = Paths.default().resolve(reference_dir) / f"{plain_name(name, 'tier')}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml") if p.stem not in NOT_TIERS)
         raise FileNotFoundError(f"no tier '{name}': {path} does not exist; known tiers: {known} (or 'all')")
@@ -220,7 +220,7 @@ def tier_names(tier: str) -> list[str]:
 
 def report_tiers(report: str, reference_dir: str | Path = "conf/reference") -> list[Tier]:
     """Every tier whose runs belong to ``report`` (the reference report: core, ablations, regimes, label_free, llm, llm_studies, seeds, seed003, judges)."""
-    names = [p.stem for p in sorted(project_path(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
+    names = [p.stem for p in sorted(Paths.default().resolve(reference_dir).glob("*.yaml")) if p.stem not in NOT_TIERS]
     order = {t: i for i, t in enumerate(REFERENCE_TIERS)}
     tiers = [load_tier(n, reference_dir) for n in sorted(names, key=lambda n: (order.get(n, 99), n))]
     group = [t for t in tiers if t.report == report]
@@ -311,7 +311,7 @@ class ResolvedRun:
         )
 
 
-REPLAY_KEY = "method.llm_rerank.replay"
+REPLAY_KEY = "method.stages.llm_rerank.replay"
 BUDGETS = ("replay", "wallclock")  # how a declared `replay: true` run's LLM reranker meets its budget
 
 
@@ -361,8 +361,9 @@ def resolve(
 def processed_folder(cfg: DictConfig, build_key: str) -> Path:
     """The processed dataset a run config reads: its ``dataset.folder`` (a custom folder), else
     ``<data.processed>/<dataset.name>/<build_key>``."""
+    paths = Paths.of(cfg)
     return (
-        project_path(cfg.dataset.folder)
+        paths.resolve(cfg.dataset.folder)
         if cfg.dataset.get("folder")
-        else project_path(cfg.data.processed) / cfg.dataset.name / build_key
+        else paths.processed / cfg.dataset.name / build_key
     )

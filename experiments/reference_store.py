@@ -39,7 +39,7 @@ from lethebench.runs import DONE, LABELS, MANIFEST, METRICS, PER_QUERY, RunFolde
 from lethebench.schema import read_dataset
 
 INDEX = "index.json"
-REACH = "reach.json"  # {query_id: reach} of a run whose LLM reranker recorded it (method.llm_rerank.replay)
+REACH = "reach.json"  # {query_id: reach} of a run whose LLM reranker recorded it (method.stages.llm_rerank.replay)
 DATASETS = "datasets"
 STUDIES = "studies"
 QUERY_COLUMNS = ("query_id", "scope_id", "position", "domain", "category", "complexity", "plan_label", "split")

@@ -28,10 +28,10 @@ from omegaconf import DictConfig
 from analysis import expected as E
 from experiments import reference_store as RS
 from experiments.reference import ResolvedRun, Tier
-from experiments.run_identity import config_hash, hashed_config
+from experiments.run_identity import config_hash, hashed_config, migrated
 from experiments.store_seal import write_seal
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import machine_roots, portable, project_path
+from lethe.core.paths import Paths, machine_roots, portable
 from lethebench.runs import MANIFEST, METRICS, RUN_TREC
 
 
@@ -39,17 +39,22 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def recomputed(folder: Path) -> tuple[str, dict[str, Any]]:
-    """(config hash, hashed config) a run folder's recorded config gives under the current rules."""
+def recomputed(folder: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(config hash, hashed config, recorded config in today's shape) a run folder's recorded config gives under the
+    current rules (its method section migrated: experiments.run_identity.migrated)."""
     man = json.loads((folder / MANIFEST).read_text())
-    hashed = hashed_config(man["config"], man["dataset"]["build_key"])
-    return config_hash(hashed), hashed
+    config = {**man["config"], "method": migrated(man["config"]["method"])}
+    hashed = hashed_config(config, man["dataset"]["build_key"])
+    return config_hash(hashed), hashed, config
 
 
-def refile(folder: Path, label: str, old: str, new: str, hashed: Mapping[str, Any]) -> None:
-    """Rewrite the identity a run folder records (manifest, metrics, the run.trec tag) from ``old`` to ``new``."""
+def refile(folder: Path, label: str, old: str, new: str, hashed: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """Rewrite the identity a run folder records (manifest: its hash, hashed config and config, in today's shape;
+    metrics; the run.trec tag) from ``old`` to ``new``."""
     man = json.loads((folder / MANIFEST).read_text())
-    atomic_write_text(folder / MANIFEST, _json({**man, "config_hash": new, "hashed_config": dict(hashed)}))
+    atomic_write_text(
+        folder / MANIFEST, _json({**man, "config_hash": new, "hashed_config": dict(hashed), "config": dict(config)})
+    )
     metrics = json.loads((folder / METRICS).read_text())
     atomic_write_text(folder / METRICS, _json({**metrics, "config_hash": new}))
     trec = folder / RUN_TREC
@@ -60,7 +65,8 @@ def refile(folder: Path, label: str, old: str, new: str, hashed: Mapping[str, An
 def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict[str, Any]:
     """Re-key ``tier`` (see the module docstring); what moved: ``{"runs": {key: [old, new]}, "store": n,
     "results": n, "refused": {key: why}}``."""
-    path = project_path(cfg.expected_dir) / f"{tier.name}.yaml"
+    paths = Paths.of(cfg)
+    path = paths.resolve(cfg.expected_dir) / f"{tier.name}.yaml"
     expected = E.read_expected(path)["runs"]
     moved = {
         r.key: (str(expected[r.key]["config_hash"]), r.config_hash)
@@ -77,7 +83,7 @@ def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict
         if len(line.findall(text)) != 1:
             raise SystemExit(f"{path}: the hash {old} of {key} occurs {len(line.findall(text))} times; re-key by hand")
         text = line.sub(f"config_hash: {yaml.safe_dump(new).splitlines()[0]}\n", text)
-    store = project_path(str(cfg.store_dir))
+    store = paths.reference_store
     index = RS.read_index(store).get(tier.name)
     entries = dict((index or {}).get("runs") or {})
     for key, (old, new) in moved.items():
@@ -85,11 +91,12 @@ def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict
         if entry is None or entry.get("config_hash") != old:
             continue
         folder = store / entry["folder"]
-        got, hashed = recomputed(folder)
+        got, hashed, config = recomputed(folder)
         if got != new:
             out["refused"][f"store:{key}"] = f"its stored config gives {got}, its declaration {new}"
             continue
-        refile(folder, by_key[key].declared.label, old, new, portable(hashed, machine_roots(None)))
+        roots = machine_roots(None)
+        refile(folder, by_key[key].declared.label, old, new, portable(hashed, roots), portable(config, roots))
         entries[key] = {**entry, "config_hash": new}
         out["store"] += 1
     for key, (old, new) in moved.items():
@@ -97,11 +104,11 @@ def rekey_tier(tier: Tier, runs: Sequence[ResolvedRun], cfg: DictConfig) -> dict
         src = r.folder.parent / old
         if not (src / MANIFEST).is_file() or r.folder.exists():
             continue
-        got, hashed = recomputed(src)
+        got, hashed, config = recomputed(src)
         if got != new:
             out["refused"][f"results:{key}"] = f"{src}: its recorded config gives {got}, its declaration {new}"
             continue
-        refile(src, r.declared.label, old, new, hashed)
+        refile(src, r.declared.label, old, new, hashed, config)
         src.rename(r.folder)
         out["results"] += 1
     atomic_write_text(path, text)

@@ -68,7 +68,7 @@ from experiments.study_jobs import run_study, study_data_steps, study_done
 from lethe.core.arguments import check_arguments
 from lethe.core.atomic import atomic_write_text
 from lethe.core.overrides import override_keys
-from lethe.core.paths import CONF_DIR, project_path
+from lethe.core.paths import CONF_DIR, Paths
 
 __all__ = [
     "load",
@@ -93,7 +93,7 @@ def resolve_tiers(cfg: DictConfig) -> list[tuple[Tier, list[ResolvedRun]]]:
     every = [r for t in tiers for r in t.runs]
     runs, _ = select_with_studies(every, [st for t in tiers for st in t.studies], patterns)
     chosen = {r.key + "@" + r.tier for r in runs}
-    extra, store = base_overrides(cfg), project_path(str(cfg.store_dir))
+    extra, store = base_overrides(cfg), Paths.of(cfg).reference_store
     return [
         (t, [resolve(r, extra, store, str(cfg.budget)) for r in t.runs if r.key + "@" + r.tier in chosen])
         for t in tiers
@@ -105,7 +105,7 @@ def run_tier(tier: Tier, runs: list[ResolvedRun], cfg: DictConfig) -> list[str]:
     ``run.overwrite=true`` its finished runs again; return the names of the jobs that failed."""
     from experiments.runner import run_job
 
-    exp = E.read_expected(project_path(cfg.expected_dir) / f"{tier.name}.yaml")
+    exp = E.read_expected(Paths.of(cfg).resolve(cfg.expected_dir) / f"{tier.name}.yaml")
     redo = {r.key for r in runs if r.done and r.cfg.run.get("overwrite")}  # run.overwrite=true: made again
     pending = [r for r in runs if not r.done or r.key in redo]
     threads = cfg.prepare.threads
@@ -245,7 +245,7 @@ def verify_from_store(tier: Tier, cfg: DictConfig, committed: bool = False) -> b
     print(text, flush=True)
     folder = (cfg.get("committed_dir") or {}).get(tier.report)
     if committed and folder is not None:
-        atomic_write_text(project_path(str(folder)) / "verification" / f"{tier.name}.md", text)
+        atomic_write_text(Paths.default().resolve(str(folder)) / "verification" / f"{tier.name}.md", text)
     return ok
 
 
@@ -253,22 +253,23 @@ def retier_tiers(cfg: DictConfig) -> int:
     """action=retier (experiments/retier.py): move the records of runs and studies declared in another tier now,
     check that each moved run's stored config gives its new declaration's hash under the current identity rules
     (a hash recorded under older rules is then re-filed by action=rekey), verify the tiers involved from the store."""
+    paths = Paths.of(cfg)
     tiers = [load_tier(n, cfg.reference_dir) for n in tier_names(str(cfg.tier))]
     moves = retier(tiers, cfg)
     print_retiered(moves)
-    code, store = 0, project_path(str(cfg.store_dir))
+    code, store = 0, paths.reference_store
     extra = base_overrides(cfg)
     names = [t.name for t in tiers]
     for name in [*names, *(s for s in sources(moves) if s not in names)]:
-        if not (project_path(cfg.reference_dir) / f"{name}.yaml").is_file():  # a tier no longer declared
+        if not (paths.resolve(cfg.reference_dir) / f"{name}.yaml").is_file():  # a tier no longer declared
             for folder in (cfg.get("committed_dir") or {}).values():
-                (project_path(str(folder)) / "verification" / f"{name}.md").unlink(missing_ok=True)
+                (paths.resolve(str(folder)) / "verification" / f"{name}.md").unlink(missing_ok=True)
             continue
         tier = load_tier(name, cfg.reference_dir)
         for d in tier.runs:
             folder = RS.run_folder(store, name, d.key)
             if d.key in moves.get(name, {}) and (folder / "manifest.json").is_file():
-                got, _ = recomputed(folder)  # the stored record under the current identity rules
+                got, _, _ = recomputed(folder)  # the stored record under the current identity rules
                 r = resolve(d, extra, store, str(cfg.budget))
                 if got != r.config_hash:
                     print(
@@ -285,12 +286,13 @@ def retier_tiers(cfg: DictConfig) -> int:
 
 def reproduce(cfg: DictConfig) -> int:
     """Carry out ``cfg.action`` for ``cfg.tier``; the process exit code."""
+    paths = Paths.of(cfg)
     if cfg.action not in ACTIONS:
         raise SystemExit(f"action={cfg.action!r} is not one of {list(ACTIONS)}")
     verify_metrics(cfg)  # a mistyped name fails now, not after the tier has run
     t_start = time.perf_counter()
     if cfg.action == "seal":  # the store as it is: no config is composed, no run read
-        store = project_path(str(cfg.store_dir))
+        store = paths.reference_store
         for name in tier_names(str(cfg.tier)):
             print(f"sealed: tier {name} -> {write_seal(store, name)}")
         return 0
@@ -314,7 +316,7 @@ def reproduce(cfg: DictConfig) -> int:
             record_reach_tier(tier, runs, cfg)
         return 0
     if cfg.action == "rekey":  # then each stored tier verified from the store alone: nothing but the identity moved
-        index = RS.read_index(project_path(str(cfg.store_dir)))
+        index = RS.read_index(paths.reference_store)
         for tier, runs in tiers:
             out = rekey_tier(tier, runs, cfg)
             print_rekeyed(tier.name, out)

@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 from analysis.metric_names import UnknownMetric, canonical_metrics
 from experiments.reference import load_tier
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 
 ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "seal", "record_reach", "rekey", "retier")
 SOURCES = ("runs", "store")  # where action=report reads the declared runs: results folders, or the reference store
@@ -32,7 +32,7 @@ def from_store(cfg: DictConfig) -> bool:
 
 
 def store_if_read(cfg: DictConfig) -> Path | None:
-    return project_path(str(cfg.store_dir)) if from_store(cfg) else None
+    return Paths.of(cfg).reference_store if from_store(cfg) else None
 
 
 def verify_metrics(cfg: DictConfig) -> list[str]:

@@ -29,14 +29,14 @@ from experiments import reference_store as RS
 from experiments.reference import NOT_TIERS, REFERENCE_TIERS, Tier, load_tier
 from experiments.store_seal import seal_path, write_seal
 from lethe.core.atomic import atomic_write_text
-from lethe.core.paths import project_path, work_root
+from lethe.core.paths import Paths
 from lethebench.runs import MANIFEST
 
 
 def _declared(reference_dir: str | Path) -> dict[str, set[str]]:
     """Tier name -> the run and study keys it declares now."""
     out = {}
-    for path in sorted(project_path(reference_dir).glob("*.yaml")):
+    for path in sorted(Paths.default().resolve(reference_dir).glob("*.yaml")):
         if path.stem not in NOT_TIERS:
             t = load_tier(path.stem, reference_dir)
             out[t.name] = {r.key for r in t.runs} | {st.key for st in t.studies}
@@ -60,7 +60,7 @@ def _dataset_of(key: str, tier: Tier) -> str | None:
 def plan(tiers: Sequence[Tier], cfg: DictConfig) -> dict[str, dict[str, str]]:
     """For each of ``tiers``: {key: the tier whose records it moves from}."""
     declared = _declared(cfg.reference_dir)
-    expected_dir = project_path(cfg.expected_dir)
+    expected_dir = Paths.of(cfg).resolve(cfg.expected_dir)
     recorded = {p.stem: set(E.read_expected(p)["runs"]) for p in sorted(expected_dir.glob("*.yaml"))}
     out: dict[str, dict[str, str]] = {}
     for tier in tiers:
@@ -136,7 +136,7 @@ def _move_store(store: Path, src: str, dest: Tier, keys: Sequence[str]) -> None:
 def _spellings(folder: Path) -> list[str]:
     """How a record may name ``folder``: absolute, and relative to the work root when it lies inside it."""
     out = [folder.as_posix()]
-    root = work_root()
+    root = Paths.default().root
     if folder.is_relative_to(root):
         out.append(folder.relative_to(root).as_posix())
     return out
@@ -170,8 +170,9 @@ def _relocate_records(there: Path, here: Path) -> None:
 def retier(tiers: Sequence[Tier], cfg: DictConfig) -> dict[str, dict[str, str]]:
     """Move the records of every key of ``tiers`` that another tier holds and no longer declares (module docstring);
     {tier: {key: from tier}} of what moved."""
+    paths = Paths.of(cfg)
     moves = plan(tiers, cfg)
-    store, expected_dir = project_path(str(cfg.store_dir)), project_path(cfg.expected_dir)
+    store, expected_dir = paths.reference_store, paths.resolve(cfg.expected_dir)
     for tier in tiers:
         by_src: dict[str, list[str]] = {}
         for key, src in moves[tier.name].items():

@@ -7,7 +7,6 @@ folder itself (its files, atomic writing, typed reading) is :class:`lethebench.r
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,8 @@ from omegaconf import DictConfig
 from analysis.metric_names import canonical_metrics
 from experiments.config import to_dict
 from lethe.core.hashing import content_hash
-from lethe.core.paths import project_path
-from lethe.core.targets import allowed
-from lethe.core.typed_config import ConfigError
+from lethe.core.paths import Paths
+from lethe.core.targets import allowed, target_class
 from lethebench.runs import run_path
 from lethebench.supervision import KEY as SUPERVISION_KEY
 
@@ -86,15 +84,6 @@ def relocated(cfg: Any, cache_dir: str | None) -> Any:
 DATASET_LOCATION_KEYS = frozenset({"folder", "files", "files_root", "beir_dir"})
 
 
-def _target(path: str) -> Any:
-    """The class or function a ``_target_`` names (imported on first use); a ConfigError names one that is not."""
-    module, _, name = path.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"_target_: {path} cannot be imported ({type(exc).__name__}: {exc})") from exc
-
-
 def with_identity_extras(cfg: Any) -> Any:
     """``cfg`` (nested dicts and lists) with every section whose ``_target_`` declares ``hashed_section(section)``
     (:class:`lethe.core.protocol.ExtendsIdentity`: results that depend on more than the section says, e.g. the
@@ -106,8 +95,27 @@ def with_identity_extras(cfg: Any) -> Any:
     out = {k: with_identity_extras(v) for k, v in cfg.items()}
     target = out.get("_target_")
     # a target outside the allowlist is never imported here: lethe.core.targets refuses it, naming its key, at build
-    hook = getattr(_target(target), "hashed_section", None) if isinstance(target, str) and allowed(target) else None
+    hook = (
+        getattr(target_class(target), "hashed_section", None) if isinstance(target, str) and allowed(target) else None
+    )
     return dict(hook(out)) if callable(hook) else out
+
+
+def migrated(cfg: Any) -> Any:
+    """``cfg`` (nested dicts and lists) with every section whose ``_target_`` declares ``migrated_section(section)``
+    (:class:`lethe.core.protocol.MigratesSection`: a section recorded in an older shape, given in today's) replaced by
+    what that returns, outermost first. Today's shapes come back unchanged, so this is the identity on a current
+    config; ``python -m experiments.reproduce action=rekey`` files older records under their current hash with it."""
+    if isinstance(cfg, list):
+        return [migrated(v) for v in cfg]
+    if not isinstance(cfg, Mapping):
+        return cfg
+    target = cfg.get("_target_")
+    hook = (
+        getattr(target_class(target), "migrated_section", None) if isinstance(target, str) and allowed(target) else None
+    )
+    out = dict(hook(cfg)) if callable(hook) else cfg
+    return {k: migrated(v) for k, v in out.items()}
 
 
 # Method keys that name or describe a method rather than parameterise it: never passed to its constructor
@@ -138,7 +146,7 @@ def hashed_config(resolved: Mapping[str, Any], build_key: str) -> dict[str, Any]
         if answers.get("enabled")
         else {}
     )
-    method = {k: v for k, v in resolved["method"].items() if k != SUPERVISION_KEY}
+    method = {k: v for k, v in migrated(resolved["method"]).items() if k != SUPERVISION_KEY}
     return relocated(
         {
             "identity_schema": IDENTITY_SCHEMA,
@@ -163,11 +171,12 @@ class RunIdentity:
     folder: Path  # <results_dir>/<dataset>/<label>/<config_hash>
 
 
-def run_identity(cfg: DictConfig | Mapping[str, Any], build_key: str) -> RunIdentity:
-    """The identity of the run ``cfg`` (a config, or its resolved dict) describes on the dataset build ``build_key``."""
+def run_identity(cfg: DictConfig | Mapping[str, Any], build_key: str, paths: Paths | None = None) -> RunIdentity:
+    """The identity of the run ``cfg`` (a config, or its resolved dict) describes on the dataset build ``build_key``,
+    filed under ``paths.results`` (None: the folders ``cfg`` names)."""
     resolved = to_dict(cfg) if isinstance(cfg, DictConfig) else cfg
     hashed = hashed_config(resolved, build_key)
     chash = config_hash(hashed)
     label = method_label(resolved["method"])
-    folder = run_path(project_path(resolved["results_dir"]), resolved["dataset"]["name"], label, chash)
+    folder = run_path((paths or Paths.of(resolved)).results, resolved["dataset"]["name"], label, chash)
     return RunIdentity(label, hashed, chash, folder)

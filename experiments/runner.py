@@ -37,7 +37,7 @@ from experiments.run_identity import RunIdentity, config_hash, method_params, ru
 from lethe.core.faults import kill_point
 from lethe.core.hashing import sha256_file
 from lethe.core.measurements import summarize
-from lethe.core.paths import machine_roots, plain_name, portable, project_path
+from lethe.core.paths import Paths, machine_roots, plain_name, portable
 from lethe.core.protocol import (
     LLM_FAILURES,
     Annotates,
@@ -334,12 +334,16 @@ class RunPlan:
     selection: QuerySelection
     answer_rules: str | None  # dataset.answer_rules: a key of analysis.answers.ANSWER_RULES
     method_params: dict[str, Any]  # the method section without its description keys (name, variant, supervision)
-    cache_dir: Path
+    paths: Paths  # the run's folders, resolved once
     settings: RunSettings
 
     @property
     def dataset(self) -> str:
         return str(self.config["dataset"]["name"])
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.paths.cache
 
 
 def _int_at_least(value: Any, low: int) -> bool:
@@ -396,16 +400,16 @@ def validate_run_config(resolved: Mapping[str, Any]) -> None:
     check_section(method_params(method), "method", given=("cache_dir", "progress"))
     answers = resolved.get("answers") or {}
     if answers.get("enabled"):
-        if (method.get("generation") or {}).get("enabled"):
+        if ((method.get("stages") or {}).get("generation") or {}).get("enabled"):
             raise ConfigError(
-                "answers.enabled=true and method.generation.enabled=true: the method already generates "
+                "answers.enabled=true and method.stages.generation.enabled=true: the method already generates "
                 "answers (Lethe iteration 4); switch one of them off"
             )
         if answers.get("sample") is not None and not _int_at_least(answers["sample"], 1):
             raise ConfigError(f"answers.sample={answers['sample']!r}: must be null (every query) or an integer >= 1")
         if not _int_at_least(answers.get("context_docs"), 1):
             raise ConfigError(f"answers.context_docs={answers.get('context_docs')!r}: must be an integer >= 1")
-    results = project_path(resolved["results_dir"])
+    results = Paths.of(resolved).results
     try:
         results.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=results, prefix=".write-check-"):
@@ -421,8 +425,9 @@ def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: 
     answer_rules(rules)  # a ValueError naming the key for an unknown name
     params = method_params(resolved["method"])
     settings = RunSettings.from_config(resolved["run"])
-    identity = run_identity(resolved, build_key)
-    root = project_path(resolved["results_dir"]).resolve()
+    paths = Paths.of(resolved)
+    identity = run_identity(resolved, build_key, paths)
+    root = paths.results.resolve()
     if not identity.folder.resolve().is_relative_to(root):
         raise ConfigError(f"the results folder {identity.folder} lies outside results_dir={root}")
     return RunPlan(
@@ -433,7 +438,7 @@ def plan_run(cfg: DictConfig, resolved: Mapping[str, Any], ds_folder: Path, ds: 
         QuerySelection.from_config(resolved["dataset"], settings.seed),
         rules,
         params,
-        project_path(resolved["cache_dir"]),
+        paths,
         settings,
     )
 

@@ -22,18 +22,18 @@ from experiments.prerequisites import Step, data_step
 from experiments.reference import Study, load_tier, processed_folder, report_tiers, resolve
 from experiments.reproduce_settings import base_overrides, from_store, tier_overrides
 from experiments.store_seal import sealed_damage
-from lethe.core.paths import machine_roots, project_path
+from lethe.core.paths import Paths, machine_roots
 from lethebench.studies import MANIFEST, StudyFolder
 
 
 def study_folder(study: Study, cfg: DictConfig) -> Path:
     """``<results_dir>/studies/<name>`` of the run config the tier's runs use (``source=store``: the store's copy)."""
     if from_store(cfg):
-        store = project_path(str(cfg.store_dir))
+        store = Paths.of(cfg).reference_store
         folder = RS.study_folder(store, study.tier, study.name)
         return folder / DAMAGED_FOLDER if sealed_damage(store, study.tier).of_study(study.name) else folder
     run_cfg = load_config([*tier_overrides(study.tier, cfg), *base_overrides(cfg)])
-    return project_path(run_cfg.results_dir) / "studies" / study.name
+    return Paths.of(run_cfg).results / "studies" / study.name
 
 
 def _override_value(value: object) -> str:
@@ -68,7 +68,7 @@ def study_command(study: Study, cfg: DictConfig) -> list[str]:
         study.module,
         *study.overrides,
         f"out_dir={_override_value(study_folder(study, cfg))}",
-        f"cache_dir={_override_value(project_path(run_cfg.cache_dir))}",
+        f"cache_dir={_override_value(Paths.of(run_cfg).cache)}",
     ]
     if study.dataset:
         cmd.append(f"dataset_folder={_override_value(study_dataset(study, cfg)[1])}")
@@ -86,7 +86,7 @@ def run_study(study: Study, cfg: DictConfig) -> Path:
     with StudyFolder(final).claim():
         cmd = study_command(study, cfg)
         print("$ " + " ".join(cmd[1:]), flush=True)
-        subprocess.run(cmd, cwd=project_path("."), check=True)
+        subprocess.run(cmd, cwd=Paths.default().root, check=True)
     return final
 
 

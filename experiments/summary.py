@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from analysis.formatting import llm_failure_cell
 from analysis.metric_names import canonical_metric, canonical_metrics, display_metric
 from lethe.core.arguments import check_arguments
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethebench.runs import finished_runs
 
 SHOWN = ("ndcg@10", "recall@10", "recall@50", "mrr@10", "precision@10")
@@ -99,7 +99,7 @@ def format_table(rows: Iterable[Mapping[str, Any]], metrics: Sequence[str] = SHO
 def summary(cfg: DictConfig) -> str:
     """The table of every finished run under ``cfg.results_dir``, with the metrics of ``cfg.run.metrics`` as written
     there; SystemExit when there is none."""
-    results_dir = project_path(cfg.results_dir)
+    results_dir = Paths.of(cfg).results
     metrics = list(cfg.run.metrics)
     rows = load_metrics(results_dir, metrics)
     if not rows:

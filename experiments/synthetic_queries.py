@@ -29,7 +29,7 @@ from experiments.config import load_config, to_dict
 from lethe.core.atomic import atomic_dir
 from lethe.core.hashing import content_hash
 from lethe.core.locking import hold
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.llm.base import Decoding, LLMError
 from lethe.llm.parsing import ParseError, parse_question
 from lethe.llm.prompts import load_prompt
@@ -83,7 +83,7 @@ def generate(
     ``llm``: a backend to use instead of ``settings.llm`` (tests)."""
     from lethe.llm.backends import make_llm
 
-    root = project_path(str(cache_dir))
+    root = Paths.default().resolve(str(cache_dir))
     own = llm is None
     if own:
         llm = make_llm(llm_config(str(settings["llm"])), cache_dir=root)

@@ -61,13 +61,13 @@ def strip_userinfo(url: str) -> str:
 def relative_path(path: str | os.PathLike, keep: int = 1) -> str:
     """``path`` relative to the work root or the project root when under one of them, else its last ``keep`` parts:
     what is recorded instead of an absolute path of this machine. A relative path is returned as given."""
-    from lethe.core.paths import PROJECT_ROOT, work_root
+    from lethe.core.paths import PROJECT_ROOT, Paths
 
     p = Path(path)
     if not p.is_absolute():
         return str(path)
     p = p.resolve()
-    for root in (work_root(), PROJECT_ROOT):
+    for root in (Paths.default().root, PROJECT_ROOT):
         if p.is_relative_to(root):
             return p.relative_to(root).as_posix()
     return Path(*p.parts[-keep:]).as_posix()
@@ -142,9 +142,9 @@ class MLflowCallback(Callback):  # type: ignore[misc]
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "lethe") -> None:
         """``tracking_uri`` None: the local file store ``<project>/results/mlruns``."""
-        from lethe.core.paths import project_path
+        from lethe.core.paths import Paths
 
-        self.tracking_uri = str(tracking_uri) if tracking_uri else project_path("results/mlruns").resolve().as_uri()
+        self.tracking_uri = str(tracking_uri) if tracking_uri else Paths.default().tracking.as_uri()
         self.experiment = str(experiment)
 
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:

@@ -7,7 +7,7 @@
 1. Runs the method's base pipeline (the same config with learned fusion off) over the labelled
    queries exactly as the runner would (each query sees only its eligible docs) and, per query,
    computes the features and the ranking for every (alpha, lambda) of the grid
-   (``method.learned_fusion.alpha_grid`` x ``lambda_grid``).
+   (``method.stages.learned_fusion.alpha_grid`` x ``lambda_grid``).
 2. Oracle labels: per query, the grid cell with the highest nDCG@10 (ranx, real qrels); ties go
    to the cell nearest (L1) the static choice (the plan's alpha, the configured lambda). Queries
    whose nDCG@10 is the same in every cell carry no signal and are left out of fitting (counted).
@@ -45,9 +45,9 @@ from experiments.run_identity import method_params
 from experiments.runner import QuerySelection, group_docs, walk_eligible
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.core.protocol import Query
-from lethe.core.targets import build
+from lethe.core.targets import build, target_class
 from lethe.stages.learned_fusion import FEATURE_VERSION, FEATURES, Fold, FusionModel, config_key, features, snap
 from lethebench.folds import cross_fit_plan
 from lethebench.provenance import git_info
@@ -81,13 +81,21 @@ def make_regressor(family: str, seed: int) -> Any:
 
 
 def base_method(cfg: DictConfig, progress: bool = True) -> Any:
-    """The configured Lethe method with learned fusion switched off (its base pipeline), and without the stages
-    that act on the fused ranking (iteration 4, ``extra_stages``): they never shape the features or the grid's
-    rankings, so training neither loads their LLMs nor runs their detectors."""
+    """The configured Lethe method with its weigh stage (learned fusion) switched off (its base pipeline), and
+    without the ranking stages that act on the fused ranking (iteration 4's, any added one): they never shape the
+    features or the grid's rankings, so training neither loads their LLMs nor runs their detectors."""
     params = method_params(to_dict(cfg.method))
-    params["learned_fusion"] = {**dict(params.get("learned_fusion") or {}), "enabled": False}
-    params.update(llm_rerank=None, contradiction=None, generation=None, extra_stages={})
-    return build(params, cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all")
+    stages: dict[str, Any] = {}
+    for name, section in (params.get("stages") or {}).items():
+        kind = target_class(section["_target_"]) if section else None
+        if kind is None or hasattr(kind, "apply"):  # off, or a ranking stage (lethe.stages.ranking_stage)
+            stages[name] = None
+        elif getattr(kind, "phase", None) == "weigh":
+            stages[name] = {**section, "enabled": False}
+        else:
+            stages[name] = section
+    params["stages"] = stages
+    return build(params, cache_dir=Paths.of(cfg).cache, progress=progress, _convert_="all")
 
 
 def grid_table(
@@ -100,8 +108,9 @@ def grid_table(
     """
     build_key = dataset_key(cfg, ds_folder, ds)  # as the runner binds it (a custom folder's includes its content)
     method = base_method(cfg, progress)
-    alphas = [float(a) for a in method.learned_fusion.alpha_grid]
-    lams = [float(x) for x in method.learned_fusion.lambda_grid] if method.diversifier.enabled else [0.0]
+    grid = method.training_config()
+    alphas = [float(a) for a in grid["alpha_grid"]]
+    lams = [float(x) for x in grid["lambda_grid"]] if method.uses_lambda() else [0.0]
     cells = [(a, lam) for a in alphas for lam in lams]
     ds, q = labelled_queries(cfg, ds, query_ids)
     method.bind_dataset({"name": cfg.dataset.name, "build_key": build_key})  # fusion off: nothing loaded
@@ -116,7 +125,7 @@ def grid_table(
         if new_docs is not None:
             method.index(new_docs)
         p = method.prepare(Query(row.text, tuple(row.history), row.query_id, scope_id))
-        static = (method.planner.alpha_for(p.plan), method.diversifier.lam if method.diversifier.enabled else 0.0)
+        static = (float(p.alpha), method.default_lambda())
         split = row.split if isinstance(row.split, str) else None
         metas.append(
             {
@@ -129,7 +138,7 @@ def grid_table(
         )
         feats.append(features(p))
         for j, (a, lam) in enumerate(cells):
-            runs[j][row.query_id] = method.rank(p, a, lam, 10)[0]
+            runs[j][row.query_id] = method.rank(p, a, lam, 10)
     bar.close()
     method.close()
     meta = pd.DataFrame(metas)
@@ -264,7 +273,7 @@ def _static(ndcg: np.ndarray, cells: list[tuple[float, float]], static: np.ndarr
 
 def model_folder(cfg: DictConfig) -> Path:
     """Where the learned-fusion model of the run config ``cfg`` is (or will be) saved."""
-    if not OmegaConf.select(cfg, "method.learned_fusion.model_dir"):
+    if not OmegaConf.select(cfg, "method.stages.learned_fusion.model_dir"):
         raise ValueError(f"method {cfg.method.name} has no learned_fusion.model_dir; use a learned-fusion method")
     method = base_method(cfg, progress=False)
     pool = QuerySelection.from_config(to_dict(cfg.dataset), int(cfg.run.seed)).pool_key()

@@ -37,7 +37,7 @@ from experiments.run_identity import method_params
 from experiments.runner import QuerySelection, group_docs, walk_eligible
 from lethe.core.arguments import check_arguments
 from lethe.core.locking import hold
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.core.protocol import Query
 from lethe.core.targets import build
 from lethebench.folds import cross_fit_plan
@@ -50,7 +50,7 @@ def tuned_method(cfg: DictConfig, progress: bool = True) -> TunedHybrid:
     if OmegaConf.select(cfg, "method.tuning") is None:
         raise ValueError(f"method {cfg.method.name} has no tuning section; use hybrid_tuned or hybrid_rrf_tuned")
     method = build(
-        method_params(to_dict(cfg.method)), cache_dir=project_path(cfg.cache_dir), progress=progress, _convert_="all"
+        method_params(to_dict(cfg.method)), cache_dir=Paths.of(cfg).cache, progress=progress, _convert_="all"
     )
     if not isinstance(method, TunedHybrid):
         raise TypeError(f"method {cfg.method.name} builds {type(method).__name__}, not a TunedHybrid")

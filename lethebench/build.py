@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lethe.core.hashing import content_hash, sha256_file_cached
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.retrieval.embedder import Embedder
 from lethebench.card import count_by, lexical_overlap, provenance_entries
 from lethebench.chunking import ChunkParams, chunk_corpus, hf_token_spans, map_qrels, whole_corpus
@@ -76,7 +76,7 @@ def input_root(dataset_cfg: Mapping[str, Any], data_root: Path) -> Path:
     the config's ``files_root`` when it sets one (absolute, or relative to the work root, :mod:`lethe.core.paths`;
     ``conf/dataset/beir.yaml`` sets ``.`` so a BEIR folder is found where the user runs, not under data.root)."""
     given = dataset_cfg.get("files_root")
-    return data_root if given is None else project_path(str(given))
+    return data_root if given is None else Paths.default().resolve(str(given))
 
 
 def input_paths(dataset_cfg: Mapping[str, Any], data_root: Path) -> list[Path]:

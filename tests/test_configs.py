@@ -55,7 +55,7 @@ PAIRS = [(m, a) for a in ABLATIONS for m in METHODS if _applies(m, a)]
 
 
 def _needs_fusion(overrides: list[str]) -> bool:
-    return bool(load_config(overrides).method.get("learned_fusion", {}).get("enabled"))
+    return bool(((load_config(overrides).method.get("stages") or {}).get("learned_fusion") or {}).get("enabled"))
 
 
 def _build(overrides: list[str], tmp: Path) -> Any:
@@ -70,8 +70,10 @@ def _build(overrides: list[str], tmp: Path) -> Any:
 
 def _build_now(overrides: list[str], tmp: Path) -> Any:
     small = ["llm=smollm2"]  # the tests' model in every LLM slot a method has
-    if load_config(overrides).method.get("llm_rerank") is not None:
-        small += [f"llm@method.{slot}=smollm2" for slot in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")]
+    if (load_config(overrides).method.get("stages") or {}).get("llm_rerank") is not None:
+        small += [
+            f"llm@method.stages.{slot}=smollm2" for slot in ("llm_rerank.llm", "generation.llm", "generation.judge.llm")
+        ]
     cfg = load_config([*overrides, *small, f"cache_dir={tmp}", f"data.root={DATA_ROOT}"])
     return instantiate(method_params(to_dict(cfg.method)), cache_dir=tmp, progress=False, _convert_="all")
 
@@ -266,6 +268,8 @@ def _unread_parameters(target: str, keys: list[str], attribute_reads: set[str]) 
     from hydra.utils import get_object
 
     obj = get_object(target)
+    if not keys:  # a stage with no parameter (lethe.stages.fuse.Fuse) has nothing to read
+        return []
     if dataclasses.is_dataclass(obj):
         return [k for k in keys if k not in attribute_reads]
     fn = obj.__init__ if inspect.isclass(obj) else obj
@@ -323,7 +327,7 @@ def test_the_rerank_stage_hands_its_llm_section_to_the_backend_as_written(monkey
 def test_the_tuned_hybrids_are_tuned_on_iteration_3s_folds_and_alpha_grid(method):
     """The same folds need the same k and seed as iteration 3's learned fusion; hybrid_tuned's alpha grid is its."""
     tuned = load_config([f"method={method}"]).method
-    iter3 = load_config(["method=lethe_iter3"]).method.learned_fusion
+    iter3 = load_config(["method=lethe_iter3"]).method.stages.learned_fusion
     assert (tuned.tuning.folds, tuned.tuning.seed) == (iter3.folds, iter3.seed)
     if tuned.tuning.parameter == "alpha":
         assert list(tuned.tuning.grid) == list(iter3.alpha_grid)

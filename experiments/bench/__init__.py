@@ -43,7 +43,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 
 # the sections in the order they run; each is the module experiments.bench.<name>
 SECTIONS = (
@@ -68,7 +68,7 @@ def bench(cfg: DictConfig) -> dict[str, Any]:
     unknown = sorted(only - set(SECTIONS))
     if unknown:
         raise SystemExit(f"unknown bench sections {unknown}; known: {list(SECTIONS)}")
-    out_dir = project_path(cfg.out_dir)
+    out_dir = Paths.of(cfg).resolve(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     previous = out_dir / "bench.json"
     # sections not re-run keep their last figures (`sections` updates just the sections it names)

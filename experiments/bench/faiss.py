@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from experiments.bench._data import dataset, scope_docs
 from experiments.config import load_config, to_dict
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 
 
 def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def bench_faiss(nlist: int, nprobe: int, reps: int) -> dict[str, Any]:
     from lethe.retrieval.ranking import top_indices
 
     cfg = load_config([])
-    emb = Embedder(to_dict(cfg.embedder), cache_dir=project_path(cfg.cache_dir), show_progress=False)
+    emb = Embedder(to_dict(cfg.embedder), cache_dir=Paths.of(cfg).cache, show_progress=False)
     out = {}
     for name in ("locomo", "ultradomain_cs"):
         ds = dataset(name)

@@ -14,7 +14,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
 
@@ -60,7 +60,7 @@ def bench_rerank_reuse(s: Any, scratch: Path) -> dict[str, Any]:
     qids = list(iter3_pq.index)
     cands = {q: [(d, text[d], sc) for d, sc in it3.run.get(q, [])] for q in qids}
     acfg = load_cfg()
-    cache = project_path(load_config(common).cache_dir)
+    cache = Paths.default().resolve(load_config(common).cache_dir)
     out: dict[str, Any] = {
         "queries": len(qids),
         "budgets_ms": budgets,
@@ -71,7 +71,9 @@ def bench_rerank_reuse(s: Any, scratch: Path) -> dict[str, Any]:
     }
     for name in s.llms:
         section = to_dict(
-            load_config(["method=lethe_iter4", f"llm@method.llm_rerank.llm={name}", *common]).method.llm_rerank
+            load_config(
+                ["method=lethe_iter4", f"llm@method.stages.llm_rerank.llm={name}", *common]
+            ).method.stages.llm_rerank
         )
         old = {
             **section,

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from experiments.config import load_config, to_dict
 from experiments.run_identity import method_params
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
 
@@ -116,7 +116,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
             embs = {}
             for p, v in paths.items():
                 ecfg = load_config([*sample, *common, *_variant_overrides("embedder", v)])
-                embs[p] = make_embedder(to_dict(ecfg.embedder), project_path(ecfg.cache_dir), progress=False)
+                embs[p] = make_embedder(to_dict(ecfg.embedder), Paths.of(ecfg).cache, progress=False)
             for e in embs.values():
                 e.encode(qtexts[:2], "query")  # load (and export) outside the timing
             totals, vecs = _interleaved(embs, qtexts, lambda e, q: e.encode([q], "query")[0], reps)
@@ -159,7 +159,7 @@ def bench_speed(s: Any, reps: int, scratch: Path) -> dict[str, Any]:
                     ]
                 )
                 params = method_params(to_dict(mcfg.method))  # as the runner does
-                m = build(params, cache_dir=project_path(mcfg.cache_dir), progress=False, _convert_="all")
+                m = build(params, cache_dir=Paths.of(mcfg).cache, progress=False, _convert_="all")
                 m.bind_dataset({"name": name, "build_key": bm25.manifest["dataset"]["build_key"]})
                 rerankers[p] = m
             n_cand = rerankers["torch"].candidates

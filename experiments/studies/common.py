@@ -45,11 +45,11 @@ def manifest(cfg: DictConfig, command: str | None, started: dt.datetime, **extra
 def study_llm(name: str, cfg: DictConfig) -> Any:
     """The backend of ``conf/llm/<name>.yaml`` as a study runs it: ``cfg.n_threads`` llama.cpp threads, the response
     cache only with ``cfg.llm_cache``, GGUF files and cache under ``cfg.cache_dir``."""
-    from lethe.core.paths import CONF_DIR, project_path
+    from lethe.core.paths import CONF_DIR, Paths
     from lethe.llm.backends import make_llm
 
     llm_cfg = OmegaConf.load(CONF_DIR / "llm" / f"{name}.yaml")
     llm_cfg.n_threads = int(cfg.n_threads)
     if not cfg.llm_cache:
         llm_cfg.cache = False
-    return make_llm(llm_cfg, cache_dir=project_path(cfg.cache_dir))
+    return make_llm(llm_cfg, cache_dir=Paths.of(cfg).cache)

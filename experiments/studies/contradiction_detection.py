@@ -49,7 +49,7 @@ from omegaconf import DictConfig
 from analysis.formatting import markdown_table
 from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.arguments import check_arguments
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.core.protocol import Doc
 from lethe.stages.contradiction.detectors import RulesDetector, candidate_pairs
 from lethebench.schema import read_dataset
@@ -387,9 +387,10 @@ def tables(
 # ---------------------------------------------------------------- CLI
 def dataset_folder(cfg: DictConfig) -> Path:
     """``cfg.dataset_folder``, or the only processed LetheBench build under ``cfg.processed_dir``."""
+    paths = Paths.of(cfg)
     if cfg.dataset_folder:
-        return project_path(cfg.dataset_folder)
-    base = project_path(cfg.processed_dir)
+        return paths.resolve(cfg.dataset_folder)
+    base = paths.resolve(cfg.processed_dir)
     found = sorted(p for p in base.glob("*") if (p / "card.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
         raise SystemExit(
@@ -464,7 +465,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
                 rows.append(row)
             finally:
                 llm.close()
-    written = StudyFolder(project_path(cfg.out_dir)).write(
+    written = StudyFolder(Paths.of(cfg).resolve(cfg.out_dir)).write(
         tables(rows, meta), manifest(cfg, command, started, dataset=meta["dataset"])
     )
     log(f"wrote {written.path}")

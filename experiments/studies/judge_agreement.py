@@ -60,7 +60,7 @@ from analysis.formatting import markdown_table
 from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.arguments import check_arguments
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import PROJECT_ROOT, project_path
+from lethe.core.paths import PROJECT_ROOT, Paths
 from lethebench.studies import StudyFolder
 
 DEFAULT_ITEMS = PROJECT_ROOT / "tests" / "data" / "judge_labels.jsonl"
@@ -292,11 +292,12 @@ def _run_one(name: str, items: list[dict[str, Any]], cfg: DictConfig) -> dict[st
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Judge the items with each of ``cfg.llms`` (settings: ``conf/judge_agreement.yaml``), write the
     tables and ``manifest.json`` to ``cfg.out_dir``; return the JSON document."""
+    paths = Paths.of(cfg)
     started = dt.datetime.now(dt.UTC)
     names = [str(n) for n in cfg.llms]
     if not names:
         raise SystemExit("llms is empty: name at least one conf/llm/<name>.yaml, e.g. llms=[smollm2]")
-    items_path, out_dir = project_path(cfg.items_file), project_path(cfg.out_dir)
+    items_path, out_dir = paths.resolve(cfg.items_file), paths.resolve(cfg.out_dir)
     items = load_items(items_path)
     items_sha = sha256_file(items_path)
     try:

@@ -47,7 +47,7 @@ from analysis.stats import proportion_cells, sign_test
 from experiments.studies.common import command_line, manifest, study_llm
 from experiments.studies.judge_agreement import agreement_scores
 from lethe.core.arguments import check_arguments
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.stages.generation import HallucinationJudge
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.schema import Dataset, read_dataset
@@ -288,10 +288,11 @@ def _judge_each(
 
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Run every judge of ``cfg`` on the pairs, write the tables and manifest to ``cfg.out_dir``; return the doc."""
+    paths = Paths.of(cfg)
     started = dt.datetime.now(dt.UTC)
     if not cfg.dataset_folder:
         raise SystemExit("set dataset_folder=<a processed dataset folder with gold answers (LoCoMo, TechQA)>")
-    folder = project_path(cfg.dataset_folder)
+    folder = paths.resolve(cfg.dataset_folder)
     ds = read_dataset(Path(folder))
     pairs = select_pairs(ds, str(cfg.split), cfg.per_perturbation, int(cfg.seed))
     if pairs.empty:
@@ -367,7 +368,7 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
         "judges": described,
     }
     doc = {"meta": meta, "rows": rows}
-    StudyFolder(project_path(cfg.out_dir)).write(
+    StudyFolder(paths.resolve(cfg.out_dir)).write(
         {
             "judgments.jsonl": "".join(json.dumps(c, default=str) + "\n" for c in calls),
             "judge_validation.json": json.dumps(doc, indent=2, default=str) + "\n",

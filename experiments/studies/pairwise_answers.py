@@ -36,7 +36,7 @@ from analysis.stats import proportion_cells, sign_test
 from experiments.studies.common import command_line, manifest, study_llm
 from lethe.core.arguments import check_arguments
 from lethe.core.hashing import sha256_file
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.stages.pairwise_judge import CRITERIA, PairJudgment, PairwiseJudge, position_bias
 from lethebench.runs import RunFolder
 from lethebench.schema import read_table
@@ -170,8 +170,9 @@ def _record(judge: str, pair: str, qid: str, j: PairJudgment) -> dict[str, Any]:
 
 def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     """Judge every pair and the labelled items with each judge; write the tables and manifest to ``cfg.out_dir``."""
+    paths = Paths.of(cfg)
     started = dt.datetime.now(dt.UTC)
-    folders = {str(k): project_path(v) for k, v in (cfg.run_folders or {}).items()}
+    folders = {str(k): paths.resolve(v) for k, v in (cfg.run_folders or {}).items()}
     pairs = [tuple(str(x) for x in p) for p in cfg.pairs]
     for p in pairs:
         if len(p) != 3 or p[1] not in folders or p[2] not in folders:
@@ -183,10 +184,10 @@ def study(cfg: DictConfig, command: str | None = None) -> dict[str, Any]:
     max_unjudged = float(cfg.max_unjudged_share)
     if not 0.0 <= max_unjudged <= 1.0:
         raise SystemExit(f"max_unjudged_share={cfg.max_unjudged_share!r}: must be a number in [0, 1]")
-    labels_path = project_path(cfg.labels_file)
+    labels_path = paths.resolve(cfg.labels_file)
     items = load_labels(labels_path)
     data = {name: answered_pairs(folders[a], folders[b]) for name, a, b in pairs}
-    folder = StudyFolder(project_path(cfg.out_dir))
+    folder = StudyFolder(paths.resolve(cfg.out_dir))
     rows, judges_doc, records = [], [], []
     for jname in [str(x) for x in cfg.judges]:
         llm = study_llm(jname, cfg)

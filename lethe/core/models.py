@@ -25,7 +25,7 @@ from typing import Any
 from lethe.core.gguf import resolve_gguf
 from lethe.core.hashing import update_with_file
 from lethe.core.model_types import ModelNotFoundError, ResolvedModel
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".onnx")
 
@@ -92,7 +92,7 @@ def resolve_model(spec: ModelSpec | Mapping[str, Any], cache_dir: str | os.PathL
         spec = ModelSpec.from_config(spec)
     tried: list[str] = []
     if spec.path:
-        p = project_path(spec.path)
+        p = Paths.default().resolve(spec.path)
         if p.exists():
             return ResolvedModel(spec.name, p.resolve(), "path", weights_sha256(p.resolve()))
         tried.append(f"path {p} (does not exist)")

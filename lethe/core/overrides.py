@@ -13,8 +13,8 @@ def override_key(override: Any) -> str:
 
 def override_keys(overrides: Sequence[str]) -> list[str]:
     """The key each override sets, in order, without its ``+``/``++``/``~`` prefix: ``+a.b=1`` and ``~a.b`` give
-    ``a.b``; a config group chosen into another package keeps it (``llm@method.llm_rerank.llm=smollm2`` gives
-    ``llm@method.llm_rerank.llm``). Raises Hydra's ``OverrideParseException`` on one it cannot parse (entry points
+    ``a.b``; a config group chosen into another package keeps it (``llm@method.stages.llm_rerank.llm=smollm2`` gives
+    ``llm@method.stages.llm_rerank.llm``). Raises Hydra's ``OverrideParseException`` on one it cannot parse (entry points
     check their command line first: ``lethe.core.arguments``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 

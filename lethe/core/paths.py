@@ -48,7 +48,9 @@ PATHS_CONFIG = CONF_DIR / "paths" / "default.yaml"
 @dataclass(frozen=True)
 class Paths:
     """The project's folders (``conf/paths/default.yaml``), absolute: raw data, processed datasets, the cache, the
-    results, the reference store and the paper's claims file."""
+    results, the reference store, the paper's claims file and the MLflow store; ``root`` is the work root every
+    other relative path a config names resolves against (:meth:`resolve`). An entry point resolves them once
+    (:meth:`of` its composed config) and passes them down: the only way code gets a folder."""
 
     data: Path
     processed: Path
@@ -56,23 +58,73 @@ class Paths:
     results: Path
     reference_store: Path
     claims: Path
+    tracking: Path
+    root: Path
+
+    def resolve(self, p: str | Path) -> Path:
+        """``p`` absolute: a relative path is taken relative to ``root``."""
+        q = Path(str(p)).expanduser()
+        return q if q.is_absolute() else (self.root / q).resolve()
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any]) -> Paths:
         """From a resolved ``paths`` section (relative entries resolve against :func:`work_root`); a ConfigError names
         a missing key."""
-        missing = [f.name for f in fields(cls) if not section.get(f.name)]
+        names = [f.name for f in fields(cls) if f.name != "root"]
+        missing = [n for n in names if not section.get(n)]
         if missing:
             raise ConfigError(f"paths: {', '.join(missing)} not set (conf/paths/default.yaml)")
-        return cls(**{f.name: project_path(str(section[f.name])) for f in fields(cls)})
+        root = work_root()
+        return cls(**{n: project_path(str(section[n])) for n in names}, root=root)
+
+    @classmethod
+    def of(cls, cfg: Any) -> Paths:
+        """The folders a composed config names: its ``paths`` section (``conf/paths/default.yaml`` when it has none),
+        with the config's own keys winning where it has them (``data.root``, ``data.processed``, ``cache_dir``,
+        ``results_dir``, ``store_dir``: an override of one of them moves that folder). ``cfg``: a DictConfig or a
+        resolved mapping; only these keys are read."""
+        from omegaconf import DictConfig, OmegaConf
+
+        def get(key: str) -> Any:
+            if isinstance(cfg, DictConfig):
+                return OmegaConf.select(cfg, key, default=None)
+            node: Any = cfg
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            return node
+
+        section = get("paths")
+        section = dict(
+            OmegaConf.to_container(section, resolve=True) if isinstance(section, DictConfig) else section or {}
+        )
+        if not section:
+            section = _default_section()
+        own = {
+            "data": get("data.root"),
+            "processed": get("data.processed"),
+            "cache": get("cache_dir"),
+            "results": get("results_dir"),
+            "reference_store": get("store_dir"),
+        }
+        section.update({k: v for k, v in own.items() if v})
+        return cls.from_config(section)
+
+    @classmethod
+    def default(cls) -> Paths:
+        """``conf/paths/default.yaml`` resolved now (its ``${oc.env:...}`` entries read the environment at each call):
+        the folders of code that runs outside a composed config."""
+        return cls.from_config(_default_section())
+
+
+def _default_section() -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    return dict(OmegaConf.to_container(OmegaConf.load(PATHS_CONFIG), resolve=True))
 
 
 def default_paths() -> Paths:
-    """``conf/paths/default.yaml`` resolved now (its ``${oc.env:...}`` entries read the environment at each call): the
-    folders of code that runs outside a composed config."""
-    from omegaconf import OmegaConf
-
-    return Paths.from_config(OmegaConf.to_container(OmegaConf.load(PATHS_CONFIG), resolve=True))
+    """:meth:`Paths.default`."""
+    return Paths.default()
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")

@@ -115,6 +115,16 @@ class ExtendsIdentity(Protocol):
 
 
 @runtime_checkable
+class MigratesSection(Protocol):
+    """A method or stage whose config section changed shape: ``migrated_section(section)`` gives a section recorded
+    in an older shape in today's (and today's unchanged), so a stored run's recorded config hashes as its current
+    declaration does (experiments.run_identity.migrated; ``action=rekey`` refiles the records)."""
+
+    @classmethod
+    def migrated_section(cls, section: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
 class UsesCollection(Protocol):
     def set_collection(self, docs: Sequence[Doc]) -> None:
         """Called once before any query with every doc of the dataset, for collection statistics such

@@ -73,6 +73,20 @@ def check_targets(tree: Any, where: str = "the config") -> None:
         )
 
 
+def target_class(target: str) -> Any:
+    """The class or function an allowed ``_target_`` names, imported (a ConfigError names one that is refused or
+    cannot be imported)."""
+    import importlib
+
+    if not allowed(target):
+        raise ConfigError(f"_target_: {target} is outside the project's packages, refused before import")
+    module, _, name = str(target).rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"_target_: {target} cannot be imported ({type(exc).__name__}: {exc})") from exc
+
+
 def build(section: Any, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate(section, **kwargs)`` after :func:`check_targets` on the section and the keyword
     arguments: the only way the project instantiates a config section."""

@@ -34,7 +34,7 @@ from lethe.core.hashing import content_hash
 from lethe.core.heldout import may_score
 from lethe.core.library_logs import quiet_model_loading
 from lethe.core.models import ModelNotFoundError, ResolvedModel, resolve_model, weights_sha256
-from lethe.core.paths import project_path
+from lethe.core.paths import Paths
 from lethe.retrieval.fusion import minmax as fusion_minmax
 from lethe.retrieval.onnx_backend import OnnxCrossEncoder, OnnxOptions, check_backend
 from lethe.retrieval.ranking import canonical_order
@@ -511,7 +511,7 @@ def set_key(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> str:
 def set_folder(model_cfg: Mapping[str, Any], dataset: str, build_key: str) -> Path:
     """``<path>/<dataset>/<key>`` (per-dataset regimes) or ``<path>/any/<key>``: a model set's folder."""
     scope = dataset if regime_of(model_cfg) in PER_DATASET else "any"
-    return project_path(str(model_cfg["path"])) / scope / set_key(model_cfg, dataset, build_key)
+    return Paths.default().resolve(str(model_cfg["path"])) / scope / set_key(model_cfg, dataset, build_key)
 
 
 def fold_allows(record: Mapping[str, Any], dataset: str, query_id: str, scope_id: str | None) -> bool:

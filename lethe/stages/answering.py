@@ -149,7 +149,7 @@ def answer_stage_from_config(
 ) -> AnswerStage:
     """An AnswerStage from a config section {sample, seed, context_docs, dedup_threshold, options, llm, judge:
     {enabled, llm, options}}; ``llm_for(llm_config, part)`` builds (or shares) the backend of ``part`` ("" = the generator,
-    "judge"); ``section`` names the config section in errors (e.g. ``answers`` or ``method.generation``)."""
+    "judge"); ``section`` names the config section in errors (e.g. ``answers`` or ``method.stages.generation``)."""
     generator = AnswerGenerator(
         llm_for(cfg.get("llm"), ""), context_docs=int(cfg["context_docs"]), **dict(cfg.get("options") or {})
     )
@@ -175,7 +175,7 @@ class GenerationStage:
     (and judges) the sampled queries in ``annotate``; with ``UsesLLMs``, ``UsesQuerySet``, ``IndexAware`` and
     ``Annotates`` (``lethe.stages.ranking_stage``, ``lethe.core.protocol``)."""
 
-    SECTION = "method.generation"
+    SECTION = "method.stages.generation"
 
     def __init__(
         self,

@@ -12,12 +12,17 @@ so conversational queries pay nothing (the keyword-boost study's design, seeds/0
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from lethe.text.entities import exact_terms
+
+if TYPE_CHECKING:
+    from lethe.stages.state import QueryState
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,20 @@ class MetadataBoost:
     prefer it; kinds absent from a dataset simply never match. Values: the method YAML.
     """
 
+    phase: ClassVar[str] = "prepare"
+
     enabled: bool
     exact: float
     kind: float
     kind_affinity: Mapping[str, Sequence[str]]
+
+    def step(self, s: QueryState) -> None:
+        """Adds each sub-query's boost to its candidates (``s.subs[i].boost``, from its signals ``s.signals[i]``)."""
+        t0 = time.perf_counter()
+        col = s.collection
+        for sig, c in zip(s.signals, s.subs, strict=True):
+            c.boost = c.boost + self.scores(sig, [col.texts_lower[i] for i in c.idx], [col.kinds[i] for i in c.idx])
+        s.timings["boost"] = (time.perf_counter() - t0) * 1e3
 
     def scores(self, signals: QuerySignals, texts_lower: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
         """Additive boost per doc, shape (len(texts_lower),); zeros when the query has no signal."""

@@ -1,15 +1,11 @@
-"""Candidate generation of the Lethe pipeline: its BM25 parameters, and what it knows about a query before
-fusion (per-sub-query candidates and their scores)."""
+"""Candidate generation of the Lethe pipeline: its BM25 parameters and one sub-query's candidates with their scores
+(``lethe.stages.retrieve`` makes them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-
-from lethe.stages.boost import QuerySignals
-from lethe.stages.planning import PlanInputs
-from lethe.stages.understanding.base import Understanding
 
 
 @dataclass(frozen=True)
@@ -38,18 +34,3 @@ class SubCandidates:
     boost: np.ndarray
     lex_top: np.ndarray
     dense_top: np.ndarray
-
-
-@dataclass
-class Prepared:
-    """Everything about a query that does not depend on alpha or lambda."""
-
-    understanding: Understanding | None
-    plan: str | None
-    inputs: PlanInputs
-    signals: QuerySignals
-    query_entities: frozenset[str]
-    subs: list[SubCandidates]
-    timings_ms: dict[str, float]
-    n_docs: int
-    n_analyzed: int  # distinct analyzed terms of the (rewritten) query

@@ -55,13 +55,18 @@ once.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from lethe.retrieval.fusion import minmax
+
+if TYPE_CHECKING:
+    from lethe.stages.state import QueryState
 
 WEIGHT_SCHEMES: tuple[str, ...] = ("uniform", "idf")
 TIE_EPS = 1e-12
@@ -227,6 +232,8 @@ class EntityDiversifier:
     query itself names. Values: the method YAML.
     """
 
+    phase: ClassVar[str] = "rank"
+
     enabled: bool
     lam: float
     pool: int
@@ -236,6 +243,32 @@ class EntityDiversifier:
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:
             raise ValueError(f"diversify.lam must be in [0, 1], got {self.lam}")
+
+    def base_params(self) -> dict[str, Any]:
+        """Everything but ``lam``: learned fusion's grid sweeps it."""
+        return {k: v for k, v in asdict(self).items() if k != "lam"}
+
+    def lambda_applies(self) -> bool:
+        return self.enabled
+
+    def effective_lam(self, predicted: float | None) -> float:
+        """The lambda used: ``predicted`` (learned fusion's) or ``lam``; 0 when diversification is off."""
+        if not self.enabled:
+            return 0.0
+        return float(self.lam if predicted is None else predicted)
+
+    def step(self, s: QueryState) -> None:
+        """Re-orders the fused list (``s.fused``) and cuts it to ``s.depth``; scores become ``1 / rank``."""
+        t0 = time.perf_counter()
+        lam = self.effective_lam(s.lam)
+        idx, rel = s.fused
+        if lam > 0 and len(idx) > 1:
+            col = s.collection
+            ids = [col.docs[i].doc_id for i in idx]
+            order = self.reorder(rel, [col.entities[i] for i in idx], s.query_entities, lam)
+            s.ranking = [(ids[j], 1.0 / (r + 1)) for r, j in enumerate(order[: s.depth])]
+        s.timings["diversify"] = (time.perf_counter() - t0) * 1e3
+        s.flags["lambda"] = round(lam, 4)
 
     def reorder(
         self,

@@ -9,7 +9,7 @@ At search time a fold is used only for a query it never saw: its query id (and s
 outside the fold's training and dev sets; otherwise ``LeakageError``. Predictions are snapped to
 the training grid, so dev selection and test use score exactly the same candidate values.
 
-Features (``FEATURES``, in this order) come from ``lethe.methods.pipeline.Prepared`` only (the query, its
+Features (``FEATURES``, in this order) come from a prepared ``lethe.stages.state.QueryState`` only (the query, its
 history, the plan inputs and the first-stage score lists), never from labels.
 """
 
@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from lethe.core.heldout import LeakageError, may_score, pick_fold  # noqa: F401 
 
 if TYPE_CHECKING:
     from lethe.core.protocol import Query
-    from lethe.stages.candidates import Prepared
+    from lethe.stages.state import QueryState, StageContext
 
 FEATURE_VERSION = "1"
 MODEL_SHA256 = "model_sha256"  # the card's record of model.pkl's bytes, checked before unpickling
@@ -65,11 +66,14 @@ _CODE = {"camel_case", "snake_case", "file", "url_path"}
 _ERROR = {"screaming_case", "code_number"}
 
 
-@dataclass(frozen=True)
-class LearnedFusionConfig:
+@dataclass
+class LearnedFusion:
     """Iteration 3: predict alpha (and lambda) per query with the model saved in ``model_dir`` (relative:
     under the cache dir) by ``python -m experiments.train_fusion``; the grids, folds, regressor
-    families and seed are its training settings. Values: the method YAML."""
+    families and seed are its training settings. Values: the method YAML. The pipeline's ``weigh`` step
+    (``lethe.stages.state``): off, it leaves planning's alpha and diversification's lambda."""
+
+    phase: ClassVar[str] = "weigh"
 
     enabled: bool
     model_dir: str | None
@@ -83,9 +87,59 @@ class LearnedFusionConfig:
     def __post_init__(self) -> None:
         if self.enabled and not self.model_dir:
             raise ValueError("learned_fusion.enabled needs learned_fusion.model_dir")
+        self.model: FusionModel | None = None  # loaded by bind_dataset (not a field: asdict leaves it out)
+        self.cache_dir: Path | None = None
+
+    def describe(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.model is not None:
+            out["fusion_model"] = self.model.card
+        return out
+
+    def training_config(self) -> dict[str, Any]:
+        """The training settings (they key the saved model together with the pipeline's base config)."""
+        settings = {
+            "alpha_grid": self.alpha_grid,
+            "lambda_grid": self.lambda_grid,
+            "folds": self.folds,
+            "families": self.families,
+            "seed": self.seed,
+        }
+        return json.loads(json.dumps(settings))
+
+    def bind(self, ctx: StageContext) -> None:
+        self.cache_dir = ctx.cache_dir
+
+    def model_folder(self, build_key: str, pool: str = "") -> Path:
+        """Where the models of dataset build ``build_key`` lie, trained on the query pool ``pool`` ("" = every
+        query; else the runner's key of a scopes/categories/sample selection): ``model_dir`` (a relative one under the
+        cache dir) / build key[-pool]; each model in its configuration key's folder."""
+        d = Path(str(self.model_dir))
+        return (d if d.is_absolute() or self.cache_dir is None else self.cache_dir / d) / (
+            f"{build_key}-{pool}" if pool else build_key
+        )
+
+    def bind_dataset(self, info: Mapping[str, Any], base: Mapping[str, Any]) -> None:
+        """Loads the model trained on this very dataset build and query pool for the pipeline's ``base``."""
+        if self.enabled:
+            folder = self.model_folder(str(info["build_key"]), str(info.get("pool") or ""))
+            self.model = FusionModel.load(folder, base, self.training_config())
+            self.model.check_dataset(info)
+
+    def step(self, s: QueryState) -> None:
+        """alpha (and lambda, with ``predict_lambda``) for the query, from the fold that never saw it."""
+        if self.model is None:
+            return
+        t0 = time.perf_counter()
+        pred = self.model.predict(s, s.query)
+        s.alpha = pred["alpha"]
+        if self.predict_lambda and pred.get("lam") is not None:
+            s.lam = pred["lam"]
+        s.flags["fusion_fold"] = pred["fold"]
+        s.timings["features"] = (time.perf_counter() - t0) * 1e3
 
 
-def features(p: Prepared) -> np.ndarray:
+def features(p: QueryState) -> np.ndarray:
     """Feature vector (len(FEATURES),) of a prepared query."""
     c = p.subs[0]
     lex = np.sort(c.bm25[np.isin(c.idx, c.lex_top)])[::-1]
@@ -97,7 +151,7 @@ def features(p: Prepared) -> np.ndarray:
     cos2 = float(cos[1]) if len(cos) > 1 else 0.0
     lt, dt = list(c.lex_top), list(c.dense_top)
     agree = lambda n: len(set(lt[:n]) & set(dt[:n])) / n  # noqa: E731
-    kinds = p.signals.kinds
+    kinds = p.first_signals.kinds
     return np.array(
         [
             p.inputs.query_terms,
@@ -108,7 +162,7 @@ def features(p: Prepared) -> np.ndarray:
             p.plan == "verify",
             p.plan == "explore",
             p.plan == "exploit",
-            len(p.signals.terms),
+            len(p.first_signals.terms),
             bool(kinds & _CODE),
             bool(kinds & _ERROR),
             "version" in kinds,
@@ -224,7 +278,7 @@ class FusionModel:
         allowed = [query_id is not None and f.may_score(query_id, scope_id) for f in self.folds]
         return pick_fold(allowed, query_id, scope_id, "learned fusion")
 
-    def predict(self, p: Prepared, query: Query) -> dict[str, Any]:
+    def predict(self, p: QueryState, query: Query) -> dict[str, Any]:
         """{'alpha', 'lam', 'fold'} for one query, snapped to the training grid."""
         i = self.fold_for(query.query_id, query.scope_id)
         y = np.asarray(self.folds[i].model.predict(features(p)[None, :]), dtype=np.float64).reshape(-1)

@@ -26,14 +26,14 @@ from typing import Any
 from lethe.core.protocol import Doc, Query, record_llm_failures
 from lethe.llm.pool import LLMPool
 
-SECTION = "method.llm_rerank"
+SECTION = "method.stages.llm_rerank"
 
 
 def read_reach(path: str | Path) -> dict[str, int]:
     """A replay file: ``{query_id: reach}`` (reach an integer >= 0); errors name the file and the entry."""
-    from lethe.core.paths import project_path
+    from lethe.core.paths import Paths
 
-    file = project_path(path)
+    file = Paths.default().resolve(path)
     if not file.is_file():
         raise FileNotFoundError(f"{SECTION}.replay: {file} does not exist")
     data = json.loads(file.read_text())
@@ -84,13 +84,13 @@ class LLMRerankStage:
         sha256 of the reach file instead of its path (a run replaying another reach is another run; the same reach
         read from another folder is the same run)."""
         from lethe.core.hashing import sha256_file
-        from lethe.core.paths import project_path
+        from lethe.core.paths import Paths
         from lethe.core.typed_config import ConfigError
 
         replay = section.get("replay")
         if not replay:
             return section
-        path = project_path(str(replay))
+        path = Paths.default().resolve(str(replay))
         if not path.is_file():
             raise ConfigError(f"{SECTION}.replay={replay}: {path} does not exist")
         return {**{k: v for k, v in section.items() if k != "replay"}, "replay_sha256": sha256_file(path)}

@@ -24,17 +24,25 @@ is ours (the paper gives none).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Set
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from lethe.core.protocol import PLANS
+from lethe.text.analyzer import analyze
+from lethe.text.entities import entities
+
+if TYPE_CHECKING:
+    from lethe.stages.state import QueryState
 
 
 @dataclass(frozen=True)
 class Planner:
     """The planning stage: thresholds of Eq. 2 and per-plan BM25 weights (values: the method YAML,
     ``conf/method/lethe_iter1.yaml``); ``enabled=False`` uses ``static_alpha`` for every query."""
+
+    phase: ClassVar[str] = "prepare"
 
     enabled: bool
     theta_v: float
@@ -53,6 +61,24 @@ class Planner:
                 raise ValueError(f"planning alpha {name}={a} is outside [0, 1]")
         if not 0.0 <= self.theta_e <= 1.0 or not 0.0 <= self.theta_v <= 1.0 or not 0.0 <= self.theta_n <= 1.0:
             raise ValueError("planning thresholds theta_v, theta_e, theta_n must lie in [0, 1]")
+
+    def step(self, s: QueryState) -> None:
+        """The plan's inputs (recorded whether planning is on or off), the plan and its BM25 weight ``s.alpha``."""
+        t0 = time.perf_counter()
+        col, query = s.collection, s.query
+        s.history_entities = (col.all_entities if self.history_docs else frozenset()).union(
+            *(entities(h) for h in query.history)
+        )
+        hist_vocab: Any = col.vocab if self.history_docs else frozenset()
+        if query.history:
+            hist_vocab = set(hist_vocab) | {t for h in query.history for t in analyze(h)}
+        q_terms = analyze(s.text)
+        s.n_analyzed = len(set(q_terms))
+        s.inputs = plan_inputs(s.text, s.query_entities, s.history_entities, q_terms, hist_vocab)
+        s.plan = self.plan(s.inputs)
+        s.alpha = self.alpha_for(s.plan)
+        s.timings["plan"] = (time.perf_counter() - t0) * 1e3
+        s.flags.update({"plan": s.plan, "plan_inputs": as_dict(s.inputs)})
 
     def plan(self, x: PlanInputs) -> str | None:
         """Eq. 2: 'verify', 'explore' or 'exploit'; None when planning is off."""

@@ -3,8 +3,8 @@
 A stage takes the pipeline's ranking of one query and returns a new one; it may add per-stage timings
 (ms) and per-query flags. Iteration 4's ``llm_rerank`` (``lethe.stages.llm_rerank``), ``contradiction``
 (``lethe.stages.contradiction.stage``) and ``generation`` (``lethe.stages.answering.GenerationStage``) are
-stages like any other, and ``method.extra_stages`` in a method YAML adds more; each is a ``_target_`` section
-Hydra builds, applied in that order. Optional abilities are the Protocols below and those of
+stages like any other, and a section added to ``method.stages`` in a method YAML adds more; each is a ``_target_``
+section Hydra builds, applied in the list's order after the query steps (``lethe.stages.state``). Optional abilities are the Protocols below and those of
 ``lethe.core.protocol`` (``UsesQuerySet``, ``Annotates``); the pipeline checks each with isinstance.
 """
 

@@ -223,6 +223,9 @@ def test_the_stored_judge_fails_under_every_conventional_threshold():
 
 def test_the_declared_judge_is_the_one_iteration_4_and_the_answer_stage_use():
     model = load_cfg()["instruments"]["hallucination_judge"]["model"]
-    assert f"/llm@generation.judge.llm: {model} " in (PROJECT_ROOT / "conf" / "method" / "lethe_iter4.yaml").read_text()
+    assert (
+        f"/llm@stages.generation.judge.llm: {model} "
+        in (PROJECT_ROOT / "conf" / "method" / "lethe_iter4.yaml").read_text()
+    )
     assert f"/llm@judge.llm: {model} " in (PROJECT_ROOT / "conf" / "answers" / "default.yaml").read_text()
     assert Path(PROJECT_ROOT / "conf" / "llm" / f"{model}.yaml").is_file()

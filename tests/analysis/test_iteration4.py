@@ -16,7 +16,7 @@ CFG = {"contradiction_k": 10, "bootstrap_resamples": 200, "confidence": 0.95, "s
 
 def run(budget: float | None, model: str = "m") -> SimpleNamespace:
     rr = {"enabled": budget is not None, "budget_ms": budget, "llm": {"name": model}}
-    return SimpleNamespace(manifest={"config": {"method": {"llm_rerank": rr}}})
+    return SimpleNamespace(manifest={"config": {"method": {"stages": {"llm_rerank": rr}}}})
 
 
 def pq(

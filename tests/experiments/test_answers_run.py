@@ -54,7 +54,7 @@ def test_answers_enter_the_hash_only_when_on(cfg_for):
 
 
 def test_answers_config_errors_name_the_key(cfg_for):
-    with pytest.raises(ConfigError, match="method.generation.enabled"):
+    with pytest.raises(ConfigError, match="method.stages.generation.enabled"):
         validate_run_config(to_dict(cfg_for("method=lethe_iter4", "answers.enabled=true")))
     with pytest.raises(ConfigError, match="answers.sample"):
         validate_run_config(to_dict(cfg_for("method=bm25", "answers.enabled=true", "answers.sample=0")))

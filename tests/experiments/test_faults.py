@@ -36,8 +36,8 @@ from tests.support.reproduce_process import reproduce_process, write_reference
 
 FUSION = [
     "dataset.params.session_turns=[20,30]",
-    "method.learned_fusion.lambda_grid=[0.0,0.3]",
-    "method.learned_fusion.families=[constant,ridge]",
+    "method.stages.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.stages.learned_fusion.families=[constant,ridge]",
 ]
 TIER = {
     "description": "fault injection (tests/experiments/test_faults.py)",
@@ -57,7 +57,7 @@ TIER = {
             "overrides": [
                 "dataset.params.splits={test:10,train:20,dev:5}",
                 *FUSION,
-                "method.learned_fusion.alpha_grid=[0.0,1.0]",
+                "method.stages.learned_fusion.alpha_grid=[0.0,1.0]",
             ],
         },
         {
@@ -67,7 +67,7 @@ TIER = {
             "overrides": [
                 "dataset.params.splits={test:10,train:60,dev:20}",
                 *FUSION,
-                "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
+                "method.stages.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
             ],
         },
     ],

@@ -19,9 +19,9 @@ SMALL_LB = [
     "dataset.params.session_turns=[20,30]",
 ]
 SMOL = [
-    "llm@method.llm_rerank.llm=smollm2",
-    "llm@method.generation.llm=smollm2",
-    "llm@method.generation.judge.llm=smollm2",
+    "llm@method.stages.llm_rerank.llm=smollm2",
+    "llm@method.stages.generation.llm=smollm2",
+    "llm@method.stages.generation.judge.llm=smollm2",
 ]
 
 
@@ -30,12 +30,12 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
         "method=lethe_iter4",
         *SMALL_LB,
         *SMOL,
-        "method.learned_fusion.enabled=false",
+        "method.stages.learned_fusion.enabled=false",
         "dataset.sample=4",
-        "method.generation.sample=2",
-        "method.llm_rerank.budget_ms=2500",
-        "method.llm_rerank.top_n=3",
-        "method.generation.options.max_tokens=16",
+        "method.stages.generation.sample=2",
+        "method.stages.llm_rerank.budget_ms=2500",
+        "method.stages.llm_rerank.top_n=3",
+        "method.stages.generation.options.max_tokens=16",
     )
     run = RunFolder(run_experiment(cfg))
     pq = run.per_query
@@ -62,7 +62,7 @@ def test_iteration4_runs_end_to_end_with_smollm2(cfg_for):
     if a["judged"]:
         assert 0.0 <= a["hallucination_rate"] <= 1.0
     man = run.manifest["method"]["stages"]
-    assert set(man) == {"llm_rerank", "contradiction", "generation"}  # the three stages (the manifest sorts keys)
+    assert {"llm_rerank", "contradiction", "generation"} <= set(man)  # iteration 4's three stages beside 3's
     assert man["llm_rerank"]["reranker"]["prompt"]["name"] == "rerank_pointwise"
     judge = man["generation"]["judge_model"]
     assert judge["prompt"]["sha256"] and "temperature" in json.dumps(judge)
@@ -79,17 +79,17 @@ def test_a_recorded_reach_is_replayed_by_another_run(cfg_for, tmp_path):
         "method=lethe_iter4",
         *SMALL_LB,
         *SMOL,
-        "method.learned_fusion.enabled=false",
+        "method.stages.learned_fusion.enabled=false",
         "dataset.sample=3",
-        "method.generation.enabled=false",
-        "method.llm_rerank.top_n=3",
+        "method.stages.generation.enabled=false",
+        "method.stages.llm_rerank.top_n=3",
     ]
-    first = RunFolder(run_experiment(cfg_for(*base, "method.llm_rerank.budget_ms=2500")))
+    first = RunFolder(run_experiment(cfg_for(*base, "method.stages.llm_rerank.budget_ms=2500")))
     reach = recorded_reach(first.per_query)
     assert reach is not None and len(reach) == 3 and all(0 <= r <= 3 for r in reach.values()) and sum(reach.values())
     file = tmp_path / "reach.json"
     file.write_text(json.dumps(reach))
-    replay = [*base, "method.llm_rerank.budget_ms=1", f"+method.llm_rerank.replay={file}"]
+    replay = [*base, "method.stages.llm_rerank.budget_ms=1", f"+method.stages.llm_rerank.replay={file}"]
     replayed = RunFolder(run_experiment(cfg_for(*replay)))
     got = flag_frame(replayed.per_query.set_index("query_id"), "rerank")
     assert got["reach"].to_dict() == reach and got["replayed"].all() and (got["timeouts"] == 0).all()
@@ -109,24 +109,26 @@ def test_a_replayed_run_gives_identical_answers_on_one_and_two_threads(cfg_for, 
         "method=lethe_iter4",
         *SMALL_LB,
         *SMOL,
-        "method.learned_fusion.enabled=false",
+        "method.stages.learned_fusion.enabled=false",
         "dataset.sample=3",
-        "method.llm_rerank.top_n=3",
-        "method.generation.sample=2",
-        "method.generation.options.max_tokens=16",
+        "method.stages.llm_rerank.top_n=3",
+        "method.stages.generation.sample=2",
+        "method.stages.generation.options.max_tokens=16",
     ]
     first = RunFolder(
-        run_experiment(cfg_for(*base, "method.generation.enabled=false", "method.llm_rerank.budget_ms=2500"))
+        run_experiment(
+            cfg_for(*base, "method.stages.generation.enabled=false", "method.stages.llm_rerank.budget_ms=2500")
+        )
     )
     file = tmp_path / "reach.json"
     file.write_text(json.dumps(recorded_reach(first.per_query)))
-    models = ("llm_rerank.llm", "generation.llm", "generation.judge.llm")
-    replay = [*base, f"+method.llm_rerank.replay={file}", "run.overwrite=true"]
+    models = ("stages.llm_rerank.llm", "stages.generation.llm", "stages.generation.judge.llm")
+    replay = [*base, f"+method.stages.llm_rerank.replay={file}", "run.overwrite=true"]
     replay += [f"method.{m}.cache=false" for m in models]  # each thread count computes its own replies
     runs = []
     for threads in (1, 2):
         run = RunFolder(run_experiment(cfg_for(*replay, *(f"method.{m}.n_threads={threads}" for m in models))))
-        assert run.manifest["config"]["method"]["generation"]["llm"]["n_threads"] == threads
+        assert run.manifest["config"]["method"]["stages"]["generation"]["llm"]["n_threads"] == threads
         runs.append(
             (run.per_query.drop(columns=["latency_ms", "timings_ms"]), run.metrics["answers"], run.flag("rerank"))
         )

@@ -20,9 +20,9 @@ SMALL_LB = [
 ]
 FAST = [
     "method=lethe_iter3",
-    "method.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
-    "method.learned_fusion.lambda_grid=[0.0,0.3]",
-    "method.learned_fusion.families=[constant,ridge]",
+    "method.stages.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
+    "method.stages.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.stages.learned_fusion.families=[constant,ridge]",
 ]
 
 
@@ -92,7 +92,7 @@ def test_iteration_3_scores_only_unseen_queries(cfg_for):
     assert set(run.per_query["status"]) == {"ok"} and len(run.per_query) == 12
     assert set(run.flags()["fusion_fold"]) == {0}
     man = run.manifest
-    assert man["method"]["fusion_model"]["dataset"]["name"] == "lethebench"
+    assert man["method"]["stages"]["learned_fusion"]["fusion_model"]["dataset"]["name"] == "lethebench"
     # asked to score its own training queries, the model refuses each one and the run fails loudly
     with pytest.raises(RunFailed, match="LeakageError"):
         run_experiment(cfg_for(*SMALL_LB, *FAST, "dataset.split=train"))
@@ -111,7 +111,7 @@ def _cli(cfg_for, *overrides: str) -> list[str]:
 
 
 def test_kfold_fusion_fold_ignores_its_heldout_labels(cfg_for, monkeypatch):
-    cfg = cfg_for("dataset=locomo", "dataset.scopes=[conv-30]", *FAST, "method.learned_fusion.folds=3")
+    cfg = cfg_for("dataset=locomo", "dataset.scopes=[conv-30]", *FAST, "method.stages.learned_fusion.folds=3")
     a = train_fusion.train(cfg, progress=False)
     assert len(a.folds) == 3 and "over queries" in a.card["scheme"]  # one conversation: folds over queries
     held = [f.heldout_ids for f in a.folds]

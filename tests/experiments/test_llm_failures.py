@@ -51,7 +51,7 @@ def test_a_closed_port_fails_the_run_without_done(tmp_path):
 
 def test_a_server_that_never_answers_in_time_fails_the_run(tmp_path):
     with ChatServer(delay_s=3.0).running() as srv, pytest.raises(RunFailed, match="LLM call fail"):
-        _run(tmp_path, srv.url, "method.query_understanding.options.timeout_s=0.3", "dataset.sample=2")
+        _run(tmp_path, srv.url, "method.stages.query_understanding.options.timeout_s=0.3", "dataset.sample=2")
 
 
 def test_a_tolerated_share_is_recorded(tmp_path):

@@ -81,10 +81,13 @@ def test_ablation_and_variant_runs():
         "method=lethe_iter4",
         "++method.variant=budget300ms",
         "dataset.sample=100",
-        "method.generation.enabled=false",
-        "method.llm_rerank.budget_ms=300",
+        "method.stages.generation.enabled=false",
+        "method.stages.llm_rerank.budget_ms=300",
     ]
-    assert budget.describe() == "sample=100, method.generation.enabled=false, method.llm_rerank.budget_ms=300"
+    assert (
+        budget.describe()
+        == "sample=100, method.stages.generation.enabled=false, method.stages.llm_rerank.budget_ms=300"
+    )
 
 
 def test_tier_overrides_come_before_the_entry_overrides():
@@ -390,7 +393,7 @@ def test_each_learned_fusion_model_the_runs_load_has_its_own_prerequisite_step(r
         needed = {
             train_fusion.model_folder(r.cfg)
             for r in resolved
-            if OmegaConf.select(r.cfg, "method.learned_fusion.enabled")
+            if OmegaConf.select(r.cfg, "method.stages.learned_fusion.enabled")
         }
         steps = [s for s in prepare_steps(resolved) if s.name.startswith("fusion ")]
         built = [train_fusion.model_folder(s.model[1]) for s in steps]

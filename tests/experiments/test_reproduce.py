@@ -12,15 +12,15 @@ def test_own_keys_stay_and_every_other_override_goes_to_the_runs():
         "action=verify",
         "select=[locomo/*]",
         "run.k=5",
-        "+method.llm_rerank.replay=r.json",
-        "llm@method.llm_rerank.llm=smollm2",
+        "+method.stages.llm_rerank.replay=r.json",
+        "llm@method.stages.llm_rerank.llm=smollm2",
         "~answers",
         "keep_going=true",
     ]
     assert R.forwarded(given) == [
         "run.k=5",
-        "+method.llm_rerank.replay=r.json",
-        "llm@method.llm_rerank.llm=smollm2",
+        "+method.stages.llm_rerank.replay=r.json",
+        "llm@method.stages.llm_rerank.llm=smollm2",
         "~answers",
     ]
     cfg = R.load(given)

@@ -23,10 +23,10 @@ TIER = {
     "overrides": [
         *SMALL_LB,
         *SMOL,
-        "method.learned_fusion.enabled=false",
-        "method.generation.enabled=false",
-        "method.llm_rerank.top_n=3",
-        "method.llm_rerank.budget_ms=2500",
+        "method.stages.learned_fusion.enabled=false",
+        "method.stages.generation.enabled=false",
+        "method.stages.llm_rerank.top_n=3",
+        "method.stages.llm_rerank.budget_ms=2500",
     ],
     "runs": [{"datasets": ["lethebench"], "methods": ["lethe_iter4"], "sample": 3, "replay": True}],
 }
@@ -72,7 +72,7 @@ def test_a_budget_run_is_replayed_from_the_reach_the_store_recorded(work, tmp_pa
     [(_, [wall])] = R.resolve_tiers(R.load([*args, "budget=wallclock"]))
     [(_, [rep])] = R.resolve_tiers(R.load(args))
     assert rep.done and rep.blocked is None and rep.config_hash != wall.config_hash
-    assert rep.cfg.method.llm_rerank.replay == str(reach_file)  # outside the project: as given
+    assert rep.cfg.method.stages.llm_rerank.replay == str(reach_file)  # outside the project: as given
     got = flag_frame(RunFolder(rep.folder).per_query.set_index("query_id"), "rerank")
     assert got["reach"].to_dict() == reach and got["replayed"].all()
     # the same candidates judged by the same model: the same rankings as the wall-clock run that recorded the reach

@@ -148,9 +148,9 @@ SMOKE_CE = [
     "method.model.train.candidates=20",
 ]
 SMOKE_FUSION = [
-    "method.learned_fusion.alpha_grid=[0.0,0.3,0.5,0.7,1.0]",
-    "method.learned_fusion.lambda_grid=[0.0,0.3]",
-    "method.learned_fusion.families=[constant,ridge,forest]",
+    "method.stages.learned_fusion.alpha_grid=[0.0,0.3,0.5,0.7,1.0]",
+    "method.stages.learned_fusion.lambda_grid=[0.0,0.3]",
+    "method.stages.learned_fusion.families=[constant,ridge,forest]",
 ]
 
 

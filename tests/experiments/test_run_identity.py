@@ -38,7 +38,7 @@ def test_a_stage_declares_what_its_section_does_not_say(tmp_path):
     elsewhere.write_text(reach.read_text())
     assert RI.with_identity_extras({**section, "replay": str(elsewhere)}) == RI.with_identity_extras(section)
     assert "replay" not in RI.with_identity_extras(section)
-    with pytest.raises(ConfigError, match=r"method.llm_rerank.replay=.*does not exist"):
+    with pytest.raises(ConfigError, match=r"method.stages.llm_rerank.replay=.*does not exist"):
         RI.with_identity_extras({**section, "replay": str(tmp_path / "none.json")})
     # a target outside the allowlist is never imported here (lethe.core.targets refuses it when the run builds)
     assert RI.with_identity_extras({"_target_": "no_such_package.Evil", "x": 1}) == {

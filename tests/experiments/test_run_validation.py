@@ -94,17 +94,18 @@ def test_llama_cpp_threads_are_placement_not_identity(tmp_path):
     """llama.cpp's thread count says how a run computes, not what (like device): a run on two threads is the run on
     one, filed in the same folder. A model choice or a decoding setting still moves the hash."""
     base = ["method=lethe_iter4"]
-    one = run_identity(_cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=1"), "k")
+    one = run_identity(_cfg(tmp_path, *base, "method.stages.llm_rerank.llm.n_threads=1"), "k")
     two = run_identity(
-        _cfg(tmp_path, *base, "method.llm_rerank.llm.n_threads=2", "method.generation.llm.n_threads=2"), "k"
+        _cfg(tmp_path, *base, "method.stages.llm_rerank.llm.n_threads=2", "method.stages.generation.llm.n_threads=2"),
+        "k",
     )
     default = run_identity(_cfg(tmp_path, *base), "k")
     assert one.config_hash == two.config_hash == default.config_hash
     assert (
-        "n_threads" not in default.hashed["method"]["llm_rerank"]["llm"]
+        "n_threads" not in default.hashed["method"]["stages"]["llm_rerank"]["llm"]
         and default.hashed["identity_schema"] == RI.IDENTITY_SCHEMA
     )
-    other = run_identity(_cfg(tmp_path, *base, "llm@method.llm_rerank.llm=smollm2"), "k")
+    other = run_identity(_cfg(tmp_path, *base, "llm@method.stages.llm_rerank.llm=smollm2"), "k")
     assert other.config_hash != default.config_hash
 
 

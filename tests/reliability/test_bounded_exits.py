@@ -78,7 +78,7 @@ def test_a_run_stops_at_the_query_that_makes_its_failure_certain(tmp_path, work)
                     work,
                     *LOCOMO6,
                     f"llm.base_url={srv.url}",
-                    "method.query_understanding.options.timeout_s=0.3",
+                    "method.stages.query_understanding.options.timeout_s=0.3",
                     f"results_dir={tmp_path / 'results'}",
                 )
             )
@@ -98,7 +98,7 @@ def test_a_share_the_rest_could_still_meet_is_not_stopped_early(tmp_path, work):
                     *LOCOMO6,
                     f"llm.base_url={srv.url}",
                     "run.max_error_share=0.5",
-                    "method.query_understanding.options.timeout_s=0.3",
+                    "method.stages.query_understanding.options.timeout_s=0.3",
                     f"results_dir={tmp_path / 'results'}",
                 )
             )
@@ -118,7 +118,7 @@ def test_sigterm_ends_a_run_blocked_in_a_call_without_any_limit(tmp_path, work):
                 *LOCOMO6,
                 f"llm.base_url={srv.url}",
                 "llm.read_timeout_s=null",
-                "method.query_understanding.options.timeout_s=null",
+                "method.stages.query_understanding.options.timeout_s=null",
                 f"results_dir={tmp_path / 'r'}",
                 f"hydra.run.dir={tmp_path / 'hydra'}",
             ),

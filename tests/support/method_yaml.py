@@ -20,30 +20,28 @@ def method_params(method: str = "lethe_iter1") -> dict[str, Any]:
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _SECTIONS[method].items()}
 
 
+def _stage_section(name: str, method: str) -> dict[str, Any] | None:
+    """Stage ``name``'s section in ``method``'s YAML, else in lethe_iter4's (the iteration-4 stages)."""
+    return method_params(method)["stages"].get(name) or method_params("lethe_iter4")["stages"].get(name)
+
+
 def build_stage(section: str, method: str = "lethe_iter1", **values: Any) -> Any:
-    """The stage ``section`` of ``method``'s YAML, built by Hydra, with ``values`` replacing its keys."""
-    base = method_params(method)[section] or method_params("lethe_iter4")[section]
-    return instantiate({**base, **values}, _convert_="all")
+    """The stage ``section`` of ``method``'s YAML (``method.stages``), built by Hydra, with ``values`` replacing its
+    keys."""
+    return instantiate({**(_stage_section(section, method) or {}), **values}, _convert_="all")
 
 
 def built_sections(method: str = "lethe_iter1", **sections: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``LethePipeline``'s keyword arguments from ``method``'s YAML (stages built, embedder left out); each
-    keyword replaces keys of that section (a section the method does not have, e.g. an iteration-4 one
-    on iteration 1, starts from lethe_iter4's YAML); ``None`` switches it off."""
-    params = method_params(method)
-    for key in ("name", "variant", "supervision", "_target_", "embedder"):
-        params.pop(key, None)
-    built: dict[str, Any] = {}
-    for key, value in params.items():
-        if key in sections:
-            value = None if sections[key] is None else {**(value or method_params("lethe_iter4")[key]), **sections[key]}
-        if key == "extra_stages":
-            built[key] = {n: instantiate(v, _convert_="all") for n, v in (value or {}).items()}
-        elif isinstance(value, dict) and "_target_" in value:
-            built[key] = instantiate(value, _convert_="all")
-        else:
-            built[key] = value
-    return built
+    """``LethePipeline``'s ``stages`` and ``order`` from ``method``'s YAML, stages built; each keyword replaces keys
+    of that stage (a stage the method does not have, e.g. an iteration-4 one on iteration 1, starts from lethe_iter4's
+    YAML; a name neither has is a new stage, appended); ``None`` switches it off."""
+    stages = dict(method_params(method)["stages"])
+    for key, value in sections.items():
+        stages[key] = None if value is None else {**(_stage_section(key, method) or {}), **value}
+    return {
+        "stages": {k: None if v is None else instantiate(v, _convert_="all") for k, v in stages.items()},
+        "order": list(stages),
+    }
 
 
 def build_pipeline(

@@ -20,7 +20,7 @@ from lethe.core.protocol import Doc, Query, record_llm_failures
 from lethe.llm.pool import LLMPool
 from lethe.stages.contradiction.rules import Conflict, demote
 
-SECTION = "method.contradiction"
+SECTION = "method.stages.contradiction"
 
 
 class ContradictionStage:

@@ -6,13 +6,19 @@ A backend is chosen by name, ``rule`` (``lethe.stages.understanding.rules``) or 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from lethe.stages.understanding.base import QueryUnderstandingBackend, Understanding, understand
+from lethe.core.protocol import count_fallback_causes, record_llm_failures
+from lethe.stages.understanding.base import QueryUnderstandingBackend, TimesLLMCalls, Understanding, understand
 from lethe.stages.understanding.rules import RuleBasedBackend
+from lethe.text.entities import entities
+
+if TYPE_CHECKING:
+    from lethe.stages.state import QueryState, StageContext
 
 BACKENDS: dict[str, type] = {"rule": RuleBasedBackend}
 
@@ -30,16 +36,54 @@ def make_backend(name: str = "rule", **options: Any) -> QueryUnderstandingBacken
     return BACKENDS[name](**options)
 
 
-@dataclass(frozen=True)
+@dataclass
 class QueryUnderstanding:
     """Iteration 2's switches ``rewrite`` and ``decompose``, the ``backend`` name and its ``options``;
-    ``rrf_k`` fuses the sub-query lists. Values: the method YAML."""
+    ``rrf_k`` fuses the sub-query lists. Values: the method YAML. A query step (``lethe.stages.state``): it
+    rewrites ``s.text`` and gives the sub-queries retrieval runs (the query itself first)."""
+
+    phase: ClassVar[str] = "prepare"
 
     rewrite: bool
     decompose: bool
     backend: str
     options: Mapping[str, Any]
     rrf_k: int
+
+    def __post_init__(self) -> None:
+        self.backend_impl: QueryUnderstandingBackend | None = None  # built by bind (not a field: asdict leaves it out)
+
+    def describe(self) -> dict[str, Any]:
+        return {**asdict(self), "built": self.backend_impl.describe() if self.backend_impl else None}
+
+    def bind(self, ctx: StageContext) -> None:
+        self.backend_impl = self.build_backend(ctx.cache_dir)
+
+    def step(self, s: QueryState) -> None:
+        """Rewrite and decompose ``s.text`` (off: nothing; the LLM's share of the time is its own stage, ``llm``)."""
+        qu = self.backend_impl
+        if qu is None:
+            return
+        t0 = time.perf_counter()
+        u = self.run(s.text, s.query.history, qu)
+        ms = (time.perf_counter() - t0) * 1e3
+        s.understanding, s.rrf_k = u, self.rrf_k
+        if u.rewritten != s.text:
+            s.text, s.query_entities = u.rewritten, entities(u.rewritten)
+        s.timings["understand"] = ms
+        s.flags.update(
+            {
+                "rewritten": u.rewritten if u.rewritten != u.original else None,
+                "subqueries": list(u.subqueries[1:]),
+                "qu_rules": list(u.rules),
+            }
+        )
+        if isinstance(qu, TimesLLMCalls):  # an LLM backend: its time apart; its failed calls fell back to the rules
+            llm_ms = qu.take_llm_ms()
+            s.timings["understand"] -= llm_ms
+            s.timings["llm"] = llm_ms
+            causes = [r.split(":")[2] for r in u.rules if r.startswith("llm_fallback:")]
+            record_llm_failures(s.flags, *count_fallback_causes(causes))
 
     @property
     def active(self) -> bool:

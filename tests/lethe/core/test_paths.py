@@ -80,6 +80,38 @@ def test_every_folder_default_is_written_in_one_file(tmp_path, monkeypatch):
     assert paths.cache == tmp_path / ".cache" / "lethe" and paths.reference_store == tmp_path / "results" / "reference"
     monkeypatch.setenv("LETHE_CACHE", "/scratch/cache")
     assert default_paths().cache == Path("/scratch/cache")
-    with pytest.raises(ConfigError, match="paths: claims not set"):
+    with pytest.raises(ConfigError, match="paths: claims, tracking not set"):
         Paths.from_config({"data": "d", "processed": "p", "cache": "c", "results": "r", "reference_store": "s"})
     assert PATHS_CONFIG.is_file()
+
+
+def test_paths_is_the_only_way_code_gets_a_folder():
+    """Issue 59: no module outside lethe/core/paths.py calls ``project_path`` or ``work_root``; code gets a folder from
+    a ``Paths`` (an entry point's ``Paths.of(cfg)``, passed down, or ``Paths.default()`` where no config is composed)."""
+    import ast
+
+    found = []
+    for d in ("lethe", "lethebench", "baselines", "experiments", "analysis", "hydra_plugins"):
+        for f in sorted((PROJECT_ROOT / d).rglob("*.py")):
+            if f == PROJECT_ROOT / "lethe" / "core" / "paths.py":
+                continue
+            for n in ast.walk(ast.parse(f.read_text())):
+                if isinstance(n, ast.Call):
+                    name = n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", None)
+                    if name in ("project_path", "work_root"):
+                        found.append(f"{f.relative_to(PROJECT_ROOT)}:{n.lineno} {name}")
+    assert found == []
+
+
+def test_a_composed_configs_own_keys_move_its_folders(tmp_path, monkeypatch):
+    """``Paths.of(cfg)``: the paths section, with the config's data.root, data.processed, cache_dir, results_dir and
+    store_dir winning; a resolved dict and a DictConfig give the same folders."""
+    from experiments.config import load_config, to_dict
+
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    cfg = load_config([f"cache_dir={tmp_path / 'c'}", "results_dir=r"])
+    for given in (cfg, to_dict(cfg)):
+        paths = Paths.of(given)
+        assert paths.cache == tmp_path / "c" and paths.results == tmp_path / "r" and paths.root == tmp_path
+        assert paths.tracking == tmp_path / "results" / "mlruns" and paths.resolve("x/y") == tmp_path / "x" / "y"
+    assert Paths.of({}) == Paths.default()

@@ -13,6 +13,7 @@ import lethe.llm.backends as backends
 from lethe.core.protocol import Doc, Query
 from lethe.llm.base import Decoding, LLMResponse, Message
 from lethe.methods.pipeline import LethePipeline
+from lethe.stages.ranking_stage import RankingStage
 from tests.support.fake_llm import FakeLLM
 from tests.support.method_yaml import build_pipeline, built_sections
 
@@ -75,7 +76,7 @@ def pipeline(embedder, **it4: Any) -> LethePipeline:
 
 def test_iteration4_off_by_default_changes_nothing(embedder):
     p = pipeline(embedder)
-    assert not p.stages
+    assert not [n for n, st in p.stages if isinstance(st, RankingStage)]
     res = p.search(QUERY, 10)
     assert "llm_rerank" not in res.timings_ms and "rerank" not in res.flags
 
@@ -95,7 +96,7 @@ def test_rerank_stage_respects_budget_with_slow_backend(embedder, fake_llm):
         assert res.flags["rerank"]["considered"] == 6
     assert max(judged) <= 2 and min(judged) >= 1
     assert float(np.percentile(stage, 95)) <= 250 * 1.1, stage
-    assert p.stages["llm_rerank"].reranker.predictive_stop  # the default: stop before a call that would overrun
+    assert p.stage("llm_rerank").reranker.predictive_stop  # the default: stop before a call that would overrun
     assert len(fake_llm) == 1
 
 
@@ -117,7 +118,7 @@ def test_the_reranker_judges_its_own_depth_whatever_k_is(embedder, fake_llm):
         embedder,
         llm_rerank={"enabled": True, "budget_ms": 5000, "top_n": 6, "weight": 1.0, "llm": {**FAKE_LLM, "delay_s": 0.0}},
     )
-    assert p.stages["llm_rerank"].candidate_depth() == 6
+    assert p.stage("llm_rerank").candidate_depth() == 6
     short, full = p.search(QUERY, 3), p.search(QUERY, 10)
     assert short.flags["rerank"]["considered"] == 6 == full.flags["rerank"]["considered"]
     assert short.ranking == full.ranking[:3] and short.ranking[0][0] == "s:4"
@@ -145,11 +146,11 @@ def test_generation_sample_is_seeded_and_annotates_outside_search(embedder, fake
     p = pipeline(embedder, generation=gen)
     ids = [f"q{i}" for i in range(6)]
     p.set_queries(ids)
-    chosen = set(p.stages["generation"].answering._selected)
+    chosen = set(p.stage("generation").answering._selected)
     assert len(chosen) == 2
     p2 = pipeline(embedder, generation=gen)
     p2.set_queries(list(reversed(ids)))
-    assert set(p2.stages["generation"].answering._selected) == chosen  # same seed, same sample, whatever the order
+    assert set(p2.stage("generation").answering._selected) == chosen  # same seed, same sample, whatever the order
     answered = []
     for qid in ids:
         q = Query(QUERY.text, (), qid, "s")
@@ -172,10 +173,11 @@ def test_bad_iteration4_config_fails_loudly(embedder):
         build_pipeline(embedder, llm_rerank={"enabled": True, "budgt_ms": 5})
     with pytest.raises(ValueError, match="llm is required"):
         build_pipeline(embedder, llm_rerank={"enabled": True, "llm": None})
-    with pytest.raises(Exception, match=r"method\.contradiction\.penalty must be in \[0, 1\], got 2\.0"):
+    with pytest.raises(Exception, match=r"method\.stages\.contradiction\.penalty must be in \[0, 1\], got 2\.0"):
         build_pipeline(embedder, contradiction={"enabled": True, "penalty": 2.0})
-    with pytest.raises(TypeError, match="method.planning must be a built"):  # a mapping where a stage belongs
-        LethePipeline(embedder, **{**built_sections(), "planning": {"enabled": True}})
+    with pytest.raises(TypeError, match="method.stages.planning must be a built"):  # a mapping where a stage belongs
+        sections = built_sections()
+        LethePipeline(embedder, **{**sections, "stages": {**sections["stages"], "planning": {"enabled": True}}})
 
 
 def test_abstention_is_not_a_judgment(embedder, fake_llm):

@@ -46,8 +46,8 @@ def test_the_documented_stage_example_builds_and_reverses_the_top_three(embedder
     assert method["defaults"] == ["lethe_iter1", "_self_"]
 
     plain = build_pipeline(embedder, diversify={"enabled": False})
-    staged = build_pipeline(embedder, diversify={"enabled": False}, extra_stages=method["extra_stages"])
-    assert isinstance(staged.stages["extra_stages.reverse_top3"], RankingStage)
+    staged = build_pipeline(embedder, diversify={"enabled": False}, **method["stages"])
+    assert isinstance(staged.stage("reverse_top3"), RankingStage) and staged.stages[-1][0] == "reverse_top3"
     for p in (plain, staged):
         p.index(DOCS)
     before, after = plain.search(QUERY, 5), staged.search(QUERY, 5)
@@ -55,7 +55,7 @@ def test_the_documented_stage_example_builds_and_reverses_the_top_three(embedder
     assert [d for d, _ in after.ranking] == [*reversed(ids[:3]), *ids[3:]]
     assert [s for _, s in after.ranking] == [s for _, s in before.ranking]  # each position keeps its score
     assert after.flags["reversed"] == 3
-    assert staged.describe()["stages"] == {"extra_stages.reverse_top3": {"n": 3}}
+    assert staged.describe()["stages"]["reverse_top3"] == {"n": 3}
 
 
 def test_the_documented_run_command_runs_the_new_method(work, tmp_path, monkeypatch):
@@ -85,5 +85,6 @@ def test_the_documented_run_command_runs_the_new_method(work, tmp_path, monkeypa
     )
     run = RunFolder(run_experiment(cfg))
     assert run.is_done and run.method == "lethe_iter1_reverse3"
-    assert run.manifest["method"]["stages"]["extra_stages.reverse_top3"] == {"n": 3}
+    assert run.manifest["method"]["stages"]["reverse_top3"] == {"n": 3}
+    assert run.manifest["method"]["order"][-1] == "reverse_top3"
     assert (run.flags()["reversed"] == 3).all()

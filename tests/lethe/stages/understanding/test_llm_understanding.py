@@ -544,7 +544,7 @@ def test_pipeline_uses_the_llm_backend(monkeypatch, embedder):
     res = p.search(Query("What about auth-core?", tuple(OWNER)), 2)
     assert res.flags["qu_rules"] == ["llm_fallback:rewrite:timeout", "ellipsis:what_about", "llm:decompose"]
     assert res.flags["rewritten"] == "Who owns auth-core?" and res.ranking[0][0] == "a"
-    assert p.describe()["query_understanding_backend"]["counters"]["rewrite"]["timeouts"] == 1
+    assert p.describe()["stages"]["query_understanding"]["built"]["counters"]["rewrite"]["timeouts"] == 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -846,10 +846,12 @@ def test_lethe_iter2_llm_config(monkeypatch, embedder, fake_backends):
 
     monkeypatch.setitem(BACKENDS, "llm", LLMQueryUnderstanding)
     params = to_dict(load_config(["method=lethe_iter2_llm", "++llm.backend=fake"]).method)
-    qcfg = params["query_understanding"]
+    qcfg = params["stages"]["query_understanding"]
     assert qcfg["backend"] == "llm" and qcfg["rewrite"] and qcfg["decompose"]
     assert qcfg["options"]["components"] == {"rewrite": "llm", "decompose": "llm"}
     assert qcfg["options"]["llm"]["backend"] == "fake"
     p = build_pipeline(embedder, query_understanding=qcfg)
-    assert isinstance(p.qu, LLMQueryUnderstanding) and p.qu.timeout_s == 20.0 and len(fake_backends) == 1
-    assert p.describe()["query_understanding_backend"]["prompts"]["decompose"] == load_prompt("decompose").describe()
+    qu = p.stage("query_understanding").backend_impl
+    assert isinstance(qu, LLMQueryUnderstanding) and qu.timeout_s == 20.0 and len(fake_backends) == 1
+    built = p.describe()["stages"]["query_understanding"]["built"]
+    assert built["prompts"]["decompose"] == load_prompt("decompose").describe()
