@@ -1,7 +1,7 @@
 """Issue 59: the run config is resolved once and what a step needs is passed down, so following the whole config from
 ``runner.run_job`` visits few files. A real run (BM25 and Lethe iteration 2 on one LoCoMo conversation) is traced
-with ``sys.setprofile``; every project function that receives the whole config (the composed DictConfig, its resolved
-dict, or the plan holding it) names its file."""
+with ``sys.setprofile``; every project function that receives the config or any part of it (the composed DictConfig or
+any of its sections, the resolved dict, or the plan holding it) names its file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from experiments.runner import RunPlan, run_job
 from lethe.core.paths import PROJECT_ROOT
@@ -19,10 +19,10 @@ MAX_FILES = 12  # the issue's bound: fewer than 12
 PACKAGES = tuple(str(PROJECT_ROOT / d) + "/" for d in ("lethe", "lethebench", "baselines", "experiments", "analysis"))
 
 
-def _whole(value: Any) -> bool:
-    """The whole run config in any of its forms."""
-    if isinstance(value, (DictConfig, RunPlan)):
-        return isinstance(value, RunPlan) or all(k in value for k in ("dataset", "method", "run"))
+def _of_the_config(value: Any) -> bool:
+    """The run config or a part of it: any node of the composed config, the plan, or the resolved whole."""
+    if isinstance(value, (DictConfig, ListConfig, RunPlan)):
+        return True
     return isinstance(value, Mapping) and all(k in value for k in ("dataset", "method", "run", "results_dir"))
 
 
@@ -34,7 +34,7 @@ def files_given_the_config(cfg: DictConfig) -> set[str]:
             return
         code = frame.f_code
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        if any(_whole(frame.f_locals.get(n)) for n in names):
+        if any(_of_the_config(frame.f_locals.get(n)) for n in names):
             seen.add(code.co_filename[len(str(PROJECT_ROOT)) + 1 :])
 
     sys.setprofile(profile)
