@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import functools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,33 @@ def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> D
     and tests, not the CLI).
 
     Inside a ``@hydra.main`` entry point of this project (already initialized on ``conf/``), Hydra's
-    compose API is used as it is, so the entry point's own Hydra state is left intact.
+    compose API is used as it is, so the entry point's own Hydra state is left intact. A process composes each
+    (overrides, ``conf/`` contents) once and hands out copies: a report resolves every declared run twice, and
+    interpolations (``${oc.env:...}``) stay unresolved, so a copy reads the environment as a fresh compose would.
+    Overrides of ``hydra.*`` (a search path elsewhere) are composed afresh every time.
     """
+    overrides = tuple(overrides)
+    if any(o.lstrip("+~").startswith("hydra.") for o in overrides):
+        return _compose(config_name, overrides)
+    return copy.deepcopy(_composed(config_name, overrides, _conf_signature()))
+
+
+def _conf_signature() -> tuple[tuple[str, int, int], ...]:
+    """Every file under ``conf/`` with its size and modification time: a changed file composes afresh."""
+    out = []
+    for root, _, files in os.walk(CONF_DIR):
+        for name in files:
+            st = os.stat(os.path.join(root, name))
+            out.append((os.path.join(root, name), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+@functools.lru_cache(maxsize=1024)
+def _composed(config_name: str, overrides: tuple[str, ...], signature: tuple) -> DictConfig:
+    return _compose(config_name, overrides)
+
+
+def _compose(config_name: str, overrides: tuple[str, ...]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
