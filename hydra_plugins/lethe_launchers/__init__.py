@@ -194,6 +194,8 @@ class _FollowingLauncher:
     job's ``results()`` in turn, and timing each job where it runs."""
 
     POLL_S = 1.0  # as submitit's own Job.wait(); submitit throttles the sacct calls behind job.done() itself
+    # how long an ended job's result file is waited for (submitit's default, 15 s, covers a shared file system's lag)
+    RESULTS_WAIT_S: float | None = None
     params: dict[str, Any]
     config: Any
     _EXECUTOR: str
@@ -225,6 +227,9 @@ class _FollowingLauncher:
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
         jobs = executor.map_array(self, *zip(*job_params, strict=True))
+        if self.RESULTS_WAIT_S is not None:
+            for job in jobs:
+                job._results_timeout_s = self.RESULTS_WAIT_S
         print(
             f"Submitted {len(jobs)} job(s) to submitit's {self._EXECUTOR} executor (logs under "
             f"{executor.folder}); a line as each one ends:",
@@ -242,6 +247,10 @@ def submitit_parameters(params: dict[str, Any], executor: str, init_keys: set[st
 
 class LocalLauncher(_FollowingLauncher, _SubmititLocal):
     """submitit's local executor (conf/hydra/launcher/local.yaml) with progress lines in the submitting terminal."""
+
+    # a local job writes its result before its process ends, on this machine's disk: a job that ended without one
+    # (killed, out of memory) is reported at once instead of after submitit's 15 s wait for a shared file system
+    RESULTS_WAIT_S = 0.0
 
 
 def venv_problems(setup: Sequence[str] | None) -> list[str]:
