@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+
 import pandas as pd
 import pytest
 
@@ -80,10 +82,12 @@ def test_peak_memory_is_the_runs_own_rise_and_a_real_run_records_it(tmp_path):
     assert A.peak_memory_mb({"memory_mb": {"run_added": 312.3}}) == 312.3
     assert A.peak_memory_mb({"peak_rss_mb": {"at_start": 100.0, "at_end": 412.3}}) is None  # process-wide: not per run
     w = start_memory_window()
-    block = bytearray(64 * 1024 * 1024)  # 64 MiB touched
+    # 64 MiB of fresh pages, touched: mapped anew, so that memory an earlier test freed (still resident in this
+    # process's heap) cannot serve them without a rise
+    block = mmap.mmap(-1, 64 * 1024 * 1024)
     for i in range(0, len(block), 4096):
         block[i] = 1
     got = end_memory_window(w)
-    del block
+    block.close()
     if w["peak_reset"]:  # Linux
         assert got["run_added"] >= 60 and got["run_peak"] >= got["rss_at_start"] + 60
