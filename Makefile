@@ -117,8 +117,11 @@ expected: install
 report: install
 	$(PY) -m experiments.reproduce tier=all action=report source=store
 
+# two pytest-xdist workers, one thread each (tests/conftest.py); a module's tests, and the tests of one expensive
+# session fixture, share a worker. TEST_WORKERS=0 runs the suite in this process, one test at a time.
+TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q --durations=30   # the 30 slowest tests listed: the suite should stay under about 15 min
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30   # the 30 slowest listed
 
 bench: install
 	$(PY) -m experiments.bench

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from experiments.config import load_config
 from lethe.core.paths import PROJECT_ROOT
+from tests.support import worker_groups
 
 DATA_ROOT = Path(os.environ.get("LETHE_DATA_ROOT", PROJECT_ROOT.parent / "shared" / "data")).resolve()
 LOCOMO = DATA_ROOT / "locomo" / "locomo10.json"
@@ -75,8 +77,38 @@ def e2e_runs(cfg_for, locomo_path) -> dict[str, Path]:
     }
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs two workers on this two-core machine) each worker and the processes it
+    starts use one thread: two workers with a pool of two threads each would oversubscribe the cores, and the threads
+    spinning for work slow both down. The controller names the folder where the workers write the tests' groups."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[key] = "1"
+        from lethe.core.threads import set_threads
+
+        set_threads(1)
+    elif getattr(config.option, "numprocesses", None):
+        config.test_groups = tempfile.TemporaryDirectory(prefix="lethe-test-groups-")
+        os.environ[worker_groups.FOLDER_ENV] = config.test_groups.name
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "test_groups"):
+        config.test_groups.cleanup()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: the tests of one module, or of one expensive session fixture, share a worker
+    (tests/support/worker_groups.py)."""
+    return worker_groups.make_scheduler(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` run only where torch sees a CUDA device."""
+    """Tests marked ``gpu`` run only where torch sees a CUDA device. A worker writes each test's group."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and os.environ.get(worker_groups.FOLDER_ENV):
+        worker_groups.write_groups(items, worker)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     import torch

@@ -47,8 +47,9 @@ def _sweep(
 
 
 @contextlib.contextmanager
-def _busy_cores(n: int = 2) -> Iterator[None]:
-    """``n`` busy-loop processes for the duration: the launcher must not race on a loaded machine."""
+def _busy_cores(n: int = 1) -> Iterator[None]:
+    """``n`` busy-loop processes for the duration: the launcher must not race on a loaded machine (one busy loop
+    beside the three jobs keeps both cores of this machine loaded, and the suite's other worker adds its own load)."""
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     try:
         yield

@@ -128,7 +128,15 @@ def _outputs(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_path):
+@pytest.fixture(scope="module")
+def from_runs(smoke, tmp_path_factory) -> dict[str, bytes]:
+    """The smoke report, tables, figures and cards written from the session's finished runs (fewer resamples)."""
+    out = tmp_path_factory.mktemp("from_runs") / "out"
+    assert R.reproduce(R.load(["tier=smoke", "action=report", *_paths(smoke), f"out_dir.smoke={out}"])) == 0
+    return _outputs(out)
+
+
+def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, from_runs, tmp_path):
     """The smoke report, tables, figures and cards, regenerated from the finished runs and from a copy of them in
     another folder, are byte-identical and name no folder of this machine (issue 34: the committed cards held the
     absolute path of a venv, so a reproduction left `git status` dirty on any other machine)."""
@@ -136,12 +144,9 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
     for part in ("processed", "results"):
         shutil.copytree(smoke["base"] / part, copy / part)
     moved = {"data.processed": copy / "processed", "results_dir": copy / "results"}
-    outputs = []
-    for name, base in (("here", {}), ("there", moved)):
-        out = tmp_path / name
-        assert R.reproduce(R.load(["tier=smoke", "action=report", *_paths(smoke, **base), f"out_dir.smoke={out}"])) == 0
-        outputs.append(_outputs(out))
-    here, there = outputs
+    out = tmp_path / "there"
+    assert R.reproduce(R.load(["tier=smoke", "action=report", *_paths(smoke, **moved), f"out_dir.smoke={out}"])) == 0
+    here, there = from_runs, _outputs(out)
     assert {"report.md", "cards/locomo.md", "cards/lethebench.md", "figures/fig1.png"} <= set(here)
     assert here.keys() == there.keys()
     assert [k for k in here if here[k] != there[k]] == []
@@ -159,13 +164,29 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, tmp_pat
     assert leaks == set()
 
 
-def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_config(smoke, tmp_path):
+@pytest.fixture(scope="module")
+def stored(smoke, tmp_path_factory) -> dict:
+    """The session's smoke tier stored once (action=store) into ``store``; ``local_table`` is the session's own
+    verification table before and after storing. Tests that change a store change a copy."""
+    base = tmp_path_factory.mktemp("stored")
+    before = (smoke["out"] / "verification" / "smoke.md").read_bytes()
+    args = ["tier=smoke", *_paths(smoke), f"store_dir={base / 'store'}", f"out_dir.smoke={base / 'out'}"]
+    assert R.reproduce(R.load([*args, "action=store", f"+committed_dir.smoke={base / 'committed'}"])) == 0
+    after = (smoke["out"] / "verification" / "smoke.md").read_bytes()
+    return {"store": base / "store", "local_table": (before, after)}
+
+
+def _copy_of(stored: dict, folder: Path) -> Path:
+    shutil.copytree(stored["store"], folder)
+    return folder
+
+
+def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_config(smoke, stored, tmp_path):
     """action=store select=[...] writes the selected runs and keeps every other stored entry whose config hash is the
     one its run resolves to now; its verification table covers the whole tier (kept runs read from the store). An
     unselected entry made with another config is refused, named (issue 56: the held-out family regenerated)."""
-    store, out = tmp_path / "store", tmp_path / "out"
+    store, out = _copy_of(stored, tmp_path / "store"), tmp_path / "out"
     args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}", f"+committed_dir.smoke={out}"]
-    assert R.reproduce(R.load([*args, "action=store"])) == 0
     whole = json.loads((store / "index.json").read_text())["smoke"]
     assert R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"])) == 0
     assert json.loads((store / "index.json").read_text())["smoke"] == whole
@@ -178,21 +199,18 @@ def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_confi
         R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"]))
 
 
-def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
+def test_the_report_regenerates_from_the_store_alone(stored, from_runs, tmp_path):
     """The smoke tier stored (action=store), copied to another folder, and its report regenerated from that copy alone
     (no results folder, processed dataset, cache or data root): byte-identical to the report written from the runs.
     The store names no folder of this machine and holds no dataset text (issue 34, item 6)."""
-    store = tmp_path / "store"
-    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={tmp_path / 'out'}"]
-    before = (smoke["out"] / "verification" / "smoke.md").read_bytes()
-    assert R.reproduce(R.load([*args, "action=store"])) == 0
-    assert (smoke["out"] / "verification" / "smoke.md").read_bytes() == before  # storing writes no local table
+    store = stored["store"]
+    before, after = stored["local_table"]
+    assert after == before  # storing writes no local table
     index = json.loads((store / "index.json").read_text())
     assert len(index["smoke"]["runs"]) == 34 and index["smoke"]["studies"] == []
     moved = tmp_path / "elsewhere" / "store"
     shutil.copytree(store, moved)
-    from_runs, from_store = tmp_path / "from_runs", tmp_path / "from_store"
-    assert R.reproduce(R.load([*args, "action=report", f"out_dir.smoke={from_runs}"])) == 0
+    from_store = tmp_path / "from_store"
     nowhere = [f"{k}={tmp_path / 'nowhere' / k}" for k in ("data.root", "data.processed", "cache_dir", "results_dir")]
     assert (
         R.reproduce(
@@ -210,14 +228,18 @@ def test_the_report_regenerates_from_the_store_alone(smoke, tmp_path):
         )
         == 0
     )
-    runs_out, store_out = _outputs(from_runs), _outputs(from_store)
+    runs_out, store_out = from_runs, _outputs(from_store)
     assert {"report.md", "cards/locomo.md", "figures/fig1.png"} <= set(runs_out)
     assert store_out.keys() == runs_out.keys()
     assert [k for k in runs_out if runs_out[k] != store_out[k]] == []
     assert not (tmp_path / "nowhere").exists()
-    stored = {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    base = store.parent  # the folder the store was written in
+    files = {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
     leaks = {
-        k for k, v in stored.items() for m in (str(tmp_path), str(PROJECT_ROOT), str(DATA_ROOT)) if m.encode() in v
+        k
+        for k, v in files.items()
+        for m in (str(tmp_path), str(base), str(PROJECT_ROOT), str(DATA_ROOT))
+        if m.encode() in v
     }
     assert leaks == set()
     queries = pd.read_parquet(next(store.glob("datasets/locomo/*/queries.parquet")))
@@ -242,13 +264,11 @@ def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, c
     assert "report refused" in capsys.readouterr().err
 
 
-def test_a_report_from_a_damaged_store_names_each_damaged_run(smoke, tmp_path, capsys):
+def test_a_report_from_a_damaged_store_names_each_damaged_run(stored, tmp_path, capsys):
     """Issue 58, item 4, the whole path: the smoke tier stored (its seal written by action=store), then four of its
     runs damaged as the attack did it. The report and the site from that store exit 0 and name each run DAMAGED;
     none of their numbers is read (the edited 1.0 appears nowhere), and nothing crashes."""
-    store, out = tmp_path / "store", tmp_path / "out"
-    args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}"]
-    assert R.reproduce(R.load([*args, "action=store"])) == 0
+    store, out = _copy_of(stored, tmp_path / "store"), tmp_path / "out"
     assert (store / "seals" / "smoke.json").is_file()
     runs = store / "smoke"
     pq = pd.read_parquet(runs / "locomo" / "bm25" / "per_query.parquet")

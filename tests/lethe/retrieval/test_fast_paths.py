@@ -155,9 +155,9 @@ def test_onnx_cross_encoder_matches_torch(ce_folder, sample, onnx_cfg, cache):
     fast = load_cross_encoder(ce_folder, max_length=512, backend="onnx", onnx=onnx_cfg, cache_dir=cache)
     assert isinstance(fast, OnnxCrossEncoder)
     docs = sample["docs"]
-    # 4 questions x 82 docs (two of them past 256 tokens): 328 pairs per path; the suite's time budget is the limit
-    a = np.vstack([score_pairs(ref, q, docs, 32) for q in sample["queries"][:4]])
-    b = np.vstack([score_pairs(fast, q, docs, 32) for q in sample["queries"][:4]])
+    # 2 questions x 82 docs (two of them past 256 tokens): 164 pairs per path; the suite's time budget is the limit
+    a = np.vstack([score_pairs(ref, q, docs, 32) for q in sample["queries"][:2]])
+    b = np.vstack([score_pairs(fast, q, docs, 32) for q in sample["queries"][:2]])
     assert b.dtype == np.float32 and np.abs(a - b).max() <= LOGIT_TOL
     assert _overlap(a, b) >= TOP10_MIN
     # batch size (onnx.batch_size, else the caller's) and input order do not change a pair's logit

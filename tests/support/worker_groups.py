@@ -1,0 +1,50 @@
+"""Which tests share a pytest-xdist worker (``make test`` runs two): each test module is a group, so that its module
+fixtures are made once, and the tests of an expensive session fixture (the smoke tier, the end-to-end runs) are one
+group, so that it is made once in the whole run (each worker makes its own session fixtures).
+
+xdist's own ``--dist loadgroup`` cannot be used with pytest 9 (it renames ``item._nodeid``, which pytest 9 no longer
+reads), so the workers write each test's group to a folder the controller names, and the controller's scheduler
+(xdist's load-scope scheduling, the largest groups first) reads it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+FOLDER_ENV = "LETHE_TEST_GROUPS"  # set by the controller before it starts the workers; they inherit it
+# session fixtures whose tests share one worker, so that each is made once
+SHARED_SESSION_FIXTURES = ("smoke", "e2e_runs")
+
+
+def group_of(nodeid: str, fixtures: Iterable[str]) -> str:
+    """The group of the test ``nodeid`` that uses ``fixtures`` (directly or through other fixtures)."""
+    used = set(fixtures)
+    return next((f for f in SHARED_SESSION_FIXTURES if f in used), nodeid.split("::")[0])
+
+
+def write_groups(items: Iterable[Any], worker: str) -> None:
+    """In a worker: each collected test's group, to ``$LETHE_TEST_GROUPS/<worker>.json``."""
+    folder = Path(os.environ[FOLDER_ENV])
+    groups = {item.nodeid: group_of(item.nodeid, getattr(item, "fixturenames", ())) for item in items}
+    tmp = folder / f".{worker}.json.tmp"
+    tmp.write_text(json.dumps(groups))
+    tmp.replace(folder / f"{worker}.json")
+
+
+def make_scheduler(config: Any, log: Any) -> Any:
+    """The controller's scheduler: xdist's load-scope scheduling over the groups the workers wrote."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once every worker has collected (schedule() runs only then)
+                files = sorted(Path(os.environ[FOLDER_ENV]).glob("*.json"))
+                self.groups = json.loads(files[0].read_text()) if files else {}
+            return self.groups.get(nodeid) or nodeid.split("::")[0]
+
+    return GroupScheduling(config, log)
