@@ -18,6 +18,7 @@ from experiments import reproduce as R
 from experiments.reference import load_tier
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from tests.conftest import DATA_ROOT
+from tests.experiments.conftest import copy_store
 
 
 def test_the_seed_report_follows_the_reference_report():
@@ -164,28 +165,11 @@ def test_the_smoke_report_and_cards_read_the_same_from_any_folder(smoke, from_ru
     assert leaks == set()
 
 
-@pytest.fixture(scope="module")
-def stored(smoke, tmp_path_factory) -> dict:
-    """The session's smoke tier stored once (action=store) into ``store``; ``local_table`` is the session's own
-    verification table before and after storing. Tests that change a store change a copy."""
-    base = tmp_path_factory.mktemp("stored")
-    before = (smoke["out"] / "verification" / "smoke.md").read_bytes()
-    args = ["tier=smoke", *_paths(smoke), f"store_dir={base / 'store'}", f"out_dir.smoke={base / 'out'}"]
-    assert R.reproduce(R.load([*args, "action=store", f"+committed_dir.smoke={base / 'committed'}"])) == 0
-    after = (smoke["out"] / "verification" / "smoke.md").read_bytes()
-    return {"store": base / "store", "local_table": (before, after)}
-
-
-def _copy_of(stored: dict, folder: Path) -> Path:
-    shutil.copytree(stored["store"], folder)
-    return folder
-
-
-def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_config(smoke, stored, tmp_path):
+def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_config(smoke, smoke_store, tmp_path):
     """action=store select=[...] writes the selected runs and keeps every other stored entry whose config hash is the
     one its run resolves to now; its verification table covers the whole tier (kept runs read from the store). An
     unselected entry made with another config is refused, named (issue 56: the held-out family regenerated)."""
-    store, out = _copy_of(stored, tmp_path / "store"), tmp_path / "out"
+    store, out = copy_store(smoke_store, tmp_path / "store"), tmp_path / "out"
     args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}", f"+committed_dir.smoke={out}"]
     whole = json.loads((store / "index.json").read_text())["smoke"]
     assert R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"])) == 0
@@ -199,12 +183,12 @@ def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_confi
         R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"]))
 
 
-def test_the_report_regenerates_from_the_store_alone(stored, from_runs, tmp_path):
+def test_the_report_regenerates_from_the_store_alone(smoke_store, from_runs, tmp_path):
     """The smoke tier stored (action=store), copied to another folder, and its report regenerated from that copy alone
     (no results folder, processed dataset, cache or data root): byte-identical to the report written from the runs.
     The store names no folder of this machine and holds no dataset text (issue 34, item 6)."""
-    store = stored["store"]
-    before, after = stored["local_table"]
+    store = smoke_store["store"]
+    before, after = smoke_store["local_table"]
     assert after == before  # storing writes no local table
     index = json.loads((store / "index.json").read_text())
     assert len(index["smoke"]["runs"]) == 34 and index["smoke"]["studies"] == []
@@ -264,11 +248,11 @@ def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, c
     assert "report refused" in capsys.readouterr().err
 
 
-def test_a_report_from_a_damaged_store_names_each_damaged_run(stored, tmp_path, capsys):
+def test_a_report_from_a_damaged_store_names_each_damaged_run(smoke_store, tmp_path, capsys):
     """Issue 58, item 4, the whole path: the smoke tier stored (its seal written by action=store), then four of its
     runs damaged as the attack did it. The report and the site from that store exit 0 and name each run DAMAGED;
     none of their numbers is read (the edited 1.0 appears nowhere), and nothing crashes."""
-    store, out = _copy_of(stored, tmp_path / "store"), tmp_path / "out"
+    store, out = copy_store(smoke_store, tmp_path / "store"), tmp_path / "out"
     assert (store / "seals" / "smoke.json").is_file()
     runs = store / "smoke"
     pq = pd.read_parquet(runs / "locomo" / "bm25" / "per_query.parquet")
