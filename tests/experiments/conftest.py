@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from experiments import reproduce as R
@@ -35,16 +32,10 @@ def smoke(tmp_path_factory) -> dict:
 def smoke_store(smoke, tmp_path_factory) -> dict:
     """The session's smoke tier stored once (``action=store``: runs, datasets, index and seal) into ``store``;
     ``local_table`` holds the session's own verification table before and after storing. A test that changes a
-    store changes a copy (:func:`copy_store`)."""
+    store changes a copy."""
     base = tmp_path_factory.mktemp("smoke_store")
     table = smoke["out"] / "verification" / "smoke.md"
     before = table.read_bytes()
     args = [f"store_dir={base / 'store'}", f"+committed_dir.smoke={base / 'committed'}"]
     assert R.reproduce(R.load(["tier=smoke", "action=store", *smoke["paths"], *args])) == 0
     return {"store": base / "store", "local_table": (before, table.read_bytes())}
-
-
-def copy_store(smoke_store: dict, folder: Path) -> Path:
-    """A copy of the session's smoke store at ``folder``."""
-    shutil.copytree(smoke_store["store"], folder)
-    return folder

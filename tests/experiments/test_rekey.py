@@ -11,7 +11,6 @@ import shutil
 from experiments import reproduce as R
 from experiments import run_identity
 from lethe.core.paths import PROJECT_ROOT
-from tests.experiments.conftest import copy_store
 
 
 def test_a_schema_change_moves_every_hash_and_rekey_files_the_tier_under_them(
@@ -19,7 +18,7 @@ def test_a_schema_change_moves_every_hash_and_rekey_files_the_tier_under_them(
 ):
     assert smoke["code"] == 0
     results, expected = tmp_path / "results", tmp_path / "expected"
-    store = copy_store(smoke_store, tmp_path / "store")  # the smoke tier stored (action=store)
+    store = shutil.copytree(smoke_store["store"], tmp_path / "store")  # the smoke tier stored (action=store)
     shutil.copytree(smoke["base"] / "results", results)  # the session's smoke runs stay as they are
     # a run records its processed dataset relative to its own folder: the datasets travel with the results
     (tmp_path / "processed").symlink_to(smoke["base"] / "processed", target_is_directory=True)

@@ -18,7 +18,6 @@ from experiments import reproduce as R
 from experiments.reference import load_tier
 from lethe.core.paths import CONF_DIR, PROJECT_ROOT
 from tests.conftest import DATA_ROOT
-from tests.experiments.conftest import copy_store
 
 
 def test_the_seed_report_follows_the_reference_report():
@@ -169,7 +168,7 @@ def test_a_selective_store_keeps_the_unselected_entries_made_with_the_same_confi
     """action=store select=[...] writes the selected runs and keeps every other stored entry whose config hash is the
     one its run resolves to now; its verification table covers the whole tier (kept runs read from the store). An
     unselected entry made with another config is refused, named (issue 56: the held-out family regenerated)."""
-    store, out = copy_store(smoke_store, tmp_path / "store"), tmp_path / "out"
+    store, out = shutil.copytree(smoke_store["store"], tmp_path / "store"), tmp_path / "out"
     args = ["tier=smoke", *_paths(smoke), f"store_dir={store}", f"out_dir.smoke={out}", f"+committed_dir.smoke={out}"]
     whole = json.loads((store / "index.json").read_text())["smoke"]
     assert R.reproduce(R.load([*args, "action=store", "select=[locomo/bm25]"])) == 0
@@ -252,7 +251,7 @@ def test_a_report_from_a_damaged_store_names_each_damaged_run(smoke_store, tmp_p
     """Issue 58, item 4, the whole path: the smoke tier stored (its seal written by action=store), then four of its
     runs damaged as the attack did it. The report and the site from that store exit 0 and name each run DAMAGED;
     none of their numbers is read (the edited 1.0 appears nowhere), and nothing crashes."""
-    store, out = copy_store(smoke_store, tmp_path / "store"), tmp_path / "out"
+    store, out = shutil.copytree(smoke_store["store"], tmp_path / "store"), tmp_path / "out"
     assert (store / "seals" / "smoke.json").is_file()
     runs = store / "smoke"
     pq = pd.read_parquet(runs / "locomo" / "bm25" / "per_query.parquet")

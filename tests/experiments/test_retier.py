@@ -12,7 +12,6 @@ import yaml
 from analysis import expected as E
 from experiments import reproduce as R
 from lethe.core.paths import PROJECT_ROOT
-from tests.experiments.conftest import copy_store
 
 MOVED = "random_rerank"  # its entries (both datasets, both methods) form the new tier
 
@@ -31,7 +30,7 @@ def _split(reference, tmp_path) -> None:
 def test_a_tier_split_moves_the_records_and_both_parts_verify_from_the_store(smoke, smoke_store, tmp_path, capsys):
     assert smoke["code"] == 0
     expected, reference = tmp_path / "expected", tmp_path / "reference"
-    store = copy_store(smoke_store, tmp_path / "store")  # the smoke tier stored (action=store)
+    store = shutil.copytree(smoke_store["store"], tmp_path / "store")  # the smoke tier stored (action=store)
     expected.mkdir()
     reference.mkdir()
     shutil.copy(PROJECT_ROOT / "results" / "expected" / "smoke.yaml", expected / "smoke.yaml")

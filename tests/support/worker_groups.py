@@ -45,6 +45,6 @@ def make_scheduler(config: Any, log: Any) -> Any:
             if self.groups is None:  # read once every worker has collected (schedule() runs only then)
                 files = sorted(Path(os.environ[FOLDER_ENV]).glob("*.json"))
                 self.groups = json.loads(files[0].read_text()) if files else {}
-            return self.groups.get(nodeid) or nodeid.split("::")[0]
+            return self.groups.get(nodeid) or group_of(nodeid, ())
 
     return GroupScheduling(config, log)
