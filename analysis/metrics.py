@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from analysis.metric_names import (
@@ -53,12 +54,8 @@ def evaluate_run(
     labels = {q: dict(qrels[q]) for q in with_results}
     by_ranx = [m for m in metrics if not is_ir_measures_only(m) and not is_longmemeval(m)]
     if by_ranx:
-        from ranx import Qrels, Run, evaluate
-
-        r = Run(ranked)
-        evaluate(Qrels(labels), r, by_ranx, return_mean=False)
-        for m in by_ranx:
-            out.loc[with_results, m] = [float(r.scores[m][q]) for q in with_results]
+        for m, values in _by_ranx(by_ranx, labels, ranked, with_results).items():
+            out.loc[with_results, m] = values
     for m, values in _by_ir_measures([m for m in metrics if is_ir_measures_only(m)], labels, ranked).items():
         out.loc[list(values), m] = list(values.values())
     lme = [m for m in metrics if is_longmemeval(m)]
@@ -68,6 +65,39 @@ def evaluate_run(
         ks = sorted({metric_cutoff(m) for m in lme})
         scores = per_query({q: run[q] for q in with_results}, labels, ks)
         out.loc[with_results, lme] = scores.loc[with_results, lme].to_numpy()
+    return out
+
+
+def _by_ranx(
+    names: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Mapping[str, float]],
+    qids: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Per-query values of ranx's measures ``names`` for ``qids`` (in that order): {name: float64 array (n,)}.
+
+    ranx's own kernels on the arrays its ``Qrels``/``Run`` become before they are scored, one (n_docs, 2) array per
+    query of (doc, score) rows sorted by score descending, built here directly: a doc id is numbered by its first
+    appearance in the query's judgments then ranking (exact, where ranx hashes it to a float). No numba typed dict is
+    made: its operations compile in every process, where the metric kernels load from numba's cache."""
+    from numba.typed import List as TypedList
+    from ranx.meta.evaluate import extract_metric_and_params
+    from ranx.metrics import metric_switch
+
+    judged, runs = TypedList(), TypedList()
+    for q in qids:
+        ids: dict[str, int] = {}
+        rels = sorted(qrels[q].items(), key=lambda kv: -kv[1])  # ranx sorts judgments by relevance too
+        for d, _ in rels:
+            ids.setdefault(d, len(ids))
+        for d in ranked[q]:
+            ids.setdefault(d, len(ids))
+        judged.append(np.array([(ids[d], rel) for d, rel in rels], np.float64).reshape(-1, 2))
+        runs.append(np.array([(ids[d], s) for d, s in ranked[q].items()], np.float64).reshape(-1, 2))
+    out = {}
+    for name in names:
+        metric, k, rel_lvl = extract_metric_and_params(name)
+        out[name] = np.asarray(metric_switch(metric)(judged, runs, k, rel_lvl), np.float64)
     return out
 
 

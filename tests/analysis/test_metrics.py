@@ -91,3 +91,23 @@ def test_every_family_means_what_ir_measures_computes(e2e_runs, method):
         expected = [theirs.get((q, name), 0.0) for q in ours.index]
         assert ours[col].tolist() == pytest.approx(expected, abs=1e-6), name
         assert ours[col].sum() > 0, name  # real scores
+
+
+@pytest.mark.parametrize("method", ["bm25", "vector"])
+def test_scores_equal_ranx_own_qrels_and_run(e2e_runs, method):
+    """evaluate_run hands ranx's kernels the arrays it builds itself (no numba dict): every ranx measure, per query,
+    exactly as ranx's own ``Qrels``/``Run``/``evaluate`` gives it on the same order, graded judgments included."""
+    from ranx import Qrels, Run, evaluate
+
+    names = [*DEFAULT_METRICS, "map@100", "map", "hit_rate@5", "r-precision", "ndcg", "mrr"]
+    folder = RunFolder(e2e_runs[method])
+    qrels, run = dict(folder.qrels), folder.run
+    first = sorted(qrels)[0]  # one graded query: its first judged doc gets relevance 2
+    qrels[first] = {**qrels[first], next(iter(qrels[first])): 2}
+    ours = evaluate_run(qrels, run, names)
+    ranked = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in run.items() if r and q in qrels}
+    theirs = Run(ranked)
+    evaluate(Qrels({q: qrels[q] for q in ranked}), theirs, names, return_mean=False)
+    for name in names:
+        assert ours.loc[sorted(ranked), name].tolist() == [float(theirs.scores[name][q]) for q in sorted(ranked)], name
+        assert ours[name].sum() > 0, name  # real scores

@@ -243,7 +243,8 @@ def test_budget_p95_within_budget_plus_overhead():
         t = time.perf_counter()
         res = rr.rerank(Q, cands(20))
         elapsed.append((time.perf_counter() - t) * 1000)
-        assert 3 <= res.judged <= 4 and res.considered == 20
+        # three 30 ms calls fit in 100 ms; on a loaded machine the predictive stop may end after two
+        assert 2 <= res.judged <= 4 and res.considered == 20
     assert float(np.percentile(elapsed, 95)) < 100 + 30, elapsed
 
 
