@@ -48,14 +48,14 @@ TIER = {
             "overrides": ["dataset.scopes=[conv-26]", "embedder.persist_every=128"],
             "methods": ["window", "bm25", "vector"],
         },
-        # two learned-fusion models, trained in two workers at once: the quick one (25 training queries) is
-        # built while the slow one (80 training queries, about twice the time) still trains
+        # two learned-fusion models, trained in two workers at once: the quick one (15 training queries) is
+        # built while the slow one (50 training queries, about three times the embedding work) still trains
         {
             "datasets": ["lethebench"],
             "methods": ["lethe_iter3"],
             "variant": "quick",
             "overrides": [
-                "dataset.params.splits={test:10,train:20,dev:5}",
+                "dataset.params.splits={test:10,train:10,dev:5}",
                 *FUSION,
                 "method.stages.learned_fusion.alpha_grid=[0.0,1.0]",
             ],
@@ -65,7 +65,7 @@ TIER = {
             "methods": ["lethe_iter3"],
             "variant": "slow",
             "overrides": [
-                "dataset.params.splits={test:10,train:60,dev:20}",
+                "dataset.params.splits={test:10,train:40,dev:10}",
                 *FUSION,
                 "method.stages.learned_fusion.alpha_grid=[0.0,0.5,1.0]",
             ],
