@@ -142,7 +142,7 @@ def load_cross_encoder(
     if num_labels is not None:
         raise ValueError("backend=onnx scores with a trained cross-encoder; num_labels (a fresh head) is for training")
     sha = source_sha256 or weights_sha256(Path(path).resolve())
-    return OnnxCrossEncoder(model, sha, onnx, cache_dir, device=device)  # type: ignore[arg-type]
+    return OnnxCrossEncoder(model, sha, onnx, cache_dir, device=device, source_dir=Path(path).resolve())  # type: ignore[arg-type]
 
 
 def score_pairs(model: Any, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

@@ -91,16 +91,23 @@ class Embedder:
 
     @property
     def onnx_model(self) -> OnnxBiEncoder:
-        """The ONNX Runtime model (backend onnx; exported from :attr:`st` on first use, then cached)."""
+        """The ONNX Runtime model (backend onnx): from the cached export and the model's ``tokenizer.json`` when the
+        export exists (no sentence-transformers model loaded), else exported from :attr:`st` and cached."""
         if self._onnx is None:
             assert self.onnx_options is not None
-            self._onnx = OnnxBiEncoder(
-                self.st,
-                self.model.sha256,
-                self.onnx_options,
-                self.cache_dir if self.cache_dir else None,
-                device=self.device,
-            )
+            if self.cache_dir is not None:
+                self._onnx = OnnxBiEncoder.from_cache(
+                    self.model.path, self.model.sha256, self.onnx_options, self.cache_dir, device=self.device
+                )
+            if self._onnx is None:
+                self._onnx = OnnxBiEncoder(
+                    self.st,
+                    self.model.sha256,
+                    self.onnx_options,
+                    self.cache_dir,
+                    device=self.device,
+                    source_dir=self.model.path,
+                )
         return self._onnx
 
     @property
@@ -109,7 +116,8 @@ class Embedder:
 
     @property
     def max_seq_length(self) -> int:
-        return int(self.st.max_seq_length)
+        """Tokens the model reads of a text (the rest is truncated)."""
+        return self.onnx_model.max_seq_length if self.backend == "onnx" else int(self.st.max_seq_length)
 
     def _cache(self, role: Role) -> EmbeddingCache | None:
         if self.cache_dir is None or role not in self.cache_roles:
@@ -193,7 +201,7 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.st.get_embedding_dimension())
+        return self.onnx_model.dim if self.backend == "onnx" else int(self.st.get_embedding_dimension())
 
     def flush(self) -> None:
         """Write pending cache entries (call when a run ends)."""

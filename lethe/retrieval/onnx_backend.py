@@ -5,7 +5,10 @@ Normalize; a cross-encoder's Transformer with its one-logit head) is exported on
 ``torch.onnx.export`` (the TorchScript exporter: it needs only the ``onnx`` package), so the graph
 returns what the torch path returns: sentence embeddings (n, dim) or logits (n, 1). Inputs are the
 tokenizer's tensors (``input_ids``, ``token_type_ids``, ``attention_mask``) with dynamic batch and
-length; tokenization stays the model's own (``model.preprocess``), identical to the torch path.
+length; tokenization is the model's own (``model.preprocess``), identical to the torch path, or, once an export
+exists, the model folder's ``tokenizer.json`` run by the ``tokenizers`` library alone (:class:`FileTokenizer`), so that
+a process that only encodes loads neither torch's model nor sentence-transformers: each export records whether that
+tokenizer gives exactly the model's token ids on a probe (:data:`TOKENIZER_PROBE`), and only then is it used.
 
 Options (:class:`OnnxOptions`, from ``conf/model/*.yaml`` ``onnx:``): ``quantize`` ``none`` (fp32,
 equal to the torch path within float rounding) or ``int8_dynamic`` (ONNX Runtime's dynamic int8
@@ -18,8 +21,9 @@ Every export is checked against the torch model on a probe batch (two inputs of 
 and an fp32 export that differs by more than :data:`FP32_CHECK_TOL` raises: no silent fallback.
 Exports are cached in ``<cache_dir>/models/onnx/<key>/`` (``model.onnx`` + ``export.json`` + ``checksums.json``,
 checked on every reuse: a damaged export is quarantined and made again), the key
-being a hash of the source weights' sha256, the model kind, the export options and the versions of
-the exporting packages; each folder is written atomically (:func:`lethe.core.atomic.atomic_dir`).
+being a hash of the source weights' sha256, the model kind, the model folder's config and tokenizer files
+(:func:`structure_digest`), the export options and the versions of the exporting packages; each folder is written
+atomically (:func:`lethe.core.atomic.atomic_dir`).
 
 Batching: a list of inputs is tokenized in one call, sorted by token length (longest first) and cut
 into batches of ``batch_size``, each trimmed to its own longest input, so padding stays small.
@@ -42,7 +46,7 @@ import numpy as np
 from lethe.core.atomic import atomic_dir
 from lethe.core.checksums import folder_damage, quarantine, write_checksums
 from lethe.core.devices import onnx_providers
-from lethe.core.hashing import content_hash, sha256_text
+from lethe.core.hashing import content_hash, sha256_file, sha256_text
 
 log = logging.getLogger(__name__)
 
@@ -121,16 +125,30 @@ class OnnxOptions:
 
 
 def _versions() -> dict[str, str]:
-    import onnx
-    import onnxruntime
-    import torch
+    """The installed versions of the exporting packages (read from their metadata: importing torch costs seconds)."""
+    from importlib.metadata import version
 
-    return {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+    return {name: version(name) for name in ("torch", "onnx", "onnxruntime")}
+
+
+def structure_digest(source_dir: str | Path) -> str:
+    """sha256 of what, besides the weights, makes the exported graph: the model folder's config and tokenizer files
+    (``*.json``, ``*.txt``: names and bytes) and the sentence-transformers version that builds its modules from them."""
+    from importlib.metadata import version
+
+    root = Path(source_dir)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".json", ".txt"))
+    return content_hash(
+        {
+            "files": {str(p.relative_to(root)): sha256_file(p) for p in files},
+            "sentence_transformers": version("sentence-transformers"),
+        }
+    )
 
 
 def export_key(source_sha256: str, kind: str, options: OnnxOptions, structure: str = "") -> str:
-    """16-hex cache key of an export: source weights, model kind, the model's module structure (``repr``
-    of the sentence-transformers model: pooling, head, architecture), export options, exporter versions."""
+    """16-hex cache key of an export: source weights, model kind, the model's structure (:func:`structure_digest`
+    of its folder: pooling, head, architecture, tokenizer), export options, exporter versions."""
     versions = _versions()
     blob = {
         "source_sha256": source_sha256,
@@ -220,14 +238,28 @@ def _export(model: Any, kind: str, dest: Path, options: OnnxOptions) -> dict[str
             f"the fp32 ONNX export of {kind} {type(model).__name__} differs from torch by {diff:.3g} "
             f"(> {FP32_CHECK_TOL}) on the probe batch"
         )
-    return {"input_names": names, "output": output, "probe_max_abs_diff": diff, "export_seconds": round(export_s, 3)}
+    return {
+        "input_names": names,
+        "output": output,
+        "output_width": int(expected.shape[-1]),
+        "probe_max_abs_diff": diff,
+        "export_seconds": round(export_s, 3),
+    }
 
 
-def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOptions, cache_dir: Path) -> Path:
-    """The cached export folder ``<cache_dir>/models/onnx/<key>/`` of ``model`` (exported on first use)."""
+def export_folder(cache_dir: str | Path, source_sha256: str, kind: str, options: OnnxOptions, source_dir: Path) -> Path:
+    """Where the export of the model in ``source_dir`` (weights ``source_sha256``) is cached: ``<cache_dir>/models/onnx/<key>/``."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
-    folder = Path(cache_dir) / "models" / "onnx" / export_key(source_sha256, kind, options, repr(model))
+    return Path(cache_dir) / "models" / "onnx" / export_key(source_sha256, kind, options, structure_digest(source_dir))
+
+
+def ensure_export(
+    model: Any, kind: str, source_sha256: str, options: OnnxOptions, cache_dir: Path, source_dir: Path
+) -> Path:
+    """The cached export folder of ``model`` (loaded from ``source_dir``; :func:`export_folder`), exported on first
+    use."""
+    folder = export_folder(cache_dir, source_sha256, kind, options, source_dir)
     if folder.exists():
         damage = folder_damage(folder)
         if not damage:
@@ -245,6 +277,8 @@ def ensure_export(model: Any, kind: str, source_sha256: str, options: OnnxOption
             "recipe": RECIPE,
             "options": {"quantize": options.quantize, "opset": options.opset},  # what the file depends on
             "versions": _versions(),
+            "max_seq_length": int(model.max_seq_length),
+            "tokenizer": _tokenizer_check(model, source_dir),
             **info,
         }
         (tmp / EXPORT_JSON).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -258,9 +292,8 @@ class OnnxSession:
 
     def __init__(self, path: str | Path, options: OnnxOptions, device: str = "cpu"):
         import onnxruntime as ort
-        import torch
 
-        self.threads = int(options.threads) if options.threads is not None else int(torch.get_num_threads())
+        self.threads = int(options.threads) if options.threads is not None else _torch_threads()
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
@@ -287,8 +320,77 @@ def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+class FileTokenizer:
+    """A model folder's ``tokenizer.json`` run by the ``tokenizers`` library alone (no transformers, torch or
+    sentence-transformers import): texts, or (query, text) pairs, truncated longest first to ``max_length`` tokens and
+    padded on the right to the longest -> int64 arrays (n, tokens) ``input_ids``, ``token_type_ids``, ``attention_mask``."""
+
+    def __init__(self, path: str | Path, max_length: int):
+        from tokenizers import Tokenizer
+
+        self.tok = Tokenizer.from_file(str(path))
+        padding = json.loads(Path(path).read_text()).get("padding") or {}
+        if "pad_id" not in padding:
+            raise ValueError(f"{path} names no padding token")
+        self.pad_id, self.pad_type_id = int(padding["pad_id"]), int(padding.get("pad_type_id", 0))
+        self.tok.no_padding()
+        self.tok.enable_truncation(max_length=int(max_length))
+
+    def __call__(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+        enc = self.tok.encode_batch([tuple(x) if isinstance(x, (tuple, list)) else x for x in inputs])
+        shape = (len(enc), max((len(e.ids) for e in enc), default=0))
+        out = {
+            "input_ids": np.full(shape, self.pad_id, np.int64),
+            "token_type_ids": np.full(shape, self.pad_type_id, np.int64),
+            "attention_mask": np.zeros(shape, np.int64),
+        }
+        for i, e in enumerate(enc):
+            n = len(e.ids)
+            out["input_ids"][i, :n], out["token_type_ids"][i, :n], out["attention_mask"][i, :n] = (
+                e.ids,
+                e.type_ids,
+                e.attention_mask,
+            )
+        return out
+
+
+TOKENIZER_FILE = "tokenizer.json"
+# texts the export compares both tokenizers on: accents, CJK, emoji, control characters, an empty text, one past the
+# model's length
+TOKENIZER_PROBE = [
+    *(t for pair in PROBE for t in pair),
+    "  Café naïve résumé ÀÉÎ  ",
+    "中文字符 and 日本語, emoji 🤖",
+    "tab\tnew\nline don't-stop.me,now!",
+    "",
+    "token " * 600,
+]
+
+
+def _model_features(model: Any, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The sentence-transformers model's own tokenization of ``inputs`` as int64 arrays (n, tokens)."""
+    return {n: t.numpy() for n, t in model.preprocess(list(inputs)).items() if hasattr(t, "numpy")}
+
+
+def _tokenizer_check(model: Any, source_dir: Path) -> dict[str, Any]:
+    """Whether ``source_dir``'s ``tokenizer.json`` alone (:class:`FileTokenizer`) tokenizes exactly as ``model`` on
+    :data:`TOKENIZER_PROBE`: recorded in the export, so that later processes may skip loading the model."""
+    length = int(model.max_seq_length)
+    inputs: list[Any] = (
+        [(q, t) for q in TOKENIZER_PROBE[:2] for t in TOKENIZER_PROBE] if _is_cross(model) else TOKENIZER_PROBE
+    )
+    try:
+        ours = FileTokenizer(Path(source_dir) / TOKENIZER_FILE, length)(inputs)
+    except (OSError, ValueError) as exc:
+        return {"max_length": length, "equal": False, "why": f"{type(exc).__name__}: {exc}"}
+    theirs = _model_features(model, inputs)
+    equal = all(n in ours and np.array_equal(ours[n], a) for n, a in theirs.items())
+    return {"max_length": length, "equal": equal, "why": None if equal else "the token ids differ on the probe"}
+
+
 class _OnnxModel:
-    """A sentence-transformers model (kept for its tokenizer) run by ONNX Runtime."""
+    """A sentence-transformers model run by ONNX Runtime: tokenized by the loaded model, or (:meth:`from_cache`) by
+    its folder's ``tokenizer.json`` alone once an export exists whose tokenizer check passed."""
 
     kind = ""
 
@@ -299,6 +401,8 @@ class _OnnxModel:
         options: OnnxOptions | Mapping[str, Any],
         cache_dir: str | Path | None,
         device: str = "cpu",
+        *,
+        source_dir: str | Path,
     ):
         self.model = model
         self.options = OnnxOptions.from_config(options)
@@ -307,11 +411,47 @@ class _OnnxModel:
         if cache_dir is None:  # no cache: export into a temporary folder kept as long as this object
             self._tmp = tempfile.TemporaryDirectory(prefix="lethe-onnx-")
             cache_dir = self._tmp.name
-        self.folder = ensure_export(model, self.kind, source_sha256, self.options, Path(cache_dir))
-        self.export = json.loads((self.folder / EXPORT_JSON).read_text())
-        self.session = OnnxSession(self.folder / ONNX_FILE, self.options, device)
         if getattr(model.tokenizer, "padding_side", "right") != "right":
             raise ValueError("the ONNX backend trims right-padded batches; this tokenizer pads on the left")
+        self._open(
+            ensure_export(model, self.kind, source_sha256, self.options, Path(cache_dir), Path(source_dir)), device
+        )
+        self.max_seq_length = int(model.max_seq_length)
+        self.tokenizer_source = "model"
+        self._tokenize: Any = lambda inputs: _model_features(model, inputs)
+
+    @classmethod
+    def from_cache(
+        cls,
+        source_dir: str | Path,
+        source_sha256: str,
+        options: OnnxOptions | Mapping[str, Any],
+        cache_dir: str | Path,
+        device: str = "cpu",
+    ) -> Any:
+        """The model from its cached export and its folder's ``tokenizer.json`` alone, loading neither torch's model nor
+        sentence-transformers; None when no undamaged export exists yet or its tokenizer check did not pass (then the
+        constructor loads the model, and exports it)."""
+        options = OnnxOptions.from_config(options)
+        folder = export_folder(cache_dir, source_sha256, cls.kind, options, Path(source_dir))
+        if not folder.is_dir() or folder_damage(folder):
+            return None
+        export = json.loads((folder / EXPORT_JSON).read_text())
+        check = export.get("tokenizer") or {}
+        if not check.get("equal"):
+            return None
+        self = cls.__new__(cls)
+        self.model, self.options, self.source_sha256, self._tmp = None, options, source_sha256, None
+        self._open(folder, device)
+        self.max_seq_length = int(export["max_seq_length"])
+        self.tokenizer_source = TOKENIZER_FILE
+        self._tokenize = FileTokenizer(Path(source_dir) / TOKENIZER_FILE, int(check["max_length"]))
+        return self
+
+    def _open(self, folder: Path, device: str) -> None:
+        self.folder = folder
+        self.export = json.loads((folder / EXPORT_JSON).read_text())
+        self.session = OnnxSession(folder / ONNX_FILE, self.options, device)
 
     def _run(self, inputs: list[Any], batch_size: int) -> np.ndarray:
         """Outputs (n, ...) in input order: one tokenizer call, then length-sorted trimmed batches of
@@ -319,8 +459,8 @@ class _OnnxModel:
         batch_size = self.options.batch_size or batch_size
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        feats = self.model.preprocess(inputs)
-        arrays = {n: feats[n].numpy() for n in self.session.input_names}
+        feats = self._tokenize(inputs)
+        arrays = {n: feats[n] for n in self.session.input_names}
         lengths = arrays["attention_mask"].sum(axis=1)
         out: np.ndarray | None = None
         for idx in sorted_batches(lengths, batch_size):
@@ -333,13 +473,14 @@ class _OnnxModel:
         return out
 
     def describe(self) -> dict[str, Any]:
-        """Options, intra-op threads in use, and the export (folder, probe difference, versions)."""
+        """Options, intra-op threads in use, the tokenizer used, and the export (folder, probe difference, versions)."""
         return {
             "backend": "onnx",
             "options": asdict(self.options),
             "threads": self.session.threads,
             "device": self.session.device,
             "providers": self.session.session.get_providers(),
+            "tokenizer": self.tokenizer_source,
             "export": {
                 "dir": str(self.folder) if self._tmp is None else None,
                 **{k: self.export.get(k) for k in ("probe_max_abs_diff", "versions", "recipe", "source_sha256")},
@@ -352,9 +493,14 @@ class OnnxBiEncoder(_OnnxModel):
 
     kind = "bi_encoder"
 
+    @property
+    def dim(self) -> int:
+        """Width of the vectors (the export's output width)."""
+        return int(self.export["output_width"])
+
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         if not texts:
-            return np.zeros((0, int(self.model.get_embedding_dimension())), np.float32)
+            return np.zeros((0, self.dim), np.float32)
         vecs = self._run(list(texts), batch_size)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return (vecs / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
@@ -379,7 +525,7 @@ def inference_info(model: Any) -> dict[str, Any]:
     """Backend and settings of a loaded model (a torch sentence-transformers model or an ONNX one),
     for run manifests."""
     if isinstance(model, _OnnxModel):
-        return {**model.describe(), "max_length": int(model.model.max_seq_length)}
+        return {**model.describe(), "max_length": model.max_seq_length}
     return {
         "backend": "torch",
         "max_length": int(model.max_seq_length),

@@ -108,6 +108,39 @@ def test_export_is_cached_once_per_weights_and_options(embedder, onnx_cfg, cache
     assert not list((cache / "models" / "onnx").glob(".*tmp*"))  # no debris of the atomic write
 
 
+def test_once_exported_the_model_folder_tokenizer_encodes_without_loading_the_model(
+    embedder, sample, onnx_cfg, tmp_path
+):
+    """A second embedder on the same cache tokenizes with the model folder's tokenizer.json alone (no
+    sentence-transformers model loaded) and gives the vectors of the one that loaded the model, bit for bit."""
+    first = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, backend="onnx", onnx=onnx_cfg)
+    texts = [*sample["queries"], *sample["docs"], *ob.TOKENIZER_PROBE]
+    ref = first.encode(texts, "query")
+    assert first.onnx_model.tokenizer_source == "model"  # it made the export
+    assert first.onnx_model.export["tokenizer"] == {"max_length": 256, "equal": True, "why": None}
+    second = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, backend="onnx", onnx=onnx_cfg)
+    assert np.array_equal(second.encode(texts, "query"), ref)
+    assert second._st is None and second.onnx_model.tokenizer_source == "tokenizer.json"
+    assert (second.dim, second.max_seq_length) == (384, 256) and second.stats()["onnx"]["tokenizer"] == "tokenizer.json"
+    # the same token ids for pairs, as the cross-encoder reads them (truncated longest first at 512)
+    pairs = [(q, d) for q in sample["queries"][:3] for d in [*sample["docs"][:20], *sample["docs"][-2:]]]
+    ours = ob.FileTokenizer(Path(embedder.model.path) / ob.TOKENIZER_FILE, 512)(pairs)
+    cross = load_cross_encoder(embedder.model.path, max_length=512, num_labels=1)
+    theirs = ob._model_features(cross, pairs)
+    assert ours.keys() == theirs.keys() and all(np.array_equal(ours[k], theirs[k]) for k in ours)
+    assert ours["input_ids"].shape[1] == 512  # the long texts were cut
+
+
+def test_an_export_whose_tokenizer_check_failed_loads_the_model(embedder, sample, onnx_cfg, tmp_path, monkeypatch):
+    monkeypatch.setattr(ob, "_tokenizer_check", lambda model, folder: {"max_length": 256, "equal": False, "why": "x"})
+    first = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, backend="onnx", onnx=onnx_cfg)
+    ref = first.encode(sample["queries"], "query")
+    second = Embedder(embedder.model, cache_dir=tmp_path, show_progress=False, backend="onnx", onnx=onnx_cfg)
+    assert np.array_equal(second.encode(sample["queries"], "query"), ref)
+    assert second.onnx_model.tokenizer_source == "model" and second._st is not None
+    assert second.onnx_model.folder == first.onnx_model.folder  # the export is not made again
+
+
 def test_vectors_of_different_backends_never_share_a_cache(embedder, onnx_cfg, cache):
     torch_e = Embedder(embedder.model, cache_dir=cache, show_progress=False)
     fp32 = Embedder(embedder.model, cache_dir=cache, show_progress=False, backend="onnx", onnx=onnx_cfg)
