@@ -99,7 +99,7 @@ def test_tier_overrides_come_before_the_entry_overrides():
         "cache_dir=.cache/lethe-smoke",
         "results_dir=results/smoke/runs",
         "dataset.scopes=[conv-26,conv-30]",
-        "method.candidates=10",
+        "method.candidates=5",
     )
     # the in_domain default needs no source overrides; the entry only caps the training budget
     assert ce.overrides[4] == "method.model.train.max_train_queries=12"

@@ -137,7 +137,7 @@ def test_a_mistyped_results_dir_leaves_the_report_alone(smoke, tmp_path, capsys)
 
 
 SMOKE_CE = [
-    "method.candidates=10",
+    "method.candidates=5",
     "method.model.train.max_train_queries=12",
     "method.model.train.max_dev_queries=8",
     "method.model.train.negatives=3",
@@ -187,8 +187,8 @@ def _api_smoke(smoke, **kw):
         "cross_encoder_alone": SMOKE_CE,
         "cross_encoder_hybrid": SMOKE_CE,
         "cross_encoder_hybrid_alone": SMOKE_CE,
-        "random_rerank": ["method.candidates=10"],
-        "random_rerank_hybrid": ["method.candidates=10"],
+        "random_rerank": ["method.candidates=5"],
+        "random_rerank_hybrid": ["method.candidates=5"],
         "lethe_iter3": SMOKE_FUSION,
     }
     return experiment(
