@@ -183,6 +183,7 @@ def test_kill_points_are_named_and_checked():
         parse("serching")
 
 
+@pytest.mark.long
 def test_kill_nine_at_six_points_then_rerun_equals_a_clean_run(tmp_path, reference):
     clean, chained = tmp_path / "clean", tmp_path / "chained"
     # the clean run, in this process: run, expected scores from it, report
