@@ -329,7 +329,7 @@ class FileTokenizer:
         from tokenizers import Tokenizer
 
         self.tok = Tokenizer.from_file(str(path))
-        padding = json.loads(Path(path).read_text()).get("padding") or {}
+        padding = self.tok.padding or {}  # the file's padding settings: its pad token and type id
         if "pad_id" not in padding:
             raise ValueError(f"{path} names no padding token")
         self.pad_id, self.pad_type_id = int(padding["pad_id"]), int(padding.get("pad_type_id", 0))

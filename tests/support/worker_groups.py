@@ -63,7 +63,8 @@ def make_scheduler(config: Any, log: Any) -> Any:
         def _assign_work_unit(self, node: Any) -> None:
             if not self.ordered:  # the queue is whole by the first assignment: move the long groups to its front
                 self.ordered = True
-                for group in reversed([g for g in self.workqueue if g in set(self._read()["long"])]):
+                long = set(self._read()["long"])
+                for group in reversed([g for g in self.workqueue if g in long]):
                     self.workqueue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
