@@ -154,9 +154,8 @@ SMOKE_FUSION = [
 ]
 
 
-def _api_smoke(smoke, resamples: int = 2000, **kw):
-    """The smoke tier written as one experiments.api call, as a user would type it; ``resamples`` (bootstrap and
-    permutation) as the session's smoke report has them, unless a test compares nothing with that report."""
+def _api_smoke(smoke, **kw):
+    """The smoke tier written as one experiments.api call, as a user would type it."""
     from experiments.api import experiment
 
     run_paths = [
@@ -197,7 +196,7 @@ def _api_smoke(smoke, resamples: int = 2000, **kw):
         datasets,
         overrides=run_paths,
         run=False,
-        analysis={"bootstrap_resamples": resamples, "permutation_resamples": resamples},
+        analysis={"bootstrap_resamples": 2000, "permutation_resamples": 2000},
         **{"format": "long", **kw},  # long unless the test asks for another form
     )
 
@@ -230,7 +229,7 @@ def test_the_python_api_reproduces_the_smoke_reports_table2(smoke, tmp_path):
 
 
 def test_the_python_api_with_a_named_baseline_and_correction(smoke):
-    df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh", resamples=200)
+    df = _api_smoke(smoke, metrics=["ndcg@10"], baseline="bm25", correction="bh")
     assert set(df["baseline"]) == {"bm25"} and "bm25" not in set(df["method"])
     assert len(df) == 2 * 14  # two datasets x the fourteen other methods (the random reorderings: controls), one metric
     assert (df["p_adjusted"] == df["p_bh"]).all()
@@ -245,21 +244,21 @@ def test_the_python_api_with_a_named_baseline_and_correction(smoke):
 
 def test_the_python_api_against_several_baselines(smoke):
     """baseline=[...]: every system against each named baseline, one correction family per baseline."""
-    both = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="long", resamples=200)
+    both = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="long")
     assert set(both["baseline"]) == {"bm25", "hybrid"}
     for base in ("bm25", "hybrid"):
-        alone = _api_smoke(smoke, metrics=["nDCG@10"], baseline=base, format="long", resamples=200)
+        alone = _api_smoke(smoke, metrics=["nDCG@10"], baseline=base, format="long")
         part = both[both["baseline"] == base].reset_index(drop=True)
         assert part[alone.columns].equals(alone.reset_index(drop=True))  # its own family: the same adjusted p
     assert both.attrs["family_size"] == {"bm25": 2 * 14, "hybrid": 2 * 14}
-    wide = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="wide", resamples=200)
+    wide = _api_smoke(smoke, metrics=["nDCG@10"], baseline=["bm25", "hybrid"], format="wide")
     assert wide.index.names == ["dataset", "baseline", "system"]
     assert wide.loc[("locomo", "hybrid", "hybrid"), "nDCG@10 sig"] == "base"
 
 
 def test_the_python_api_scores_a_metric_no_run_stored(smoke):
     """AP@100 and nDCG without a cutoff, which no smoke run stored, are computed from the run files (no rerun)."""
-    df = _api_smoke(smoke, metrics=["AP@100", "nDCG"], baseline="bm25", resamples=200)
+    df = _api_smoke(smoke, metrics=["AP@100", "nDCG"], baseline="bm25")
     assert set(df["measure"]) == {"AP@100", "nDCG"} and len(df) == 2 * 2 * 14
     row = df[(df["dataset"] == "locomo") & (df["method"] == "vector") & (df["measure"] == "AP@100")].iloc[0]
     assert 0 < row["baseline_mean"] < 1 and row["n"] == 302
@@ -269,9 +268,9 @@ def test_the_python_api_shows_the_metrics_asked_under_the_names_written(smoke):
     """The issue's own list: the long and the wide table carry exactly these names, in this order, and the measures
     ranx lacks (Judged@10, P(rel=2)@5) are computed through ir_measures from the run files."""
     asked = ["nDCG@10", "R@100", "R@1000", "Judged@10", "P(rel=2)@5"]
-    long = _api_smoke(smoke, metrics=asked, baseline="bm25", resamples=200)
+    long = _api_smoke(smoke, metrics=asked, baseline="bm25")
     assert list(dict.fromkeys(long["measure"])) == asked
-    wide = _api_smoke(smoke, metrics=asked, baseline="bm25", format="wide", resamples=200)
+    wide = _api_smoke(smoke, metrics=asked, baseline="bm25", format="wide")
     assert [c for c in wide.columns if c in asked] == asked
     judged = long[(long["dataset"] == "locomo") & (long["method"] == "vector") & (long["measure"] == "Judged@10")]
     assert 0 < judged.iloc[0]["baseline_mean"] <= 1
