@@ -79,14 +79,18 @@ def e2e_runs(cfg_for, locomo_path) -> dict[str, Path]:
 
 def pytest_configure(config):
     """Under pytest-xdist (``make test`` runs two workers on this two-core machine) each worker and the processes it
-    starts use one thread: two workers with a pool of two threads each would oversubscribe the cores, and the threads
-    spinning for work slow both down. The controller names the folder where the workers write the tests' groups."""
+    starts use one thread, llama.cpp's included: two workers with a pool of two threads each would oversubscribe the
+    cores, and the threads spinning for work slow both down (llama.cpp's most: on a loaded machine SmolLM2's answers
+    ran past their deadline and failed the runs).
+    The controller names the folder where the workers write the tests' groups."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[key] = "1"
         from lethe.core.threads import set_threads
+        from lethe.llm.backends import set_default_threads
 
         set_threads(1)
+        set_default_threads(1)
     elif getattr(config.option, "numprocesses", None):
         config.test_groups = tempfile.TemporaryDirectory(prefix="lethe-test-groups-")
         os.environ[worker_groups.FOLDER_ENV] = config.test_groups.name

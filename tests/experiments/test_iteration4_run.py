@@ -124,6 +124,9 @@ def test_a_replayed_run_gives_identical_answers_on_one_and_two_threads(cfg_for, 
     models = ("stages.llm_rerank.llm", "stages.generation.llm", "stages.generation.judge.llm")
     replay = [*base, f"+method.stages.llm_rerank.replay={file}", "run.overwrite=true"]
     replay += [f"method.{m}.cache=false" for m in models]  # each thread count computes its own replies
+    # two llama.cpp threads in a test worker that shares two cores with another: a call can be slow, and the test is
+    # about equal answers, not about the deadline (both runs get the same one)
+    replay += ["method.stages.generation.options.timeout_s=600", "method.stages.generation.judge.options.timeout_s=600"]
     runs = []
     for threads in (1, 2):
         run = RunFolder(run_experiment(cfg_for(*replay, *(f"method.{m}.n_threads={threads}" for m in models))))
