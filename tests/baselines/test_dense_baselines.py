@@ -24,6 +24,16 @@ def docs(conv26_docs):
 
 
 @pytest.fixture(scope="module")
+def embedder(work):
+    """The real model with the session's cache: each method below indexes conv-26 anew, and the doc vectors are
+    computed once (the cache is keyed by content, so every index reads the same vectors)."""
+    from experiments.config import load_config
+    from lethe.retrieval.embedder import Embedder
+
+    return Embedder(dict(load_config([]).embedder), cache_dir=work["cache"], show_progress=False)
+
+
+@pytest.fixture(scope="module")
 def vector(docs, embedder):
     v = VectorSearch(embedder)
     v.index(docs)
