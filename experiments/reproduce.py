@@ -60,7 +60,7 @@ from experiments.reference import (
 )
 from experiments.rekey import print_rekeyed, recomputed, rekey_tier
 from experiments.report_staging import staged_reports
-from experiments.reproduce_settings import ACTIONS, base_overrides, from_store, verify_metrics
+from experiments.reproduce_settings import ACTIONS, STORE_READERS, base_overrides, from_store, verify_metrics
 from experiments.retier import print_retiered, retier, sources
 from experiments.stopping import stop_on_signals, stop_reason
 from experiments.store_seal import write_seal
@@ -298,7 +298,12 @@ def reproduce(cfg: DictConfig) -> int:
         return 0
     if cfg.action == "retier":  # before any config is composed: a moved replay run finds its reach only after the move
         return retier_tiers(cfg)
-    if cfg.action == "report" and from_store(cfg):  # the store's index locates the runs: no config is composed
+    if from_store(cfg) and cfg.action not in STORE_READERS:
+        raise SystemExit(
+            f"source=store is read by action={' and action='.join(STORE_READERS)} only; action={cfg.action} works "
+            "on results folders (leave source at its default, runs)"
+        )
+    if cfg.action in STORE_READERS and from_store(cfg):  # the store's index locates the runs: no config is composed
         tiers = [(load_tier(n, cfg.reference_dir), []) for n in tier_names(str(cfg.tier))]
     else:
         tiers = resolve_tiers(cfg)
@@ -334,7 +339,10 @@ def reproduce(cfg: DictConfig) -> int:
         code = publish_reports(report_groups([t for t, _ in tiers], cfg), cfg) or code
     elif cfg.action == "all":
         print("report skipped: `select` runs part of a tier (python -m experiments.reproduce action=report writes it)")
-    if cfg.action in ("all", "verify"):
+    if cfg.action == "verify" and from_store(cfg):
+        for tier, _ in tiers:
+            code = code or (0 if verify_from_store(tier, cfg) else 1)
+    elif cfg.action in ("all", "verify"):
         for tier, runs in tiers:
             ok, text = verify_tier(tier, runs, cfg)
             print(text, flush=True)

@@ -12,7 +12,8 @@ from experiments.reference import load_tier
 from lethe.core.paths import Paths
 
 ACTIONS = ("all", "run", "report", "verify", "write_expected", "store", "seal", "record_reach", "rekey", "retier")
-SOURCES = ("runs", "store")  # where action=report reads the declared runs: results folders, or the reference store
+SOURCES = ("runs", "store")  # where action=report and verify read the declared runs: results folders, or the store
+STORE_READERS = ("report", "verify")  # the actions source=store applies to
 
 
 def base_overrides(cfg: DictConfig) -> list[str]:
@@ -24,7 +25,8 @@ def tier_overrides(tier: str, cfg: DictConfig) -> list[str]:
 
 
 def from_store(cfg: DictConfig) -> bool:
-    """Whether the report reads the reference store (``source=store``) rather than results folders."""
+    """Whether the report or the verification reads the reference store (``source=store``) rather than results
+    folders."""
     source = str(cfg.get("source") or "runs")
     if source not in SOURCES:
         raise SystemExit(f"source={source!r} is not one of {list(SOURCES)}")

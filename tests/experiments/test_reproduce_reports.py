@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -228,6 +229,28 @@ def test_the_report_regenerates_from_the_store_alone(smoke_store, from_runs, tmp
     queries = pd.read_parquet(next(store.glob("datasets/locomo/*/queries.parquet")))
     assert "text" not in queries and "answer" not in queries and "meta" not in queries and len(queries) > 300
     assert not list(store.rglob("corpus.parquet")) and not list(store.rglob("run.trec"))
+
+
+def test_verify_with_source_store_reads_the_store_alone(smoke_store, tmp_path, capsys):
+    """action=verify source=store verifies the stored tier with no results folder, dataset or cache (it used to read
+    the results folders whatever source said, and called every run MISSING); an edited stored value fails it. An
+    action that works on results folders refuses source=store."""
+    store = shutil.copytree(smoke_store["store"], tmp_path / "store")
+    nowhere = [f"{k}={tmp_path / 'nowhere' / k}" for k in ("data.root", "data.processed", "cache_dir", "results_dir")]
+    args = ["tier=smoke", "action=verify", "source=store", f"store_dir={store}", *nowhere]
+    capsys.readouterr()
+    assert R.reproduce(R.load(args)) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"34 runs, (\d+) values: \1 OK, 0 OKish, 0 FAIL, 0 MISSING", out), out[-300:]
+    assert not (tmp_path / "nowhere").exists()
+    per_query = store / "smoke" / "locomo" / "bm25" / "per_query.parquet"
+    pq = pd.read_parquet(per_query)
+    pq["ndcg@10"] = 1.0
+    pq.to_parquet(per_query, index=False)
+    assert R.reproduce(R.load(args)) == 1
+    assert re.search(r"\| locomo/bm25 \| ndcg@10 \| [0-9.]+ \| 1\.000000 \| .* \| FAIL \|", capsys.readouterr().out)
+    with pytest.raises(SystemExit, match="source=store is read by action=report and action=verify only"):
+        R.reproduce(R.load(["tier=smoke", "action=run", "source=store", f"store_dir={store}", *nowhere]))
 
 
 def test_a_tier_whose_runs_the_seed_report_does_not_read_succeeds(monkeypatch, capsys):
