@@ -24,13 +24,15 @@ def docs(conv26_docs):
 
 
 @pytest.fixture(scope="module")
-def embedder(work):
-    """The real model with the session's cache: each method below indexes conv-26 anew, and the doc vectors are
-    computed once (the cache is keyed by content, so every index reads the same vectors)."""
+def embedder(tmp_path_factory):
+    """The real model with a cache of this module's own: each method below indexes conv-26 anew, and the doc vectors
+    are computed once (the cache is keyed by content, so every index reads the same vectors; no other test's run reads
+    vectors this module wrote)."""
     from experiments.config import load_config
     from lethe.retrieval.embedder import Embedder
 
-    return Embedder(dict(load_config([]).embedder), cache_dir=work["cache"], show_progress=False)
+    cache = tmp_path_factory.mktemp("dense_cache")
+    return Embedder(dict(load_config([]).embedder), cache_dir=cache, show_progress=False)
 
 
 @pytest.fixture(scope="module")
